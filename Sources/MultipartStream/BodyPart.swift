@@ -1,0 +1,52 @@
+import Foundation
+
+/// One part of a form: its encoded header block and where its body comes from.
+struct BodyPart: Sendable {
+    /// The field name, kept to name the part in errors.
+    var name: String?
+    var headers: PartHeaders
+    var body: Body
+
+    /// Where a part's body bytes come from, and how many there are.
+    enum Body: Sendable {
+        case bytes(Data)
+        case file(URL, length: UInt64)
+        case stream(OneShotStream, length: UInt64)
+        case streamFactory(@Sendable () throws -> InputStream, length: UInt64)
+
+        var length: UInt64 {
+            switch self {
+            case .bytes(let data): UInt64(data.count)
+            case .file(_, let length), .stream(_, let length), .streamFactory(_, let length): length
+            }
+        }
+
+        /// Whether a second read of the form can produce this body again.
+        var isReplayable: Bool {
+            if case .stream = self { return false }
+            return true
+        }
+    }
+
+    /// Header and body bytes; delimiters are the form's.
+    var length: UInt64 { UInt64(headers.bytes.count) + body.length }
+}
+
+/// A caller's `InputStream`, which can be read once: the first reader to reach the part claims it.
+final class OneShotStream: @unchecked Sendable {
+    // @unchecked: the stream is touched only by the one reader that claimed it, and the claim is locked.
+    private let lock = NSLock()
+    private var stream: InputStream?
+
+    init(_ stream: InputStream) {
+        self.stream = stream
+    }
+
+    /// The stream for the first caller, `nil` for every later one.
+    func claim() -> InputStream? {
+        lock.withLock {
+            defer { stream = nil }
+            return stream
+        }
+    }
+}

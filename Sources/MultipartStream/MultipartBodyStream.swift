@@ -1,0 +1,222 @@
+import Foundation
+
+/// An `InputStream` that produces a form's body lazily: set it as `URLRequest.httpBodyStream` or return it from
+/// `urlSession(_:task:needNewBodyStream:)`.
+///
+/// Status goes `.notOpen → .open → .atEnd → .closed`, or to `.error`. The `read` that returns the body's last byte
+/// leaves the stream `.atEnd`, with `hasBytesAvailable` false, because CFNetwork stops at `Content-Length` and
+/// Linux URLSession ends the body when `hasBytesAvailable` turns false. A file or stream that fails or differs from
+/// what was appended makes `read` return -1 with a ``MultipartError`` in `streamError`: the request fails rather
+/// than send a wrong body. Opening the stream again after it handed out bytes (Linux URLSession does this when it
+/// retries after a 401) starts over from the first byte, or fails if the form holds a one-shot `InputStream`.
+public final class MultipartBodyStream: InputStream {
+    /// The exact number of bytes the stream produces.
+    public let contentLength: UInt64
+
+    private let form: MultipartFormData
+    private let lock = NSLock()
+    private var state: State = .notOpen
+    /// Separate from `lock`, which is held during reads that may block: progress must never wait for a read.
+    private let progress = NSLock()
+    private var handedOut: UInt64 = 0
+
+    private enum State {
+        case notOpen
+        case open(MultipartReader)
+        case atEnd
+        /// `finished`: every byte was handed out before the close.
+        case closed(finished: Bool)
+        case failed(MultipartError)
+    }
+
+    init(form: MultipartFormData) {
+        self.form = form
+        contentLength = form.contentLength
+        // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
+        super.init(data: Data())
+    }
+
+    /// The bytes handed out by `read` since the stream was (re)opened; safe to read from any thread.
+    public var bytesRead: UInt64 {
+        progress.withLock { handedOut }
+    }
+
+    // MARK: Opening and closing
+
+    /// Opens the stream; opening it again after bytes were read starts over from the first byte if the form is
+    /// replayable, and otherwise fails it.
+    public override func open() {
+        lock.withLock {
+            switch state {
+            case .notOpen:
+                state = start()
+            case .open(let reader) where reader.bytesRead == 0:
+                break
+            case .open(let reader):
+                reader.fail(MultipartError(.notReplayable))
+                state = restart()
+            case .atEnd, .closed:
+                state = restart()
+            case .failed:
+                break
+            }
+        }
+    }
+
+    /// Closes the stream and the file or stream of the part it was in. A failed stream stays `.error`.
+    public override func close() {
+        lock.withLock {
+            switch state {
+            case .open(let reader):
+                reader.fail(MultipartError(.streamNotOpen))
+                state = .closed(finished: false)
+            case .atEnd:
+                state = .closed(finished: true)
+            case .notOpen:
+                state = .closed(finished: false)
+            case .closed, .failed:
+                break
+            }
+        }
+    }
+
+    private func start() -> State {
+        if let error = form.appendError { return .failed(error) }
+        progress.withLock { handedOut = 0 }
+        return .open(MultipartReader(form))
+    }
+
+    /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed.
+    private func restart() -> State {
+        guard form.isReplayable || bytesRead == 0 else { return .failed(MultipartError(.notReplayable)) }
+        return start()
+    }
+
+    // MARK: Reading
+
+    /// Fills `buffer` with up to `len` bytes of the body, across part boundaries. Returns 0 only at the end and
+    /// -1 on failure, with the reason in `streamError`. With `len` 0 it returns 0 and changes nothing.
+    public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
+        let throttle = form.throttle
+        let limit = min(len, throttle?.packetSize ?? len)
+        let count = lock.withLock { () -> Int in
+            switch state {
+            case .open(let reader):
+                do throws(MultipartError) {
+                    let count = try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit))
+                    if reader.isAtEnd { state = .atEnd }
+                    progress.withLock { handedOut += UInt64(count) }
+                    return count
+                } catch {
+                    state = .failed(error)
+                    return -1
+                }
+            case .atEnd, .closed(finished: true):
+                return 0
+            case .notOpen, .closed(finished: false):
+                guard limit > 0 else { return 0 }
+                state = .failed(MultipartError(.streamNotOpen))
+                return -1
+            case .failed:
+                return -1
+            }
+        }
+        if count > 0, let delay = throttle?.delay, delay > 0 {
+            Thread.sleep(forTimeInterval: delay)
+        }
+        return count
+    }
+
+    /// True until the last byte has been handed out, and while failed, so that URLSession reads the -1 instead of
+    /// taking `false` for a complete body.
+    public override var hasBytesAvailable: Bool {
+        lock.withLock {
+            switch state {
+            case .atEnd, .closed(finished: true): false
+            case .notOpen, .open, .closed(finished: false), .failed: true
+            }
+        }
+    }
+
+    /// The stream's status.
+    public override var streamStatus: Stream.Status {
+        lock.withLock {
+            switch state {
+            case .notOpen: .notOpen
+            case .open: .open
+            case .atEnd: .atEnd
+            case .closed: .closed
+            case .failed: .error
+            }
+        }
+    }
+
+    /// The ``MultipartError`` that failed the stream, or `nil`.
+    public override var streamError: Error? {
+        lock.withLock {
+            if case .failed(let error) = state { return error }
+            return nil
+        }
+    }
+
+    /// Always false: the body is produced on demand, not held in a buffer.
+    public override func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
+        length len: UnsafeMutablePointer<Int>
+    ) -> Bool {
+        false
+    }
+
+    // MARK: Run loops, properties and delegate: unused by URLSession's blocking reads
+
+    private weak var storedDelegate: StreamDelegate?
+
+    /// Kept for `Stream`'s contract; the stream sends no events, since every read is synchronous.
+    public override var delegate: StreamDelegate? {
+        get { storedDelegate }
+        set { storedDelegate = newValue }
+    }
+
+    /// No-op: reads never wait on a run loop.
+    public override func schedule(in aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
+
+    /// No-op: reads never wait on a run loop.
+    public override func remove(from aRunLoop: RunLoop, forMode mode: RunLoop.Mode) {}
+
+    #if canImport(Darwin)
+        /// The stream has no properties.
+        public override func property(forKey key: Stream.PropertyKey) -> Any? { nil }
+
+        /// The stream has no properties; returns false.
+        public override func setProperty(_ property: Any?, forKey key: Stream.PropertyKey) -> Bool { false }
+
+        // CFNetwork treats an NSInputStream as a CFReadStream and sends these private messages to it; NSInputStream
+        // subclasses must answer them (as AFNetworking's AFMultipartBodyStream does). Reads are synchronous, so
+        // there is nothing to schedule and no client to call back.
+        @objc(_scheduleInCFRunLoop:forMode:)
+        func scheduleInCFRunLoop(_ runLoop: CFRunLoop?, forMode mode: CFString?) {}
+
+        @objc(_unscheduleFromCFRunLoop:forMode:)
+        func unscheduleFromCFRunLoop(_ runLoop: CFRunLoop?, forMode mode: CFString?) {}
+
+        @objc(_setCFClientFlags:callback:context:)
+        func setCFClientFlags(
+            _ flags: CFOptionFlags,
+            callback: CFReadStreamClientCallBack?,
+            context: UnsafeMutablePointer<CFStreamClientContext>?
+        ) -> Bool { false }
+    #else
+        /// The stream has no properties.
+        public override func property(forKey key: Stream.PropertyKey) -> AnyObject? { nil }
+
+        /// The stream has no properties; returns false.
+        public override func setProperty(_ property: AnyObject?, forKey key: Stream.PropertyKey) -> Bool { false }
+    #endif
+}
+
+extension MultipartFormData {
+    /// A new, unopened stream of this form's bytes; each call returns an independent stream.
+    public func makeBodyStream() -> MultipartBodyStream {
+        MultipartBodyStream(form: self)
+    }
+}

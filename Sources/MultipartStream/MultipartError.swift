@@ -1,0 +1,128 @@
+import Foundation
+
+/// Why a form could not be built, encoded or streamed, and which part was at fault.
+public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
+    /// The zero-based index of the part at fault, or `nil` when the form as a whole is (its boundary, an output file).
+    public var partIndex: Int?
+    /// The field name of the part at fault, when the part has one.
+    public var partName: String?
+    /// What went wrong.
+    public var reason: Reason
+
+    /// Creates an error for the part at `partIndex` named `partName`.
+    public init(_ reason: Reason, partIndex: Int? = nil, partName: String? = nil) {
+        self.reason = reason
+        self.partIndex = partIndex
+        self.partName = partName
+    }
+
+    /// The reasons a form fails, at append time or while it streams.
+    public enum Reason: Error, Sendable {
+        // Found while appending.
+
+        /// The URL given for a file part is not a `file:` URL.
+        case notAFileURL(URL)
+        /// Nothing exists at the file part's path.
+        case fileNotFound(URL)
+        /// The file part's path names a directory.
+        case isDirectory(URL)
+        /// The path is not a regular file (a FIFO, socket or device), so its length cannot be known up front.
+        case fileSizeUnavailable(URL)
+        /// The file could not be opened for reading; `errno` says why.
+        case fileUnreadable(URL, errno: Int32)
+        /// The boundary is not 1 to 70 characters of RFC 2046 `bchars`, or ends in a space.
+        case invalidBoundary(String)
+        /// A custom header name is empty or holds a character outside RFC 9110's `token`.
+        case invalidHeaderName(String)
+        /// A header value holds CR, LF or another control character, which would forge headers.
+        case invalidHeaderValue(name: String, value: String)
+        /// A MIME type is empty or holds CR, LF or another control character.
+        case invalidMIMEType(String)
+
+        // Found while streaming.
+
+        /// The file was removed after it was appended.
+        case fileVanished(URL)
+        /// The file's length differs from the one recorded when it was appended.
+        case fileSizeChanged(URL, expected: UInt64, actual: UInt64)
+        /// Reading the file failed; `errno` says why.
+        case fileReadFailed(URL, errno: Int32)
+        /// The part's stream ended after `received` of its declared `expected` bytes.
+        case streamEndedEarly(expected: UInt64, received: UInt64)
+        /// The part's stream still had bytes after its declared `length`.
+        case streamLongerThanDeclared(length: UInt64)
+        /// The part's stream failed to open or read; the stream's own error, when it gave one.
+        case streamFailed((any Error)?)
+        /// The closure that makes the part's stream threw.
+        case streamFactoryFailed(any Error)
+        /// The part's one-shot `InputStream` was already read by another body stream or encode of this form.
+        case streamAlreadyConsumed
+        /// `read` was called on a body stream that is not open (never opened, or closed).
+        case streamNotOpen
+        /// The body stream was opened again after it handed out bytes, and a part cannot be read twice.
+        case notReplayable
+
+        // Found while encoding.
+
+        /// The body is larger than fits in memory as one `Data`.
+        case tooLargeForMemory(UInt64)
+        /// `writeEncodedData(to:)` will not replace an existing file.
+        case outputFileExists(URL)
+        /// Creating or writing the output file failed; `errno` says why.
+        case outputWriteFailed(URL, errno: Int32)
+    }
+
+    /// A sentence naming the part and the reason.
+    public var description: String {
+        let subject: String
+        switch (partIndex, partName) {
+        case (let index?, let name?): subject = "part \(index) (\"\(name)\")"
+        case (let index?, nil): subject = "part \(index)"
+        default: subject = "form"
+        }
+        return "\(subject): \(reason.explanation)"
+    }
+
+    /// The same text as ``description``, so `localizedDescription` names the part and reason.
+    public var errorDescription: String? { description }
+}
+
+extension MultipartError.Reason {
+    fileprivate var explanation: String {
+        switch self {
+        case .notAFileURL(let url): "\(url) is not a file URL"
+        case .fileNotFound(let url): "no file at \(url.path)"
+        case .isDirectory(let url): "\(url.path) is a directory"
+        case .fileSizeUnavailable(let url): "\(url.path) is not a regular file, so its length is unknown"
+        case .fileUnreadable(let url, let code): "cannot open \(url.path): \(errnoText(code))"
+        case .invalidBoundary(let boundary):
+            "invalid boundary \"\(boundary)\": it must be 1 to 70 characters of letters, digits and '()+_,-./:=? "
+                + "and must not end in a space"
+        case .invalidHeaderName(let name): "invalid header name \"\(name)\": it must be a non-empty HTTP token"
+        case .invalidHeaderValue(let name, let value):
+            "header \(name) has a control character in its value \(value.debugDescription)"
+        case .invalidMIMEType(let type): "invalid MIME type \(type.debugDescription)"
+        case .fileVanished(let url): "\(url.path) was removed after it was appended"
+        case .fileSizeChanged(let url, let expected, let actual):
+            "\(url.path) is \(actual) bytes now, \(expected) when it was appended"
+        case .fileReadFailed(let url, let code): "reading \(url.path) failed: \(errnoText(code))"
+        case .streamEndedEarly(let expected, let received):
+            "stream ended after \(received) of its declared \(expected) bytes"
+        case .streamLongerThanDeclared(let length): "stream has more than its declared \(length) bytes"
+        case .streamFailed(let underlying?): "stream failed: \(underlying.localizedDescription)"
+        case .streamFailed(nil): "stream failed without saying why"
+        case .streamFactoryFailed(let underlying): "making the stream failed: \(underlying.localizedDescription)"
+        case .streamAlreadyConsumed: "its one-shot InputStream was already read; use a stream factory to replay it"
+        case .streamNotOpen: "read from a body stream that is not open"
+        case .notReplayable:
+            "the body stream was reopened after sending bytes, and a one-shot InputStream part cannot be sent again"
+        case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
+        case .outputFileExists(let url): "\(url.path) already exists"
+        case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(errnoText(code))"
+        }
+    }
+}
+
+private func errnoText(_ code: Int32) -> String {
+    "\(String(cString: strerror(code))) (errno \(code))"
+}

@@ -1,0 +1,79 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+extension MultipartFormData {
+    /// The whole body in memory, for small forms and tests; large forms belong in ``makeBodyStream()`` or
+    /// ``writeEncodedData(to:)``.
+    public func encode() throws(MultipartError) -> Data {
+        if let appendError { throw appendError }
+        guard let count = Int(exactly: contentLength) else { throw MultipartError(.tooLargeForMemory(contentLength)) }
+        let reader = MultipartReader(self)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 1)
+        do throws(MultipartError) {
+            try reader.readToEnd(into: buffer)
+        } catch {
+            buffer.deallocate()
+            throw error
+        }
+        return Data(bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+    }
+
+    /// Writes the body to a new file at `fileURL`, for `URLSession.uploadTask(fromFile:)` and background sessions.
+    ///
+    /// Refuses to replace an existing file. On any failure the partial file is removed.
+    public func writeEncodedData(to fileURL: URL) throws(MultipartError) {
+        if let appendError { throw appendError }
+        guard fileURL.isFileURL else { throw MultipartError(.notAFileURL(fileURL)) }
+        let descriptor = open(fileURL.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw MultipartError(errno == EEXIST ? .outputFileExists(fileURL) : .outputWriteFailed(fileURL, errno: errno))
+        }
+        do throws(MultipartError) {
+            try writeBody(to: descriptor, at: fileURL)
+            guard close(descriptor) == 0 else { throw MultipartError(.outputWriteFailed(fileURL, errno: errno)) }
+        } catch {
+            _ = close(descriptor)
+            _ = unlink(fileURL.path)
+            throw error
+        }
+    }
+
+    private func writeBody(to descriptor: Int32, at fileURL: URL) throws(MultipartError) {
+        let reader = MultipartReader(self)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 1)
+        defer { buffer.deallocate() }
+        while true {
+            let count = try reader.read(into: buffer)
+            if count == 0 { return }
+            var written = 0
+            while written < count {
+                let result = write(descriptor, buffer.baseAddress! + written, count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    throw MultipartError(.outputWriteFailed(fileURL, errno: errno))
+                }
+                written += result
+            }
+        }
+    }
+}
+
+extension MultipartReader {
+    /// Fills `buffer`, which must be exactly ``contentLength`` bytes long, with the whole body.
+    fileprivate func readToEnd(into buffer: UnsafeMutableRawBufferPointer) throws(MultipartError) {
+        var filled = 0
+        while filled < buffer.count {
+            let count = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            precondition(count > 0, "the body ended before its contentLength")
+            filled += count
+        }
+        precondition(isAtEnd, "the body is longer than its contentLength")
+    }
+}

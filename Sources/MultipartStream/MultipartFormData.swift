@@ -1,0 +1,184 @@
+import Foundation
+
+/// A `multipart/form-data` body described once and produced lazily, part by part, from memory, files and streams.
+///
+/// Appending records where each body comes from and encodes the part's headers; no body byte is read until the
+/// form is streamed (``makeBodyStream()``), encoded (``encode()``) or written (``writeEncodedData(to:)``).
+/// ``contentLength`` is exact from the start.
+///
+/// ```swift
+/// var form = MultipartFormData()
+/// form.append("Ada", name: "author")
+/// try form.append(fileURL: videoURL, name: "video")
+/// let request = URLRequest(url: uploadURL, multipartFormData: form)
+/// ```
+public struct MultipartFormData: Sendable {
+    /// The delimiter between parts, without the leading `--`.
+    public let boundary: String
+    var parts: [BodyPart] = []
+    var throttle: Throttle?
+    /// Header and body bytes of all parts; delimiters are added in ``contentLength``.
+    private var partBytes: UInt64 = 0
+
+    /// The first problem found by an `append` that cannot throw: a MIME type holding control characters.
+    ///
+    /// Such a part is not added. While this is set, ``encode()`` and ``writeEncodedData(to:)`` throw it and every
+    /// body stream fails on `open()`, so the form can never be sent without the part.
+    public private(set) var appendError: MultipartError?
+
+    /// Creates an empty form with a boundary of 128 random bits from the system's cryptographic source.
+    public init() {
+        boundary = Boundary.random()
+    }
+
+    /// Creates an empty form with `boundary`, which must be 1 to 70 characters of RFC 2046 `bchars`
+    /// (letters, digits and `'()+_,-./:=?` and space) and must not end in a space.
+    public init(boundary: String) throws(MultipartError) {
+        guard Boundary.isValid(boundary) else { throw MultipartError(.invalidBoundary(boundary)) }
+        self.boundary = boundary
+    }
+
+    /// The request's `Content-Type`: `multipart/form-data; boundary=…`, quoted only when it must be.
+    public var contentType: String { Boundary.contentType(for: boundary) }
+
+    /// The exact number of bytes in the body: delimiters, headers and bodies.
+    ///
+    /// An empty form is the close delimiter alone, `--boundary--\r\n`, which multipart parsers accept as a form
+    /// with no fields (an empty body is not a valid multipart body).
+    public var contentLength: UInt64 {
+        let delimiters = UInt64(parts.count) * UInt64(delimiterLength) + UInt64(closeDelimiterLength)
+        return partBytes + delimiters - 2
+    }
+
+    /// The number of parts.
+    public var count: Int { parts.count }
+
+    /// Whether the form can be read more than once: false once it holds a one-shot `InputStream` part.
+    public var isReplayable: Bool { parts.allSatisfy(\.body.isReplayable) }
+
+    /// `\r\n--boundary\r\n`; the first part's delimiter drops the leading CRLF.
+    var delimiterLength: Int { boundary.utf8.count + 6 }
+    /// `\r\n--boundary--\r\n`; an empty form's drops the leading CRLF.
+    var closeDelimiterLength: Int { boundary.utf8.count + 8 }
+
+    // MARK: Appending
+
+    /// Appends a text field: its value as UTF-8, with no `Content-Type`.
+    public mutating func append(_ value: String, name: String) {
+        add(BodyPart(name: name, headers: PartHeaders(name: name, fileName: nil, mimeType: nil), body: .bytes(Data(value.utf8))))
+    }
+
+    /// Appends `data` as a field, or as a file when `fileName` is given.
+    ///
+    /// The `Content-Type` is `mimeType`, else the type of `fileName`'s extension, else none for a plain field.
+    public mutating func append(_ data: Data, name: String, fileName: String? = nil, mimeType: String? = nil) {
+        appendChecked(name: name, fileName: fileName, mimeType: mimeType, body: .bytes(data))
+    }
+
+    /// Appends the file at `fileURL`, read only when the form is streamed and never held in memory.
+    ///
+    /// The file name defaults to the URL's last path component and the MIME type to the one of its extension. The
+    /// file must exist, be a regular file and be readable now; its length is recorded, and the stream fails if the
+    /// file differs in length when it is read.
+    public mutating func append(
+        fileURL: URL,
+        name: String,
+        fileName: String? = nil,
+        mimeType: String? = nil
+    ) throws(MultipartError) {
+        let index = parts.count
+        let length: UInt64
+        do {
+            let file = try RegularFile(opening: fileURL)
+            file.close()
+            length = file.length
+        } catch {
+            throw MultipartError(error, partIndex: index, partName: name)
+        }
+        let fileName = fileName ?? fileURL.lastPathComponent
+        let mimeType = mimeType ?? MIMEType.forFileName(fileName)
+        guard MIMEType.isValid(mimeType) else {
+            throw MultipartError(.invalidMIMEType(mimeType), partIndex: index, partName: name)
+        }
+        add(BodyPart(name: name, headers: PartHeaders(name: name, fileName: fileName, mimeType: mimeType),
+                     body: .file(fileURL, length: length)))
+    }
+
+    /// Appends a caller's stream that yields exactly `length` bytes. It can be read once: the form is then not
+    /// replayable (a second stream, encode or reopen fails at this part). Prefer the factory form when you can.
+    ///
+    /// The stream is opened when the body reaches the part and closed when it leaves it; fewer or more bytes than
+    /// `length`, or a read error, fail the body instead of sending it.
+    public mutating func append(
+        _ stream: InputStream,
+        length: UInt64,
+        name: String,
+        fileName: String? = nil,
+        mimeType: String? = nil
+    ) {
+        appendChecked(name: name, fileName: fileName, mimeType: mimeType, body: .stream(OneShotStream(stream), length: length))
+    }
+
+    /// Appends a part whose `length` bytes come from a new stream that `makeStream` returns each time the body
+    /// reaches the part, so the form can be streamed, retried and encoded any number of times.
+    public mutating func append(
+        length: UInt64,
+        name: String,
+        fileName: String? = nil,
+        mimeType: String? = nil,
+        stream makeStream: @escaping @Sendable () throws -> InputStream
+    ) {
+        appendChecked(name: name, fileName: fileName, mimeType: mimeType, body: .streamFactory(makeStream, length: length))
+    }
+
+    /// Appends a part with exactly the given header lines (in order) and `body`.
+    ///
+    /// Header names must be HTTP tokens and values must hold no CR, LF or other control character, so no input
+    /// can add a header line or a part. Nothing is added for you: include `Content-Disposition` yourself.
+    public mutating func append(headers: [(name: String, value: String)], body: Data) throws(MultipartError) {
+        let partHeaders: PartHeaders
+        do {
+            partHeaders = try PartHeaders(validating: headers)
+        } catch {
+            throw MultipartError(error, partIndex: parts.count)
+        }
+        add(BodyPart(name: nil, headers: partHeaders, body: .bytes(body)))
+    }
+
+    // MARK: Throttling
+
+    /// Limits each `read` of the body stream to `packetSize` bytes and pauses for `delay` seconds after each, as
+    /// AFNetworking did for slow cellular links. No throttling by default.
+    ///
+    /// The pause blocks the thread that reads the stream; on Linux that is URLSession's one serial queue for the
+    /// whole process, so other transfers wait too. ``encode()`` and ``writeEncodedData(to:)`` are never throttled.
+    public mutating func throttleBandwidth(packetSize: Int, delay: TimeInterval) {
+        precondition(packetSize > 0, "packetSize must be positive")
+        precondition(delay >= 0, "delay must not be negative")
+        throttle = Throttle(packetSize: packetSize, delay: delay)
+    }
+
+    // MARK: Helpers
+
+    private mutating func appendChecked(name: String, fileName: String?, mimeType: String?, body: BodyPart.Body) {
+        let mimeType = mimeType ?? fileName.map(MIMEType.forFileName)
+        if let mimeType, !MIMEType.isValid(mimeType) {
+            if appendError == nil {
+                appendError = MultipartError(.invalidMIMEType(mimeType), partIndex: parts.count, partName: name)
+            }
+            return
+        }
+        add(BodyPart(name: name, headers: PartHeaders(name: name, fileName: fileName, mimeType: mimeType), body: body))
+    }
+
+    private mutating func add(_ part: BodyPart) {
+        partBytes += part.length
+        parts.append(part)
+    }
+}
+
+/// At most `packetSize` bytes per read, then a pause of `delay`.
+struct Throttle: Sendable {
+    var packetSize: Int
+    var delay: TimeInterval
+}

@@ -1,0 +1,130 @@
+import Foundation
+
+/// The engine: a pull state machine that fills a caller's buffer with the next bytes of a form's body.
+///
+/// Every way out of the library (``MultipartBodyStream``, `encode()`, `writeEncodedData(to:)`) is a loop over
+/// ``read(into:)``. The reader knows nothing of `InputStream`'s rules; it only copies delimiters and headers that
+/// were encoded at append time and reads bodies straight into the buffer. It allocates nothing per read.
+final class MultipartReader {
+    private let parts: [BodyPart]
+    /// `\r\n--boundary\r\n`.
+    private let delimiter: [UInt8]
+    /// `\r\n--boundary--\r\n`.
+    private let closeDelimiter: [UInt8]
+    private(set) var position: ReaderPosition
+    /// The file or stream of the part being read, if it has one.
+    private var openBody: OpenPartBody?
+    /// Set by the first failure; every later read throws it again.
+    private(set) var failure: MultipartError?
+    /// Bytes produced so far.
+    private(set) var bytesRead: UInt64 = 0
+    /// Exact length of the whole body.
+    let contentLength: UInt64
+
+    init(_ form: MultipartFormData) {
+        parts = form.parts
+        delimiter = Array("\r\n--\(form.boundary)\r\n".utf8)
+        closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
+        position = .start(partCount: form.parts.count)
+        contentLength = form.contentLength
+    }
+
+    deinit {
+        openBody?.close()
+    }
+
+    var isAtEnd: Bool { position == .end }
+
+    /// Fills as much of `buffer` as the body has left, across part boundaries, and returns the count: 0 only at the
+    /// end. A source that fails, or differs from what was appended, throws the error naming its part; the reader
+    /// then stays failed.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(MultipartError) -> Int {
+        if let failure { throw failure }
+        var filled = 0
+        do {
+            while filled < buffer.count, position != .end {
+                let space = UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])
+                filled += try step(into: space)
+            }
+        } catch {
+            let failure = MultipartError(error, partIndex: currentPart, partName: currentPart.flatMap { parts[$0].name })
+            fail(failure)
+            throw failure
+        }
+        bytesRead += UInt64(filled)
+        return filled
+    }
+
+    /// Stops reading: closes the open file or stream. Later reads throw `failure`.
+    func fail(_ failure: MultipartError) {
+        self.failure = failure
+        openBody?.close()
+        openBody = nil
+    }
+
+    /// Copies from the current segment into `space` (never empty) and advances; returns the count copied.
+    private func step(into space: UnsafeMutableRawBufferPointer) throws(MultipartError.Reason) -> Int {
+        switch position {
+        case .delimiter(let part, let offset):
+            let count = copy(delimiter, from: offset, into: space)
+            position = offset + count == delimiter.count ? position.next(partCount: parts.count) : .delimiter(part: part, offset: offset + count)
+            return count
+        case .headers(let part, let offset):
+            let headers = parts[part].headers.bytes
+            let count = copy(headers, from: offset, into: space)
+            position = offset + count == headers.count ? position.next(partCount: parts.count) : .headers(part: part, offset: offset + count)
+            return count
+        case .body(let part, let offset):
+            return try readBody(part: part, offset: offset, into: space)
+        case .closeDelimiter(let offset):
+            let count = copy(closeDelimiter, from: offset, into: space)
+            position = offset + count == closeDelimiter.count ? .end : .closeDelimiter(offset: offset + count)
+            return count
+        case .end:
+            return 0
+        }
+    }
+
+    private func readBody(part: Int, offset: UInt64, into space: UnsafeMutableRawBufferPointer) throws(MultipartError.Reason) -> Int {
+        let body = parts[part].body
+        if offset == 0, openBody == nil {
+            openBody = try OpenPartBody.open(body)
+        }
+        let wanted = Int(min(UInt64(space.count), body.length - offset))
+        var count = 0
+        if wanted > 0 {
+            let target = UnsafeMutableRawBufferPointer(rebasing: space[..<wanted])
+            if case .bytes(let data) = body {
+                count = data.withUnsafeBytes { copy($0, from: Int(offset), into: target) }
+            } else {
+                count = try openBody!.read(into: target, alreadyRead: offset)
+            }
+        }
+        if offset + UInt64(count) == body.length {
+            // Finish at the last byte, not a read later, so a file is closed as soon as it is sent.
+            try openBody?.finish()
+            openBody?.close()
+            openBody = nil
+            position = position.next(partCount: parts.count)
+        } else {
+            position = .body(part: part, offset: offset + UInt64(count))
+        }
+        return count
+    }
+
+    private func copy(_ source: some ContiguousBytes, from offset: Int, into space: UnsafeMutableRawBufferPointer) -> Int {
+        source.withUnsafeBytes { bytes in
+            let count = min(bytes.count - offset, space.count)
+            space.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
+            return count
+        }
+    }
+
+    /// The part the reader is in, `nil` in the close delimiter.
+    private var currentPart: Int? {
+        switch position {
+        case .delimiter(let part, _), .headers(let part, _), .body(let part, _): part
+        case .closeDelimiter, .end: nil
+        }
+    }
+}

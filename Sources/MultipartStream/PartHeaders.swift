@@ -1,0 +1,61 @@
+/// The header block of one part, encoded once when the part is appended: each line `Name: value\r\n`, then `\r\n`.
+struct PartHeaders: Sendable {
+    private(set) var bytes: [UInt8] = []
+
+    /// `Content-Disposition: form-data; name="…"[; filename="…"]`, plus `Content-Type` when there is one.
+    ///
+    /// Names and filenames are escaped as browsers do (WHATWG HTML, "multipart/form-data encoding"): `"` becomes
+    /// `%22`, CR `%0D` and LF `%0A`; everything else, non-ASCII included, goes out as UTF-8. RFC 7578 §4.2 forbids
+    /// `filename*`, so there is none. The MIME type must already be validated.
+    init(name: String, fileName: String?, mimeType: String?) {
+        var disposition = Array("form-data; name=\"".utf8)
+        Self.appendEscaped(name, to: &disposition)
+        disposition.append(UInt8(ascii: "\""))
+        if let fileName {
+            disposition += "; filename=\"".utf8
+            Self.appendEscaped(fileName, to: &disposition)
+            disposition.append(UInt8(ascii: "\""))
+        }
+        appendLine(name: "Content-Disposition", value: disposition)
+        if let mimeType {
+            appendLine(name: "Content-Type", value: Array(mimeType.utf8))
+        }
+        bytes += "\r\n".utf8
+    }
+
+    /// Caller-supplied header lines, each validated so that no value can end the line and forge another header.
+    init(validating headers: [(name: String, value: String)]) throws(MultipartError.Reason) {
+        for (name, value) in headers {
+            guard !name.isEmpty, name.utf8.allSatisfy(Boundary.isTokenCharacter) else {
+                throw .invalidHeaderName(name)
+            }
+            guard Self.isValidValue(value) else { throw .invalidHeaderValue(name: name, value: value) }
+            appendLine(name: name, value: Array(value.utf8))
+        }
+        bytes += "\r\n".utf8
+    }
+
+    /// A header value may hold any byte but the controls (horizontal tab aside): CR and LF would start a new
+    /// header line or end the block, and NUL truncates values in C servers.
+    static func isValidValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
+    }
+
+    private mutating func appendLine(name: String, value: [UInt8]) {
+        bytes += name.utf8
+        bytes += ": ".utf8
+        bytes += value
+        bytes += "\r\n".utf8
+    }
+
+    private static func appendEscaped(_ string: String, to output: inout [UInt8]) {
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): output += "%22".utf8
+            case UInt8(ascii: "\r"): output += "%0D".utf8
+            case UInt8(ascii: "\n"): output += "%0A".utf8
+            default: output.append(byte)
+            }
+        }
+    }
+}
