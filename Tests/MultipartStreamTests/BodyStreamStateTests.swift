@@ -1,0 +1,168 @@
+import Foundation
+import MultipartStream
+import Testing
+
+/// `MultipartBodyStream`'s status, `hasBytesAvailable`, `read` results and progress, as URLSession relies on them.
+@Suite struct BodyStreamStateTests {
+    private func smallForm() throws -> MultipartFormData {
+        var form = try MultipartFormData(boundary: "b")
+        form.append("value", name: "field")
+        return form
+    }
+
+    private func read(_ stream: InputStream, _ maxLength: Int) -> (count: Int, bytes: [UInt8]) {
+        var buffer = [UInt8](repeating: 0, count: max(maxLength, 1))
+        let count = buffer.withUnsafeMutableBufferPointer { stream.read($0.baseAddress!, maxLength: maxLength) }
+        return (count, Array(buffer.prefix(max(count, 0))))
+    }
+
+    @Test func aNewStreamIsNotOpenAndHasBytes() throws {
+        let stream = try smallForm().makeBodyStream()
+        #expect(stream.streamStatus == .notOpen)
+        #expect(stream.hasBytesAvailable)
+        #expect(stream.streamError == nil)
+        #expect(stream.bytesRead == 0)
+    }
+
+    @Test func openThenReadToTheEnd() throws {
+        let form = try smallForm()
+        let stream = form.makeBodyStream()
+        stream.open()
+        #expect(stream.streamStatus == .open)
+        let length = Int(form.contentLength)
+        let first = read(stream, length - 1)
+        #expect(first.count == length - 1)
+        #expect(stream.streamStatus == .open)
+        #expect(stream.hasBytesAvailable)
+        // The read that returns the last byte leaves the stream at its end, not the read after it.
+        let last = read(stream, 100)
+        #expect(last.count == 1)
+        #expect(stream.streamStatus == .atEnd)
+        #expect(!stream.hasBytesAvailable)
+        #expect(read(stream, 100).count == 0)
+        #expect(stream.streamStatus == .atEnd)
+        #expect(Data(first.bytes + last.bytes) == (try form.encode()))
+        stream.close()
+        #expect(stream.streamStatus == .closed)
+        #expect(!stream.hasBytesAvailable)
+        #expect(stream.streamError == nil)
+    }
+
+    @Test func aReadExactlyAsLongAsTheBodyEndsIt() throws {
+        let form = try smallForm()
+        let stream = form.makeBodyStream()
+        stream.open()
+        #expect(read(stream, Int(form.contentLength)).count == Int(form.contentLength))
+        #expect(stream.streamStatus == .atEnd)
+        #expect(!stream.hasBytesAvailable)
+    }
+
+    @Test(arguments: [1, 2, 3, 65_536, 1 << 20])
+    func readFillsTheBufferAcrossPartsAndReturnsZeroOnlyAtTheEnd(readSize: Int) throws {
+        var form = try MultipartFormData(boundary: "b")
+        for index in 0..<50 { form.append(String(repeating: "v", count: index), name: "f\(index)") }
+        let stream = form.makeBodyStream()
+        stream.open()
+        var total = 0
+        while true {
+            let count = read(stream, readSize).count
+            #expect(count >= 0)
+            if count == 0 { break }
+            total += count
+            // Every read but the last is full.
+            if total < Int(form.contentLength) { #expect(count == readSize) }
+        }
+        #expect(total == Int(form.contentLength))
+        #expect(stream.bytesRead == form.contentLength)
+    }
+
+    @Test func maxLengthZeroReturnsZeroAndChangesNothing() throws {
+        let stream = try smallForm().makeBodyStream()
+        stream.open()
+        #expect(read(stream, 0).count == 0)
+        #expect(stream.streamStatus == .open)
+        #expect(stream.hasBytesAvailable)
+    }
+
+    @Test func readingBeforeOpenFails() throws {
+        let stream = try smallForm().makeBodyStream()
+        #expect(read(stream, 10).count == -1)
+        #expect(stream.streamStatus == .error)
+        #expect(stream.hasBytesAvailable, "a failed stream must make URLSession read its -1, not end the body")
+        let error = try #require(stream.streamError as? MultipartError)
+        guard case .streamNotOpen = error.reason else { Issue.record("\(error)"); return }
+    }
+
+    @Test func readingAfterAnEarlyCloseFails() throws {
+        let stream = try smallForm().makeBodyStream()
+        stream.open()
+        #expect(read(stream, 3).count == 3)
+        stream.close()
+        #expect(stream.streamStatus == .closed)
+        #expect(stream.hasBytesAvailable, "a body closed before its end is not complete")
+        #expect(read(stream, 10).count == -1)
+        #expect(stream.streamStatus == .error)
+    }
+
+    @Test func openingTwiceBeforeReadingChangesNothing() throws {
+        let form = try smallForm()
+        let stream = form.makeBodyStream()
+        stream.open()
+        stream.open()
+        #expect(stream.streamStatus == .open)
+        #expect(stream.drain().bytes == (try form.encode()))
+    }
+
+    @Test func closingTwiceIsHarmless() throws {
+        let stream = try smallForm().makeBodyStream()
+        stream.open()
+        _ = stream.drain()
+        stream.close()
+        stream.close()
+        #expect(stream.streamStatus == .closed)
+    }
+
+    @Test func bytesReadCountsWhatWasHandedOut() throws {
+        let form = try smallForm()
+        let stream = form.makeBodyStream()
+        stream.open()
+        _ = read(stream, 10)
+        #expect(stream.bytesRead == 10)
+        _ = read(stream, 1000)
+        #expect(stream.bytesRead == form.contentLength)
+        #expect(stream.contentLength == form.contentLength)
+    }
+
+    @Test func getBufferIsUnsupportedAndThereAreNoProperties() throws {
+        let stream = try smallForm().makeBodyStream()
+        var pointer: UnsafeMutablePointer<UInt8>?
+        var length = 0
+        #expect(!stream.getBuffer(&pointer, length: &length))
+        #expect(stream.property(forKey: .fileCurrentOffsetKey) == nil)
+    }
+
+    @Test func throttlingLimitsEachReadAndPausesAfterIt() throws {
+        var form = try MultipartFormData(boundary: "b")
+        form.append(String(repeating: "x", count: 100), name: "f")
+        form.throttleBandwidth(packetSize: 16, delay: 0.01)
+        let stream = form.makeBodyStream()
+        stream.open()
+        var reads = 0
+        let clock = ContinuousClock()
+        let start = clock.now
+        while true {
+            let count = read(stream, 65_536).count
+            if count == 0 { break }
+            #expect(count <= 16)
+            reads += 1
+        }
+        let elapsed = clock.now - start
+        #expect(reads == (Int(form.contentLength) + 15) / 16)
+        // A lower bound only: the pauses must have happened; a slow machine may take longer.
+        #expect(elapsed >= .milliseconds(10 * reads))
+        // Encoding is never throttled.
+        let encodeStart = clock.now
+        #expect(try form.encode().count == Int(form.contentLength))
+        #expect(clock.now - encodeStart < .milliseconds(10 * reads))
+    }
+}

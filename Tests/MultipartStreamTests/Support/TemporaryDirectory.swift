@@ -1,0 +1,27 @@
+import Foundation
+
+/// A fresh directory under the system's temporary directory, removed with everything in it on deinit.
+final class TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("MultipartStreamTests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(at: url)
+    }
+
+    /// Writes `contents` to a new file named `name` and returns its URL.
+    func file(_ name: String, contents: Data) throws -> URL {
+        let fileURL = url.appendingPathComponent(name)
+        try contents.write(to: fileURL)
+        return fileURL
+    }
+
+    func path(_ name: String) -> URL {
+        url.appendingPathComponent(name)
+    }
+}
