@@ -4,8 +4,8 @@ import MultipartStream
 /// One part as an independent multipart parser saw it.
 struct ParsedPart: Codable, Equatable, CustomStringConvertible {
     var name: String
-    var fileName: String?
-    var contentType: String?
+    var fileName: String? = nil
+    var contentType: String? = nil
     var body: Data
 
     var description: String {
@@ -97,8 +97,8 @@ enum Peer: String, CaseIterable, CustomStringConvertible {
 /// What a part should look like to a parser, from what was appended.
 struct ExpectedPart: CustomStringConvertible {
     var name: String
-    var fileName: String?
-    var mimeType: String?
+    var fileName: String? = nil
+    var mimeType: String? = nil
     var body: Data
 
     var description: String {

@@ -67,8 +67,9 @@ struct RandomForm {
         }
     }
 
-    /// Random bytes, CRLF runs and near-delimiters: the delimiter `\r\n--boundary` with its last character changed, a dash
-    /// missing, or without its CRLF. None is a delimiter, so parsers must not split there.
+    /// Random bytes, CRLF runs and near-delimiters: the delimiter `\r\n--boundary` with a character changed or missing,
+    /// a dash missing, or without its CRLF. None is a delimiter, so parsers must not split there. None holds the whole
+    /// boundary either: RFC 2046 allows that, but Node 20's undici finds the boundary text anywhere and then fails.
     static func randomBody(boundary: String, maxLength: Int, using generator: inout SeededGenerator) -> [UInt8] {
         let length = Int.random(in: 0...maxLength, using: &generator)
         var body: [UInt8] = []
@@ -76,8 +77,8 @@ struct RandomForm {
             switch Int.random(in: 0..<6, using: &generator) {
             case 0: body += "\r\n\r\n\r\n".utf8
             case 1: body += "\r\n--\(boundary.dropLast())!".utf8
-            case 2: body += "\r\n-\(boundary)--".utf8
-            case 3: body += "x--\(boundary)--".utf8
+            case 2: body += "\r\n-\(boundary.dropLast())--\r\n".utf8
+            case 3: body += "x--\(boundary.dropFirst())--\r\n--\(boundary.prefix(10))\r\n".utf8
             default: body += [UInt8].random(count: Int.random(in: 1...64, using: &generator), using: &generator)
             }
         }
