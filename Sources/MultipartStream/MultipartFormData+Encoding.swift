@@ -22,7 +22,8 @@ extension MultipartFormData {
             buffer.deallocate()
             throw error
         }
-        return Data(bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        return Data(
+            bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
     }
 
     /// Writes the body to a new file at `fileURL`, for `URLSession.uploadTask(fromFile:)` and background sessions.
@@ -33,7 +34,8 @@ extension MultipartFormData {
         guard fileURL.isFileURL else { throw MultipartError(.notAFileURL(fileURL)) }
         let descriptor = open(fileURL.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else {
-            throw MultipartError(errno == EEXIST ? .outputFileExists(fileURL) : .outputWriteFailed(fileURL, errno: errno))
+            throw MultipartError(
+                errno == EEXIST ? .outputFileExists(fileURL) : .outputWriteFailed(fileURL, errno: errno))
         }
         do throws(MultipartError) {
             try writeBody(to: descriptor, at: fileURL)

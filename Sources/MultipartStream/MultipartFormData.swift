@@ -65,14 +65,14 @@ public struct MultipartFormData: Sendable {
 
     /// Appends a text field: its value as UTF-8, with no `Content-Type`.
     public mutating func append(_ value: String, name: String) {
-        add(BodyPart(name: name, headers: PartHeaders(name: name, fileName: nil, mimeType: nil), body: .bytes(Data(value.utf8))))
+        add(name: name, fileName: nil, mimeType: nil, body: .bytes(Data(value.utf8)))
     }
 
     /// Appends `data` as a field, or as a file when `fileName` is given.
     ///
     /// The `Content-Type` is `mimeType`, else the type of `fileName`'s extension, else none for a plain field.
     public mutating func append(_ data: Data, name: String, fileName: String? = nil, mimeType: String? = nil) {
-        appendChecked(name: name, fileName: fileName, mimeType: mimeType, body: .bytes(data))
+        addRecordingError(name: name, fileName: fileName, mimeType: mimeType, body: .bytes(data))
     }
 
     /// Appends the file at `fileURL`, read only when the form is streamed and never held in memory.
@@ -100,8 +100,7 @@ public struct MultipartFormData: Sendable {
         guard MIMEType.isValid(mimeType) else {
             throw MultipartError(.invalidMIMEType(mimeType), partIndex: index, partName: name)
         }
-        add(BodyPart(name: name, headers: PartHeaders(name: name, fileName: fileName, mimeType: mimeType),
-                     body: .file(fileURL, length: length)))
+        add(name: name, fileName: fileName, mimeType: mimeType, body: .file(fileURL, length: length))
     }
 
     /// Appends a caller's stream that yields exactly `length` bytes. It can be read once: the form is then not
@@ -116,7 +115,8 @@ public struct MultipartFormData: Sendable {
         fileName: String? = nil,
         mimeType: String? = nil
     ) {
-        appendChecked(name: name, fileName: fileName, mimeType: mimeType, body: .stream(OneShotStream(stream), length: length))
+        let body = BodyPart.Body.stream(OneShotStream(stream), length: length)
+        addRecordingError(name: name, fileName: fileName, mimeType: mimeType, body: body)
     }
 
     /// Appends a part whose `length` bytes come from a new stream that `makeStream` returns each time the body
@@ -128,7 +128,8 @@ public struct MultipartFormData: Sendable {
         mimeType: String? = nil,
         stream makeStream: @escaping @Sendable () throws -> InputStream
     ) {
-        appendChecked(name: name, fileName: fileName, mimeType: mimeType, body: .streamFactory(makeStream, length: length))
+        let body = BodyPart.Body.streamFactory(makeStream, length: length)
+        addRecordingError(name: name, fileName: fileName, mimeType: mimeType, body: body)
     }
 
     /// Appends a part with exactly the given header lines (in order) and `body`.
@@ -160,7 +161,9 @@ public struct MultipartFormData: Sendable {
 
     // MARK: Helpers
 
-    private mutating func appendChecked(name: String, fileName: String?, mimeType: String?, body: BodyPart.Body) {
+    /// For the appends that cannot throw: a part whose MIME type is invalid is left out and recorded in
+    /// ``appendError``, which fails every later encode and stream.
+    private mutating func addRecordingError(name: String, fileName: String?, mimeType: String?, body: BodyPart.Body) {
         let mimeType = mimeType ?? fileName.map(MIMEType.forFileName)
         if let mimeType, !MIMEType.isValid(mimeType) {
             if appendError == nil {
@@ -168,6 +171,11 @@ public struct MultipartFormData: Sendable {
             }
             return
         }
+        add(name: name, fileName: fileName, mimeType: mimeType, body: body)
+    }
+
+    /// Adds a form-data part; `mimeType` must be valid.
+    private mutating func add(name: String, fileName: String?, mimeType: String?, body: BodyPart.Body) {
         add(BodyPart(name: name, headers: PartHeaders(name: name, fileName: fileName, mimeType: mimeType), body: body))
     }
 

@@ -47,7 +47,8 @@ final class MultipartReader {
                 filled += try step(into: space)
             }
         } catch {
-            let failure = MultipartError(error, partIndex: currentPart, partName: currentPart.flatMap { parts[$0].name })
+            let failure = MultipartError(
+                error, partIndex: currentPart, partName: currentPart.flatMap { parts[$0].name })
             fail(failure)
             throw failure
         }
@@ -66,39 +67,53 @@ final class MultipartReader {
     private func step(into space: UnsafeMutableRawBufferPointer) throws(MultipartError.Reason) -> Int {
         switch position {
         case .delimiter(let part, let offset):
-            let count = copy(delimiter, from: offset, into: space)
-            position = offset + count == delimiter.count ? position.next(partCount: parts.count) : .delimiter(part: part, offset: offset + count)
-            return count
+            return copy(delimiter, from: offset, into: space) { .delimiter(part: part, offset: $0) }
         case .headers(let part, let offset):
-            let headers = parts[part].headers.bytes
-            let count = copy(headers, from: offset, into: space)
-            position = offset + count == headers.count ? position.next(partCount: parts.count) : .headers(part: part, offset: offset + count)
-            return count
+            return copy(parts[part].headers.bytes, from: offset, into: space) { .headers(part: part, offset: $0) }
         case .body(let part, let offset):
-            return try readBody(part: part, offset: offset, into: space)
+            return try readBody(of: part, from: offset, into: space)
         case .closeDelimiter(let offset):
-            let count = copy(closeDelimiter, from: offset, into: space)
-            position = offset + count == closeDelimiter.count ? .end : .closeDelimiter(offset: offset + count)
-            return count
+            return copy(closeDelimiter, from: offset, into: space) { .closeDelimiter(offset: $0) }
         case .end:
             return 0
         }
     }
 
-    private func readBody(part: Int, offset: UInt64, into space: UnsafeMutableRawBufferPointer) throws(MultipartError.Reason) -> Int {
+    /// Copies what fits of `segment` from `offset`, then moves to `resume(newOffset)` or, at the segment's end, to
+    /// the next segment.
+    private func copy(
+        _ segment: [UInt8],
+        from offset: Int,
+        into space: UnsafeMutableRawBufferPointer,
+        resume: (Int) -> ReaderPosition
+    ) -> Int {
+        let count = min(segment.count - offset, space.count)
+        segment.withUnsafeBytes { space.baseAddress!.copyMemory(from: $0.baseAddress! + offset, byteCount: count) }
+        position = offset + count == segment.count ? position.next(partCount: parts.count) : resume(offset + count)
+        return count
+    }
+
+    private func readBody(
+        of part: Int,
+        from offset: UInt64,
+        into space: UnsafeMutableRawBufferPointer
+    ) throws(MultipartError.Reason) -> Int {
         let body = parts[part].body
         if offset == 0, openBody == nil {
             openBody = try OpenPartBody.open(body)
         }
+        let count: Int
         let wanted = Int(min(UInt64(space.count), body.length - offset))
-        var count = 0
-        if wanted > 0 {
-            let target = UnsafeMutableRawBufferPointer(rebasing: space[..<wanted])
-            if case .bytes(let data) = body {
-                count = data.withUnsafeBytes { copy($0, from: Int(offset), into: target) }
-            } else {
-                count = try openBody!.read(into: target, alreadyRead: offset)
+        if wanted == 0 {
+            count = 0
+        } else if case .bytes(let data) = body {
+            data.withUnsafeBytes {
+                space.baseAddress!.copyMemory(from: $0.baseAddress! + Int(offset), byteCount: wanted)
             }
+            count = wanted
+        } else {
+            count = try openBody!.read(
+                into: UnsafeMutableRawBufferPointer(rebasing: space[..<wanted]), alreadyRead: offset)
         }
         if offset + UInt64(count) == body.length {
             // Finish at the last byte, not a read later, so a file is closed as soon as it is sent.
@@ -110,14 +125,6 @@ final class MultipartReader {
             position = .body(part: part, offset: offset + UInt64(count))
         }
         return count
-    }
-
-    private func copy(_ source: some ContiguousBytes, from offset: Int, into space: UnsafeMutableRawBufferPointer) -> Int {
-        source.withUnsafeBytes { bytes in
-            let count = min(bytes.count - offset, space.count)
-            space.baseAddress!.copyMemory(from: bytes.baseAddress! + offset, byteCount: count)
-            return count
-        }
     }
 
     /// The part the reader is in, `nil` in the close delimiter.

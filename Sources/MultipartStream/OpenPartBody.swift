@@ -37,7 +37,8 @@ enum OpenPartBody {
         }
     }
 
-    private static func openStream(_ stream: InputStream, length: UInt64) throws(MultipartError.Reason) -> OpenPartBody {
+    private static func openStream(_ stream: InputStream, length: UInt64) throws(MultipartError.Reason) -> OpenPartBody
+    {
         stream.open()
         // Foundation traps when `streamError` is read on a stream without one: only after `.error`.
         guard stream.streamStatus != .error else {

@@ -18,9 +18,10 @@ import Testing
     private func appendError(_ fileURL: URL, mimeType: String? = nil) throws -> MultipartError {
         var form = MultipartFormData()
         form.append("first", name: "a")
-        let error = try #require(#expect(throws: MultipartError.self) {
-            try form.append(fileURL: fileURL, name: "upload", mimeType: mimeType)
-        })
+        let error = try #require(
+            #expect(throws: MultipartError.self) {
+                try form.append(fileURL: fileURL, name: "upload", mimeType: mimeType)
+            })
         #expect(error.partIndex == 1)
         #expect(error.partName == "upload")
         #expect(form.count == 1, "nothing is added")
@@ -29,50 +30,72 @@ import Testing
 
     @Test func notAFileURL() throws {
         let url = URL(string: "https://example.com/a.jpg")!
-        guard case .notAFileURL(url) = try appendError(url).reason else { Issue.record("wrong reason"); return }
+        guard case .notAFileURL(url) = try appendError(url).reason else {
+            Issue.record("wrong reason")
+            return
+        }
     }
 
     @Test func noSuchFile() throws {
         let url = directory.path("missing.jpg")
         let error = try appendError(url)
-        guard case .fileNotFound(url) = error.reason else { Issue.record("\(error)"); return }
+        guard case .fileNotFound(url) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
         #expect(error.description == "part 1 (\"upload\"): no file at \(url.path)")
     }
 
     @Test func aPathThroughAFileIsNotFound() throws {
         let file = try directory.file("plain", contents: Data())
         guard case .fileNotFound = try appendError(file.appendingPathComponent("child")).reason else {
-            Issue.record("wrong reason"); return
+            Issue.record("wrong reason")
+            return
         }
     }
 
     @Test func aDirectory() throws {
-        guard case .isDirectory = try appendError(directory.url).reason else { Issue.record("wrong reason"); return }
+        guard case .isDirectory = try appendError(directory.url).reason else {
+            Issue.record("wrong reason")
+            return
+        }
     }
 
     @Test func aFIFOHasNoSizeAndAppendingDoesNotBlock() throws {
         let fifo = directory.path("fifo")
         #expect(mkfifo(fifo.path, 0o600) == 0)
-        guard case .fileSizeUnavailable = try appendError(fifo).reason else { Issue.record("wrong reason"); return }
+        guard case .fileSizeUnavailable = try appendError(fifo).reason else {
+            Issue.record("wrong reason")
+            return
+        }
     }
 
     @Test func aCharacterDeviceHasNoSize() throws {
         guard case .fileSizeUnavailable = try appendError(URL(fileURLWithPath: "/dev/zero")).reason else {
-            Issue.record("wrong reason"); return
+            Issue.record("wrong reason")
+            return
         }
     }
 
     @Test func anUnopenablePath() throws {
         let tooLong = directory.path(String(repeating: "x", count: 300))
         let error = try appendError(tooLong)
-        guard case .fileUnreadable(_, errno: ENAMETOOLONG) = error.reason else { Issue.record("\(error)"); return }
+        guard case .fileUnreadable(_, errno: ENAMETOOLONG) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
         #expect(error.description.contains("File name too long"))
     }
 
     @Test func fileWithAMIMETypeHoldingCRLF() throws {
         let file = try directory.file("a.txt", contents: Data())
-        guard case .invalidMIMEType("text/plain\r\nX-Evil: 1") = try appendError(file, mimeType: "text/plain\r\nX-Evil: 1").reason else {
-            Issue.record("wrong reason"); return
+        guard
+            case .invalidMIMEType("text/plain\r\nX-Evil: 1") = try appendError(
+                file, mimeType: "text/plain\r\nX-Evil: 1"
+            ).reason
+        else {
+            Issue.record("wrong reason")
+            return
         }
     }
 
@@ -85,7 +108,10 @@ import Testing
         let error = try #require(form.appendError)
         #expect(error.partIndex == 1)
         #expect(error.partName == "bad")
-        guard case .invalidMIMEType(mimeType) = error.reason else { Issue.record("\(error)"); return }
+        guard case .invalidMIMEType(mimeType) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
         #expect(throws: MultipartError.self) { try form.encode() }
         #expect(throws: MultipartError.self) { try form.writeEncodedData(to: directory.path("out")) }
         #expect(!FileManager.default.fileExists(atPath: directory.path("out").path))
@@ -109,22 +135,31 @@ import Testing
     ])
     func invalidCustomHeaderNames(name: String, value: String) throws {
         var form = MultipartFormData()
-        let error = try #require(#expect(throws: MultipartError.self) {
-            try form.append(headers: [(name: "Content-Disposition", value: "form-data; name=\"x\""), (name: name, value: value)], body: Data())
-        })
+        let error = try #require(
+            #expect(throws: MultipartError.self) {
+                try form.append(
+                    headers: [
+                        (name: "Content-Disposition", value: "form-data; name=\"x\""), (name: name, value: value),
+                    ], body: Data())
+            })
         #expect(error.partIndex == 0)
-        guard case .invalidHeaderName(name) = error.reason else { Issue.record("\(error)"); return }
+        guard case .invalidHeaderName(name) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
         #expect(form.count == 0)
     }
 
     @Test(arguments: ["a\r\nX-Injected: 1", "a\n", "a\r", "a\u{0}", "a\u{1B}[31m", "\u{7F}"])
     func headerValuesWithControlCharactersAreRefused(value: String) throws {
         var form = MultipartFormData()
-        let error = try #require(#expect(throws: MultipartError.self) {
-            try form.append(headers: [(name: "X-Note", value: value)], body: Data())
-        })
+        let error = try #require(
+            #expect(throws: MultipartError.self) {
+                try form.append(headers: [(name: "X-Note", value: value)], body: Data())
+            })
         guard case .invalidHeaderValue(name: "X-Note", value: value) = error.reason else {
-            Issue.record("\(error)"); return
+            Issue.record("\(error)")
+            return
         }
     }
 

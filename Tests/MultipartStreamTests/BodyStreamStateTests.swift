@@ -90,7 +90,10 @@ import Testing
         #expect(stream.streamStatus == .error)
         #expect(stream.hasBytesAvailable, "a failed stream must make URLSession read its -1, not end the body")
         let error = try #require(stream.streamError as? MultipartError)
-        guard case .streamNotOpen = error.reason else { Issue.record("\(error)"); return }
+        guard case .streamNotOpen = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
     }
 
     @Test func readingAfterAnEarlyCloseFails() throws {

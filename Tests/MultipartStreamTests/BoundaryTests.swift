@@ -14,7 +14,9 @@ import Testing
             #expect((try? MultipartFormData(boundary: boundary)) != nil, "the default is a valid boundary")
         }
         // Every one of the 128 bits varies across forms.
-        let words = boundaries.map { UInt64($0.suffix(16), radix: 16)! ^ UInt64($0.dropFirst(16).prefix(16), radix: 16)! }
+        let words = boundaries.map {
+            UInt64($0.suffix(16), radix: 16)! ^ UInt64($0.dropFirst(16).prefix(16), radix: 16)!
+        }
         #expect(words.reduce(0, |) == .max)
         #expect(words.reduce(.max, &) == 0)
     }
@@ -32,7 +34,10 @@ import Testing
     ])
     func invalidBoundariesAreRefused(boundary: String) throws {
         let error = try #require(#expect(throws: MultipartError.self) { try MultipartFormData(boundary: boundary) })
-        guard case .invalidBoundary(boundary) = error.reason else { Issue.record("\(error)"); return }
+        guard case .invalidBoundary(boundary) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
         #expect(error.partIndex == nil)
     }
 
@@ -43,7 +48,8 @@ import Testing
 
     @Test(arguments: ["a b", "a:b", "a=b", "a/b", "a?b", "(a)", "a,b"])
     func aBoundaryThatIsNotATokenIsQuoted(boundary: String) throws {
-        #expect(try MultipartFormData(boundary: boundary).contentType == "multipart/form-data; boundary=\"\(boundary)\"")
+        #expect(
+            try MultipartFormData(boundary: boundary).contentType == "multipart/form-data; boundary=\"\(boundary)\"")
     }
 
     @Test func quotedBoundariesParseWithThePeers() throws {

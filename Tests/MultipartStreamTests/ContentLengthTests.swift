@@ -50,7 +50,9 @@ import Testing
                     guard count > 0, offset + count <= expectedBytes.count,
                         memcmp(pointer, expectedBytes.baseAddress! + offset, count) == 0
                     else {
-                        if count != 0 || offset != expectedBytes.count || stream.hasBytesAvailable { mismatches.append(readSize) }
+                        if count != 0 || offset != expectedBytes.count || stream.hasBytesAvailable {
+                            mismatches.append(readSize)
+                        }
                         break
                     }
                     offset += count

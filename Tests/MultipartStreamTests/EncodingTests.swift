@@ -36,20 +36,29 @@ import Testing
         let form = try sampleForm()
         let output = try directory.file("existing", contents: Data("keep me".utf8))
         let error = try #require(#expect(throws: MultipartError.self) { try form.writeEncodedData(to: output) })
-        guard case .outputFileExists(output) = error.reason else { Issue.record("\(error)"); return }
+        guard case .outputFileExists(output) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
         #expect(try Data(contentsOf: output) == Data("keep me".utf8))
     }
 
     @Test func writeEncodedDataIntoAMissingDirectory() throws {
         let output = directory.path("no/such/dir/body")
         let error = try #require(#expect(throws: MultipartError.self) { try sampleForm().writeEncodedData(to: output) })
-        guard case .outputWriteFailed(_, errno: ENOENT) = error.reason else { Issue.record("\(error)"); return }
+        guard case .outputWriteFailed(_, errno: ENOENT) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
     }
 
     @Test func writeEncodedDataNeedsAFileURL() throws {
         let url = URL(string: "https://example.com/body")!
         let error = try #require(#expect(throws: MultipartError.self) { try sampleForm().writeEncodedData(to: url) })
-        guard case .notAFileURL = error.reason else { Issue.record("\(error)"); return }
+        guard case .notAFileURL = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
     }
 
     @Test func aFailureAfterSomeBytesWereWrittenRemovesThePartialFile() throws {
@@ -58,7 +67,8 @@ import Testing
         let output = directory.path("partial")
         let error = try #require(#expect(throws: MultipartError.self) { try form.writeEncodedData(to: output) })
         guard case .streamEndedEarly(expected: 3 << 20, received: 2 << 20) = error.reason else {
-            Issue.record("\(error)"); return
+            Issue.record("\(error)")
+            return
         }
         #expect(!FileManager.default.fileExists(atPath: output.path))
     }

@@ -17,7 +17,9 @@ import Testing
     }
 
     /// Checks the encoded, streamed and written bodies all equal `expected`, and so does `contentLength`.
-    private func expectBody(_ form: MultipartFormData, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    private func expectBody(
+        _ form: MultipartFormData, _ expected: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let expectedData = Data(expected.utf8)
         let encoded = try form.encode()
         #expect(encoded.visible == expectedData.visible, sourceLocation: sourceLocation)
@@ -94,7 +96,8 @@ import Testing
     @Test func oneShotStream() throws {
         var form = try MultipartFormData(boundary: "XyZ")
         form.append(InputStream(data: Data("streamed".utf8)), length: 8, name: "log", fileName: "app.log")
-        let expected = "--XyZ\r\nContent-Disposition: form-data; name=\"log\"; filename=\"app.log\"\r\nContent-Type: text/plain\r\n\r\nstreamed\r\n--XyZ--\r\n"
+        let expected =
+            "--XyZ\r\nContent-Disposition: form-data; name=\"log\"; filename=\"app.log\"\r\nContent-Type: text/plain\r\n\r\nstreamed\r\n--XyZ--\r\n"
         #expect(form.contentLength == UInt64(expected.utf8.count))
         #expect(try form.encode().visible == Data(expected.utf8).visible)
     }
@@ -102,7 +105,9 @@ import Testing
     @Test func streamFactory() throws {
         try expectBody(
             try form {
-                $0.append(length: 5, name: "backup", fileName: "db.sqlite", mimeType: nil) { InputStream(data: Data("hello".utf8)) }
+                $0.append(length: 5, name: "backup", fileName: "db.sqlite", mimeType: nil) {
+                    InputStream(data: Data("hello".utf8))
+                }
             },
             "--XyZ\r\nContent-Disposition: form-data; name=\"backup\"; filename=\"db.sqlite\"\r\nContent-Type: application/vnd.sqlite3\r\n\r\nhello\r\n--XyZ--\r\n"
         )

@@ -40,7 +40,10 @@ import Testing
         form.append(InputStream(data: Data("one shot".utf8)), length: 8, name: "once", fileName: "once.txt")
         form.append(length: 3, name: "replayable", fileName: "r.csv") { InputStream(data: Data("a,b".utf8)) }
         try form.append(
-            headers: [(name: "Content-Disposition", value: "form-data; name=\"custom\""), (name: "Content-Type", value: "text/plain")],
+            headers: [
+                (name: "Content-Disposition", value: "form-data; name=\"custom\""),
+                (name: "Content-Type", value: "text/plain"),
+            ],
             body: Data("custom body".utf8)
         )
         try expectParsed(
@@ -49,9 +52,12 @@ import Testing
                 ExpectedPart(name: "author", body: Data("Ada Lovelace".utf8)),
                 ExpectedPart(name: "empty", body: Data()),
                 ExpectedPart(name: "json", mimeType: "application/json", body: Data("{\"a\":1}".utf8)),
-                ExpectedPart(name: "raw", fileName: "raw.dat", mimeType: "application/octet-stream", body: Data([0, 13, 10, 45, 45])),
+                ExpectedPart(
+                    name: "raw", fileName: "raw.dat", mimeType: "application/octet-stream",
+                    body: Data([0, 13, 10, 45, 45])),
                 ExpectedPart(name: "file", fileName: "bytes.bin", mimeType: "application/octet-stream", body: fileBody),
-                ExpectedPart(name: "photo", fileName: "cat.png", mimeType: "image/png", body: Data("not really a jpeg".utf8)),
+                ExpectedPart(
+                    name: "photo", fileName: "cat.png", mimeType: "image/png", body: Data("not really a jpeg".utf8)),
                 ExpectedPart(name: "once", fileName: "once.txt", mimeType: "text/plain", body: Data("one shot".utf8)),
                 ExpectedPart(name: "replayable", fileName: "r.csv", mimeType: "text/csv", body: Data("a,b".utf8)),
                 ExpectedPart(name: "custom", mimeType: "text/plain", body: Data("custom body".utf8)),
@@ -66,7 +72,8 @@ import Testing
         var expected: [ExpectedPart] = []
         for name in ["quote\"d", "cr\rlf\n", "crlf\r\nX-Injected: 1", "100%", "größe", "名前", "😀👩‍👩‍👧", "semi;colon=1", ""] {
             form.append(Data("v".utf8), name: name, fileName: "\(name)-file.txt")
-            expected.append(ExpectedPart(name: name, fileName: "\(name)-file.txt", mimeType: "text/plain", body: Data("v".utf8)))
+            expected.append(
+                ExpectedPart(name: name, fileName: "\(name)-file.txt", mimeType: "text/plain", body: Data("v".utf8)))
         }
         try expectParsed(form, as: expected, by: peer)
     }
@@ -88,7 +95,11 @@ import Testing
             for _ in 0..<100 {
                 let random = try RandomForm(using: &generator, in: directory, backslashes: peer != .werkzeug)
                 forms.append(random)
-                bodies.append((try random.form.streamedBody(readSize: Int.random(in: 1...70_000, using: &generator)), random.form.contentType))
+                bodies.append(
+                    (
+                        try random.form.streamedBody(readSize: Int.random(in: 1...70_000, using: &generator)),
+                        random.form.contentType
+                    ))
             }
             for (index, (random, result)) in zip(forms, try peer.parse(bodies)).enumerated() {
                 let expected = random.expected.map { $0.seen(by: peer) }
@@ -111,7 +122,10 @@ import Testing
         var form = try MultipartFormData(boundary: "XyZ")
         form.append(Data("text--XyZ--more".utf8), name: "a")
         let body = try form.encode()
-        #expect(try Peer.werkzeug.parse(body, contentType: form.contentType) == [ParsedPart(name: "a", body: Data("text--XyZ--more".utf8))])
+        #expect(
+            try Peer.werkzeug.parse(body, contentType: form.contentType) == [
+                ParsedPart(name: "a", body: Data("text--XyZ--more".utf8))
+            ])
         #expect(throws: Peer.Failure.self) { try Peer.node.parse(body, contentType: form.contentType) }
     }
 }

@@ -41,9 +41,10 @@ import Testing
             _ = try withUnsafeMutableBytes(of: &byte) { try reader.read(into: $0) }
             if seen.last.map(Self.segment) != Self.segment(reader.position) { seen.append(reader.position) }
         }
-        #expect(seen.map(Self.segment) == [
-            "delimiter 0", "headers 0", "body 0", "delimiter 1", "headers 1", "body 1", "close", "end",
-        ])
+        #expect(
+            seen.map(Self.segment) == [
+                "delimiter 0", "headers 0", "body 0", "delimiter 1", "headers 1", "body 1", "close", "end",
+            ])
         #expect(reader.bytesRead == form.contentLength)
     }
 

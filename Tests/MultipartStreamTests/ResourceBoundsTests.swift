@@ -74,7 +74,9 @@ import Testing
         #expect(descriptor >= 0)
         #expect(ftruncate(descriptor, off_t(length)) == 0)
         // Markers at the start, across the 4 GiB line and at the end, to prove every byte is where it belongs.
-        let markers: [(offset: Int64, byte: UInt8)] = [(0, 0xA1), ((1 << 32) - 1, 0xB2), (1 << 32, 0xC3), (length - 1, 0xD4)]
+        let markers: [(offset: Int64, byte: UInt8)] = [
+            (0, 0xA1), ((1 << 32) - 1, 0xB2), (1 << 32, 0xC3), (length - 1, 0xD4),
+        ]
         for marker in markers {
             var byte = marker.byte
             #expect(pwrite(descriptor, &byte, 1, off_t(marker.offset)) == 1)
@@ -102,15 +104,18 @@ import Testing
             let count = stream.read(buffer, maxLength: bufferSize)
             #expect(count >= 0)
             if count <= 0 { break }
-            if bodyStart == nil, let range = Data(bytesNoCopy: buffer, count: count, deallocator: .none)
-                .range(of: Data("filename=\"sparse.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8))
+            if bodyStart == nil,
+                let range = Data(bytesNoCopy: buffer, count: count, deallocator: .none)
+                    .range(of: Data("filename=\"sparse.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n".utf8))
             {
                 bodyStart = total + UInt64(range.upperBound)
             }
             if let bodyStart {
                 for marker in markers {
                     let position = bodyStart + UInt64(marker.offset)
-                    if position >= total, position < total + UInt64(count) { found.append(buffer[Int(position - total)]) }
+                    if position >= total, position < total + UInt64(count) {
+                        found.append(buffer[Int(position - total)])
+                    }
                 }
             }
             total += UInt64(count)

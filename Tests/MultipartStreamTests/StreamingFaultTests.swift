@@ -26,17 +26,22 @@ import Testing
 
     /// Drains the form's stream and returns its error, which must name part 1 and be `.error`; also checks that
     /// `encode()` and `writeEncodedData(to:)` fail the same way, leaving no file behind.
-    private func failure(of form: MultipartFormData, readSize: Int = 65_536, sourceLocation: SourceLocation = #_sourceLocation) throws -> MultipartError.Reason {
+    private func failure(
+        of form: MultipartFormData, readSize: Int = 65_536, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> MultipartError.Reason {
         let stream = form.makeBodyStream()
         let drained = stream.drain(readSize: readSize)
-        let error = try #require(drained.error, "the stream sent \(drained.bytes.count) bytes without failing", sourceLocation: sourceLocation)
+        let error = try #require(
+            drained.error, "the stream sent \(drained.bytes.count) bytes without failing",
+            sourceLocation: sourceLocation)
         #expect(drained.bytes.count < Int(form.contentLength), sourceLocation: sourceLocation)
         #expect(stream.streamStatus == .error, sourceLocation: sourceLocation)
         #expect(error.partIndex == 1, sourceLocation: sourceLocation)
         #expect(error.partName == "part", sourceLocation: sourceLocation)
         #expect(error.description.hasPrefix("part 1 (\"part\"): "), sourceLocation: sourceLocation)
         var buffer = [UInt8](repeating: 0, count: 16)
-        #expect(stream.read(&buffer, maxLength: 16) == -1, "a failed stream stays failed", sourceLocation: sourceLocation)
+        #expect(
+            stream.read(&buffer, maxLength: 16) == -1, "a failed stream stays failed", sourceLocation: sourceLocation)
         return error.reason
     }
 
@@ -50,7 +55,10 @@ import Testing
         let fileURL = try directory.file("gone.bin", contents: Data(count: 100))
         let form = try form { try $0.append(fileURL: fileURL, name: "part") }
         try FileManager.default.removeItem(at: fileURL)
-        guard case .fileVanished(let url) = try failure(of: form) else { Issue.record("wrong reason"); return }
+        guard case .fileVanished(let url) = try failure(of: form) else {
+            Issue.record("wrong reason")
+            return
+        }
         #expect(url == fileURL)
     }
 
@@ -59,7 +67,8 @@ import Testing
         let form = try form { try $0.append(fileURL: fileURL, name: "part") }
         #expect(truncate(fileURL.path, 40) == 0)
         guard case .fileSizeChanged(_, expected: 100, actual: 40) = try failure(of: form) else {
-            Issue.record("wrong reason"); return
+            Issue.record("wrong reason")
+            return
         }
     }
 
@@ -68,7 +77,8 @@ import Testing
         let form = try form { try $0.append(fileURL: fileURL, name: "part") }
         #expect(truncate(fileURL.path, 150) == 0)
         guard case .fileSizeChanged(_, expected: 100, actual: 150) = try failure(of: form) else {
-            Issue.record("wrong reason"); return
+            Issue.record("wrong reason")
+            return
         }
     }
 
@@ -77,7 +87,10 @@ import Testing
         let form = try form { try $0.append(fileURL: fileURL, name: "part") }
         try FileManager.default.removeItem(at: fileURL)
         try FileManager.default.createDirectory(at: fileURL, withIntermediateDirectories: false)
-        guard case .isDirectory = try failure(of: form) else { Issue.record("wrong reason"); return }
+        guard case .isDirectory = try failure(of: form) else {
+            Issue.record("wrong reason")
+            return
+        }
     }
 
     @Test func fileReplacedByAFIFOFailsWithoutBlocking() throws {
@@ -85,7 +98,10 @@ import Testing
         let form = try form { try $0.append(fileURL: fileURL, name: "part") }
         try FileManager.default.removeItem(at: fileURL)
         #expect(mkfifo(fileURL.path, 0o600) == 0)
-        guard case .fileSizeUnavailable = try failure(of: form) else { Issue.record("wrong reason"); return }
+        guard case .fileSizeUnavailable = try failure(of: form) else {
+            Issue.record("wrong reason")
+            return
+        }
     }
 
     @Test func fileTruncatedWhileItIsRead() throws {
@@ -100,7 +116,8 @@ import Testing
         let drained = stream.drain(readSize: 1_000)
         let error = try #require(drained.error)
         guard case .fileSizeChanged(_, expected: 100_000, actual: 500) = error.reason else {
-            Issue.record("\(error)"); return
+            Issue.record("\(error)")
+            return
         }
         #expect(error.partIndex == 1)
         expectNoOpenDescriptor(under: directory.url)
@@ -119,7 +136,8 @@ import Testing
         try handle.close()
         let error = try #require(stream.drain(readSize: 1_000).error)
         guard case .fileSizeChanged(_, expected: 100_000, actual: 100_010) = error.reason else {
-            Issue.record("\(error)"); return
+            Issue.record("\(error)")
+            return
         }
         expectNoOpenDescriptor(under: directory.url)
     }
@@ -141,14 +159,16 @@ import Testing
     func streamThatEndsEarly(readSize: Int) throws {
         let form = try form { $0.append(ScriptedStream(Array(repeating: 1, count: 10)), length: 20, name: "part") }
         guard case .streamEndedEarly(expected: 20, received: 10) = try failure(of: form, readSize: readSize) else {
-            Issue.record("wrong reason"); return
+            Issue.record("wrong reason")
+            return
         }
     }
 
     @Test func streamThatEndsBeforeItsFirstByte() throws {
         let form = try form { $0.append(length: 5, name: "part") { ScriptedStream([]) } }
         guard case .streamEndedEarly(expected: 5, received: 0) = try failure(of: form) else {
-            Issue.record("wrong reason"); return
+            Issue.record("wrong reason")
+            return
         }
     }
 
@@ -156,33 +176,48 @@ import Testing
     func streamLongerThanDeclared(readSize: Int) throws {
         let form = try form { $0.append(ScriptedStream(Array(repeating: 1, count: 21)), length: 20, name: "part") }
         guard case .streamLongerThanDeclared(length: 20) = try failure(of: form, readSize: readSize) else {
-            Issue.record("wrong reason"); return
+            Issue.record("wrong reason")
+            return
         }
     }
 
     @Test func streamThatFailsMidway() throws {
         let stream = ScriptedStream(Array(repeating: 1, count: 10), then: .fail(ScriptedStream.Fault()))
         let form = try form { $0.append(stream, length: 20, name: "part") }
-        guard case .streamFailed(let underlying) = try failure(of: form) else { Issue.record("wrong reason"); return }
+        guard case .streamFailed(let underlying) = try failure(of: form) else {
+            Issue.record("wrong reason")
+            return
+        }
         #expect(underlying is ScriptedStream.Fault)
         #expect(stream.closeCount == 1, "the failed stream is closed")
     }
 
     @Test func streamThatFailsToOpen() throws {
-        let form = try form { $0.append(length: 20, name: "part") { ScriptedStream([], then: .failToOpen(ScriptedStream.Fault())) } }
-        guard case .streamFailed(let underlying) = try failure(of: form) else { Issue.record("wrong reason"); return }
+        let form = try form {
+            $0.append(length: 20, name: "part") { ScriptedStream([], then: .failToOpen(ScriptedStream.Fault())) }
+        }
+        guard case .streamFailed(let underlying) = try failure(of: form) else {
+            Issue.record("wrong reason")
+            return
+        }
         #expect(underlying is ScriptedStream.Fault)
     }
 
     @Test func streamOfAMissingFile() throws {
         let missing = directory.path("missing")
         let form = try form { $0.append(length: 20, name: "part") { InputStream(url: missing)! } }
-        guard case .streamFailed = try failure(of: form) else { Issue.record("wrong reason"); return }
+        guard case .streamFailed = try failure(of: form) else {
+            Issue.record("wrong reason")
+            return
+        }
     }
 
     @Test func streamFactoryThatThrows() throws {
         let form = try form { $0.append(length: 20, name: "part") { throw ScriptedStream.Fault() } }
-        guard case .streamFactoryFailed(let underlying) = try failure(of: form) else { Issue.record("wrong reason"); return }
+        guard case .streamFactoryFailed(let underlying) = try failure(of: form) else {
+            Issue.record("wrong reason")
+            return
+        }
         #expect(underlying is ScriptedStream.Fault)
         #expect(try failure(of: form).explanation.contains("disk on fire"))
     }

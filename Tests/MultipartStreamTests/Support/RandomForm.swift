@@ -27,9 +27,13 @@ struct RandomForm {
         for index in 0..<partCount {
             let name = Self.randomText(using: &generator, backslashes: backslashes)
             let body = Data(Self.randomBody(boundary: form.boundary, maxLength: maxBodyLength, using: &generator))
-            let fileName = Bool.random(using: &generator) ? Self.randomText(using: &generator, backslashes: backslashes, minLength: 1) : nil
-            let mimeType = Bool.random(using: &generator)
-                ? ["text/plain", "image/png", "application/json", "application/octet-stream", "video/mp4"].randomElement(using: &generator)
+            let fileName =
+                Bool.random(using: &generator)
+                ? Self.randomText(using: &generator, backslashes: backslashes, minLength: 1) : nil
+            let mimeType =
+                Bool.random(using: &generator)
+                ? ["text/plain", "image/png", "application/json", "application/octet-stream", "video/mp4"]
+                    .randomElement(using: &generator)
                 : nil
             switch Int.random(in: 0..<5, using: &generator) {
             case 0:
@@ -38,19 +42,33 @@ struct RandomForm {
                 expected.append(ExpectedPart(name: name, fileName: nil, mimeType: nil, body: Data(text.utf8)))
             case 1:
                 form.append(body, name: name, fileName: fileName, mimeType: mimeType)
-                expected.append(ExpectedPart(name: name, fileName: fileName, mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                expected.append(
+                    ExpectedPart(
+                        name: name, fileName: fileName,
+                        mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
             case 2:
                 let fileURL = try directory.file("part-\(index)-\(UUID().uuidString).bin", contents: body)
                 try form.append(fileURL: fileURL, name: name, fileName: fileName, mimeType: mimeType)
-                expected.append(ExpectedPart(name: name, fileName: fileName ?? fileURL.lastPathComponent, mimeType: mimeType ?? "application/octet-stream", body: body))
+                expected.append(
+                    ExpectedPart(
+                        name: name, fileName: fileName ?? fileURL.lastPathComponent,
+                        mimeType: mimeType ?? "application/octet-stream", body: body))
             case 3:
-                form.append(InputStream(data: body), length: UInt64(body.count), name: name, fileName: fileName, mimeType: mimeType)
-                expected.append(ExpectedPart(name: name, fileName: fileName, mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                form.append(
+                    InputStream(data: body), length: UInt64(body.count), name: name, fileName: fileName,
+                    mimeType: mimeType)
+                expected.append(
+                    ExpectedPart(
+                        name: name, fileName: fileName,
+                        mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
             default:
                 form.append(length: UInt64(body.count), name: name, fileName: fileName, mimeType: mimeType) {
                     InputStream(data: body)
                 }
-                expected.append(ExpectedPart(name: name, fileName: fileName, mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                expected.append(
+                    ExpectedPart(
+                        name: name, fileName: fileName,
+                        mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
             }
         }
     }
