@@ -15,6 +15,10 @@ import Foundation
 public struct MultipartFormData: Sendable {
     /// The delimiter between parts, without the leading `--`.
     public let boundary: String
+    /// `\r\n--boundary\r\n`, encoded once; the first part's delimiter drops the leading CRLF.
+    let delimiter: [UInt8]
+    /// `\r\n--boundary--\r\n`, encoded once; an empty form's drops the leading CRLF.
+    let closeDelimiter: [UInt8]
     var parts: [BodyPart] = []
     var throttle: Throttle?
     /// Header and body bytes of all parts; delimiters are added in ``contentLength``.
@@ -28,14 +32,20 @@ public struct MultipartFormData: Sendable {
 
     /// Creates an empty form with a boundary of 128 random bits from the system's cryptographic source.
     public init() {
-        boundary = Boundary.random()
+        self.init(validBoundary: Boundary.random())
     }
 
     /// Creates an empty form with `boundary`, which must be 1 to 70 characters of RFC 2046 `bchars`
     /// (letters, digits and `'()+_,-./:=?` and space) and must not end in a space.
     public init(boundary: String) throws(MultipartError) {
         guard Boundary.isValid(boundary) else { throw MultipartError(.invalidBoundary(boundary)) }
+        self.init(validBoundary: boundary)
+    }
+
+    private init(validBoundary boundary: String) {
         self.boundary = boundary
+        delimiter = Array("\r\n--\(boundary)\r\n".utf8)
+        closeDelimiter = Array("\r\n--\(boundary)--\r\n".utf8)
     }
 
     /// The request's `Content-Type`: `multipart/form-data; boundary=…`, quoted only when it must be.
@@ -46,7 +56,7 @@ public struct MultipartFormData: Sendable {
     /// An empty form is the close delimiter alone, `--boundary--\r\n`, which multipart parsers accept as a form
     /// with no fields (an empty body is not a valid multipart body).
     public var contentLength: UInt64 {
-        let delimiters = UInt64(parts.count) * UInt64(delimiterLength) + UInt64(closeDelimiterLength)
+        let delimiters = UInt64(parts.count) * UInt64(delimiter.count) + UInt64(closeDelimiter.count)
         return partBytes + delimiters - 2
     }
 
@@ -55,11 +65,6 @@ public struct MultipartFormData: Sendable {
 
     /// Whether the form can be read more than once: false once it holds a one-shot `InputStream` part.
     public var isReplayable: Bool { parts.allSatisfy(\.body.isReplayable) }
-
-    /// `\r\n--boundary\r\n`; the first part's delimiter drops the leading CRLF.
-    var delimiterLength: Int { boundary.utf8.count + 6 }
-    /// `\r\n--boundary--\r\n`; an empty form's drops the leading CRLF.
-    var closeDelimiterLength: Int { boundary.utf8.count + 8 }
 
     // MARK: Appending
 

@@ -23,8 +23,8 @@ final class MultipartReader {
 
     init(_ form: MultipartFormData) {
         parts = form.parts
-        delimiter = Array("\r\n--\(form.boundary)\r\n".utf8)
-        closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
+        delimiter = form.delimiter
+        closeDelimiter = form.closeDelimiter
         position = .start(partCount: form.parts.count)
         contentLength = form.contentLength
     }

@@ -1,0 +1,51 @@
+import Foundation
+import MultipartStream
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The README's example for real: URLSession streams the form to a strict HTTP server on loopback.
+@Suite struct URLSessionUploadTests {
+    @Test func aStreamedRequestReachesAStrictServerIntact() async throws {
+        let directory = try TemporaryDirectory()
+        var generator = SeededGenerator(seed: 3)
+        let fileBody = Data([UInt8].random(count: 5 << 20, using: &generator))
+        let streamBody = Data([UInt8].random(count: 100_000, using: &generator))
+        var form = MultipartFormData()
+        form.append("Summer 2026", name: "album")
+        try form.append(fileURL: directory.file("beach.mov", contents: fileBody), name: "video")
+        form.append(length: UInt64(streamBody.count), name: "log", fileName: "app.log") {
+            InputStream(data: streamBody)
+        }
+
+        let server = try UploadServer()
+        let (status, seen) = try await server.send(URLRequest(url: server.url, multipartFormData: form))
+        #expect(status == 200, "\(seen.error ?? "")")
+        #expect(seen.method == "POST")
+        #expect(seen.contentType == form.contentType)
+        #expect(UInt64(seen.bytes) == form.contentLength)
+        #if !canImport(Darwin)
+            #expect(seen.transferEncoding == "chunked")
+            #expect(seen.contentLength == nil, "never Content-Length beside chunked")
+        #endif
+        #expect(
+            seen.parts == [
+                ParsedPart(name: "album", body: Data("Summer 2026".utf8)),
+                ParsedPart(name: "video", fileName: "beach.mov", contentType: "video/quicktime", body: fileBody),
+                ParsedPart(name: "log", fileName: "app.log", contentType: "text/plain", body: streamBody),
+            ]
+        )
+    }
+
+    @Test func aFailingPartFailsTheRequestInsteadOfSendingAShortBody() async throws {
+        var form = MultipartFormData()
+        form.append("x", name: "first")
+        form.append(length: 1 << 20, name: "short") { ScriptedStream(Array(repeating: 7, count: 1_000)) }
+        let server = try UploadServer()
+        await #expect(throws: (any Error).self) {
+            _ = try await server.send(URLRequest(url: server.url, multipartFormData: form))
+        }
+    }
+}
