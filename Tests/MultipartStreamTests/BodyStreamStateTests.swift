@@ -146,7 +146,7 @@ import Testing
 
     @Test func throttlingLimitsEachReadAndPausesAfterIt() throws {
         var form = try MultipartFormData(boundary: "b")
-        form.append(String(repeating: "x", count: 100), name: "f")
+        form.append(String(repeating: "x", count: 1_600), name: "f")
         form.throttleBandwidth(packetSize: 16, delay: 0.01)
         let stream = form.makeBodyStream()
         stream.open()
