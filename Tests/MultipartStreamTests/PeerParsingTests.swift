@@ -12,7 +12,7 @@ import Testing
 
     private func expectParsed(
         _ form: MultipartFormData,
-        as expected: [ExpectedPart],
+        as expected: [FormPart],
         by peer: Peer,
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
@@ -49,18 +49,18 @@ import Testing
         try expectParsed(
             form,
             as: [
-                ExpectedPart(name: "author", body: Data("Ada Lovelace".utf8)),
-                ExpectedPart(name: "empty", body: Data()),
-                ExpectedPart(name: "json", mimeType: "application/json", body: Data("{\"a\":1}".utf8)),
-                ExpectedPart(
-                    name: "raw", fileName: "raw.dat", mimeType: "application/octet-stream",
+                FormPart(name: "author", body: Data("Ada Lovelace".utf8)),
+                FormPart(name: "empty", body: Data()),
+                FormPart(name: "json", contentType: "application/json", body: Data("{\"a\":1}".utf8)),
+                FormPart(
+                    name: "raw", fileName: "raw.dat", contentType: "application/octet-stream",
                     body: Data([0, 13, 10, 45, 45])),
-                ExpectedPart(name: "file", fileName: "bytes.bin", mimeType: "application/octet-stream", body: fileBody),
-                ExpectedPart(
-                    name: "photo", fileName: "cat.png", mimeType: "image/png", body: Data("not really a jpeg".utf8)),
-                ExpectedPart(name: "once", fileName: "once.txt", mimeType: "text/plain", body: Data("one shot".utf8)),
-                ExpectedPart(name: "replayable", fileName: "r.csv", mimeType: "text/csv", body: Data("a,b".utf8)),
-                ExpectedPart(name: "custom", mimeType: "text/plain", body: Data("custom body".utf8)),
+                FormPart(name: "file", fileName: "bytes.bin", contentType: "application/octet-stream", body: fileBody),
+                FormPart(
+                    name: "photo", fileName: "cat.png", contentType: "image/png", body: Data("not really a jpeg".utf8)),
+                FormPart(name: "once", fileName: "once.txt", contentType: "text/plain", body: Data("one shot".utf8)),
+                FormPart(name: "replayable", fileName: "r.csv", contentType: "text/csv", body: Data("a,b".utf8)),
+                FormPart(name: "custom", contentType: "text/plain", body: Data("custom body".utf8)),
             ],
             by: peer
         )
@@ -69,11 +69,11 @@ import Testing
     @Test(arguments: Peer.allCases)
     func hostileAndNonASCIINames(peer: Peer) throws {
         var form = MultipartFormData()
-        var expected: [ExpectedPart] = []
+        var expected: [FormPart] = []
         for name in ["quote\"d", "cr\rlf\n", "crlf\r\nX-Injected: 1", "100%", "größe", "名前", "😀👩‍👩‍👧", "semi;colon=1", ""] {
             form.append(Data("v".utf8), name: name, fileName: "\(name)-file.txt")
             expected.append(
-                ExpectedPart(name: name, fileName: "\(name)-file.txt", mimeType: "text/plain", body: Data("v".utf8)))
+                FormPart(name: name, fileName: "\(name)-file.txt", contentType: "text/plain", body: Data("v".utf8)))
         }
         try expectParsed(form, as: expected, by: peer)
     }
@@ -124,7 +124,7 @@ import Testing
         let body = try form.encode()
         #expect(
             try Peer.werkzeug.parse(body, contentType: form.contentType) == [
-                ParsedPart(name: "a", body: Data("text--XyZ--more".utf8))
+                FormPart(name: "a", body: Data("text--XyZ--more".utf8))
             ])
         #expect(throws: Peer.Failure.self) { try Peer.node.parse(body, contentType: form.contentType) }
     }

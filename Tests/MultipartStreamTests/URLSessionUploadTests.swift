@@ -32,9 +32,9 @@ import Testing
         #endif
         #expect(
             seen.parts == [
-                ParsedPart(name: "album", body: Data("Summer 2026".utf8)),
-                ParsedPart(name: "video", fileName: "beach.mov", contentType: "video/quicktime", body: fileBody),
-                ParsedPart(name: "log", fileName: "app.log", contentType: "text/plain", body: streamBody),
+                FormPart(name: "album", body: Data("Summer 2026".utf8)),
+                FormPart(name: "video", fileName: "beach.mov", contentType: "video/quicktime", body: fileBody),
+                FormPart(name: "log", fileName: "app.log", contentType: "text/plain", body: streamBody),
             ]
         )
     }

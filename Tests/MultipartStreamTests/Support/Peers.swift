@@ -1,8 +1,8 @@
 import Foundation
 import MultipartStream
 
-/// One part as an independent multipart parser saw it.
-struct ParsedPart: Codable, Equatable, CustomStringConvertible {
+/// One part of a form: what was sent, or what a parser saw.
+struct FormPart: Codable, Equatable, CustomStringConvertible {
     var name: String
     var fileName: String? = nil
     var contentType: String? = nil
@@ -29,12 +29,12 @@ enum Peer: String, CaseIterable, CustomStringConvertible {
     }
 
     private struct Result: Decodable {
-        var parts: [ParsedPart]?
+        var parts: [FormPart]?
         var error: String?
     }
 
     /// Parses each `(body, contentType)` and returns, in order, the parts or the parser's error message.
-    func parse(_ bodies: [(body: Data, contentType: String)]) throws -> [Swift.Result<[ParsedPart], Failure>] {
+    func parse(_ bodies: [(body: Data, contentType: String)]) throws -> [Swift.Result<[FormPart], Failure>] {
         let directory = try TemporaryDirectory()
         var manifest: [[String: String]] = []
         for (index, entry) in bodies.enumerated() {
@@ -54,7 +54,7 @@ enum Peer: String, CaseIterable, CustomStringConvertible {
     }
 
     /// Parses one body; throws if the parser rejects it.
-    func parse(_ body: Data, contentType: String) throws -> [ParsedPart] {
+    func parse(_ body: Data, contentType: String) throws -> [FormPart] {
         try parse([(body, contentType)])[0].get()
     }
 
@@ -94,33 +94,24 @@ enum Peer: String, CaseIterable, CustomStringConvertible {
     }
 }
 
-/// What a part should look like to a parser, from what was appended.
-struct ExpectedPart: CustomStringConvertible {
-    var name: String
-    var fileName: String? = nil
-    var mimeType: String? = nil
-    var body: Data
-
-    var description: String {
-        "\(name.debugDescription) file=\(fileName?.debugDescription ?? "nil") type=\(mimeType ?? "nil") "
-            + "\(body.count) bytes"
-    }
-
-    /// The part as `peer` reports it. Node follows browsers exactly: it reads a field (no filename) as text and
-    /// keeps only a file's `Content-Type`. Werkzeug decodes `%22` but leaves `%0D` and `%0A` as they are.
-    func seen(by peer: Peer) -> ParsedPart {
+extension FormPart {
+    /// The part as `peer` reports it, when `self` is what was sent. Node follows browsers exactly: it reads a field
+    /// (no filename) as text and keeps only a file's `Content-Type`. Werkzeug decodes `%22` but leaves `%0D` and
+    /// `%0A` as they are.
+    func seen(by peer: Peer) -> FormPart {
         switch peer {
         case .node:
             // A part without a filename is a field, whose value the Fetch standard decodes as UTF-8.
             guard let fileName else {
-                return ParsedPart(name: name, body: Data(String(decoding: body, as: UTF8.self).utf8))
+                return FormPart(name: name, body: Data(String(decoding: body, as: UTF8.self).utf8))
             }
-            return ParsedPart(name: name, fileName: fileName, contentType: mimeType ?? "", body: body)
+            return FormPart(name: name, fileName: fileName, contentType: contentType ?? "", body: body)
         case .werkzeug:
             func werkzeug(_ text: String) -> String {
                 text.replacingOccurrences(of: "\r", with: "%0D").replacingOccurrences(of: "\n", with: "%0A")
             }
-            return ParsedPart(name: werkzeug(name), fileName: fileName.map(werkzeug), contentType: mimeType, body: body)
+            return FormPart(
+                name: werkzeug(name), fileName: fileName.map(werkzeug), contentType: contentType, body: body)
         }
     }
 }

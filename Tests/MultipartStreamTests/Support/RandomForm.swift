@@ -4,7 +4,7 @@ import MultipartStream
 /// A form of random parts of every kind, with what each part should look like once parsed.
 struct RandomForm {
     var form: MultipartFormData
-    var expected: [ExpectedPart]
+    var expected: [FormPart]
 
     /// Characters names and filenames are drawn from: quotes, CR, LF, `%`, separators, non-ASCII and emoji.
     static let hostileCharacters: [String] = [
@@ -39,36 +39,36 @@ struct RandomForm {
             case 0:
                 let text = String(decoding: body, as: UTF8.self)
                 form.append(text, name: name)
-                expected.append(ExpectedPart(name: name, fileName: nil, mimeType: nil, body: Data(text.utf8)))
+                expected.append(FormPart(name: name, fileName: nil, contentType: nil, body: Data(text.utf8)))
             case 1:
                 form.append(body, name: name, fileName: fileName, mimeType: mimeType)
                 expected.append(
-                    ExpectedPart(
+                    FormPart(
                         name: name, fileName: fileName,
-                        mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                        contentType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
             case 2:
                 let fileURL = try directory.file("part-\(index)-\(UUID().uuidString).bin", contents: body)
                 try form.append(fileURL: fileURL, name: name, fileName: fileName, mimeType: mimeType)
                 expected.append(
-                    ExpectedPart(
+                    FormPart(
                         name: name, fileName: fileName ?? fileURL.lastPathComponent,
-                        mimeType: mimeType ?? "application/octet-stream", body: body))
+                        contentType: mimeType ?? "application/octet-stream", body: body))
             case 3:
                 form.append(
                     InputStream(data: body), length: UInt64(body.count), name: name, fileName: fileName,
                     mimeType: mimeType)
                 expected.append(
-                    ExpectedPart(
+                    FormPart(
                         name: name, fileName: fileName,
-                        mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                        contentType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
             default:
                 form.append(length: UInt64(body.count), name: name, fileName: fileName, mimeType: mimeType) {
                     InputStream(data: body)
                 }
                 expected.append(
-                    ExpectedPart(
+                    FormPart(
                         name: name, fileName: fileName,
-                        mimeType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                        contentType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
             }
         }
     }

@@ -13,7 +13,7 @@ final class UploadServer {
         var contentLength: String?
         var contentType: String?
         var bytes: Int
-        var parts: [ParsedPart]?
+        var parts: [FormPart]?
         var error: String?
     }
 
