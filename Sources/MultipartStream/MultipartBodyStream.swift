@@ -19,6 +19,8 @@ public final class MultipartBodyStream: InputStream {
     /// Separate from `lock`, which is held during reads that may block: progress must never wait for a read.
     private let progress = NSLock()
     private var handedOut: UInt64 = 0
+    /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
+    var progressHandler: (@Sendable (UInt64) -> Void)?
 
     private enum State {
         case notOpen
@@ -99,13 +101,17 @@ public final class MultipartBodyStream: InputStream {
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
         let throttle = form.throttle
         let limit = min(len, throttle?.packetSize ?? len)
+        var total: UInt64 = 0
         let count = lock.withLock { () -> Int in
             switch state {
             case .open(let reader):
                 do throws(MultipartError) {
                     let count = try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit))
                     if reader.isAtEnd { state = .atEnd }
-                    progress.withLock { handedOut += UInt64(count) }
+                    total = progress.withLock {
+                        handedOut += UInt64(count)
+                        return handedOut
+                    }
                     return count
                 } catch {
                     state = .failed(error)
@@ -121,8 +127,11 @@ public final class MultipartBodyStream: InputStream {
                 return -1
             }
         }
-        if count > 0, let delay = throttle?.delay, delay > 0 {
-            Thread.sleep(forTimeInterval: delay)
+        if count > 0 {
+            progressHandler?(total)
+            if let delay = throttle?.delay, delay > 0 {
+                Thread.sleep(forTimeInterval: delay)
+            }
         }
         return count
     }

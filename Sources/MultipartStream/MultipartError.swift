@@ -62,6 +62,14 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// The body stream was opened again after it handed out bytes, and a part cannot be read twice.
         case notReplayable
 
+        // Found while uploading.
+
+        /// The server redirected with 307 or 308, which must resend the body, and Linux URLSession would send an
+        /// empty body instead (swift-corelibs-foundation drops the body on redirects): the upload was stopped.
+        case redirectNotFollowed(statusCode: Int, location: URL?)
+        /// `upload` was given a background session, which only uploads from a file through its delegate.
+        case backgroundSession
+
         // Found while encoding.
 
         /// The body is larger than fits in memory as one `Data`.
@@ -116,6 +124,12 @@ extension MultipartError.Reason {
         case .streamNotOpen: "read from a body stream that is not open"
         case .notReplayable:
             "the body stream was reopened after sending bytes, and a one-shot InputStream part cannot be sent again"
+        case .redirectNotFollowed(let statusCode, let location):
+            "the server redirected (\(statusCode)) to \(location?.absoluteString ?? "an unknown location"), and this "
+                + "platform's URLSession would resend the request with an empty body; upload to that URL instead"
+        case .backgroundSession:
+            "background sessions upload only from a file through their delegate: write the body with "
+                + "writeEncodedData(to:) and call uploadTask(with:fromFile:)"
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(errnoText(code))"

@@ -28,7 +28,7 @@ public struct MultipartFormData: Sendable {
     ///
     /// Such a part is not added. While this is set, ``encode()`` and ``writeEncodedData(to:)`` throw it and every
     /// body stream fails on `open()`, so the form can never be sent without the part.
-    public private(set) var appendError: MultipartError?
+    public internal(set) var appendError: MultipartError?
 
     /// Creates an empty form with a boundary of 128 random bits from the system's cryptographic source.
     public init() {

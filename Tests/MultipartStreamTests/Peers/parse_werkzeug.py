@@ -1,8 +1,12 @@
 """Parses multipart bodies with Werkzeug's multipart decoder, the parser behind Flask's request.files.
 
 Usage: python3 parse_werkzeug.py MANIFEST.json
-MANIFEST: [{"path": "...", "contentType": "multipart/form-data; boundary=..."}]
-Prints, for each body in order, {"parts": [{name, fileName, contentType, body (base64)}]} or {"error": "..."}.
+  MANIFEST: [{"path": "...", "contentType": "multipart/form-data; boundary=..."}]
+  Prints, for each body in order, {"parts": [{name, fileName, contentType, body (base64)}]} or {"error": "..."}.
+Usage: python3 parse_werkzeug.py serve
+  Serves on 127.0.0.1 with Werkzeug's own HTTP server, printing its port on the first line; each request is
+  answered with {method, transferEncoding, contentLength, contentType, bytes, parts} (400 with {error}).
+  Exits when stdin closes.
 """
 import base64
 import json
@@ -38,11 +42,48 @@ def parse(body, content_type):
             raise ValueError("body ended before the close delimiter")
 
 
-results = []
-for entry in json.load(open(sys.argv[1])):
-    try:
-        with open(entry["path"], "rb") as f:
-            results.append({"parts": parse(f.read(), entry["contentType"])})
-    except Exception as error:  # reported per body, so one bad body does not hide the others
-        results.append({"error": f"{type(error).__name__}: {error}"})
-print(json.dumps(results))
+def parse_files(manifest_path):
+    results = []
+    for entry in json.load(open(manifest_path)):
+        try:
+            with open(entry["path"], "rb") as f:
+                results.append({"parts": parse(f.read(), entry["contentType"])})
+        except Exception as error:  # reported per body, so one bad body does not hide the others
+            results.append({"error": f"{type(error).__name__}: {error}"})
+    print(json.dumps(results))
+
+
+def serve():
+    import threading
+
+    from werkzeug.serving import make_server
+    from werkzeug.wrappers import Request, Response
+
+    @Request.application
+    def app(request):
+        body = request.get_data()
+        seen = {
+            "method": request.method,
+            "transferEncoding": request.headers.get("Transfer-Encoding"),
+            "contentLength": request.headers.get("Content-Length"),
+            "contentType": request.headers.get("Content-Type"),
+            "bytes": len(body),
+        }
+        try:
+            seen["parts"] = parse(body, seen["contentType"] or "")
+            status = 200
+        except Exception as error:
+            seen["error"] = f"{type(error).__name__}: {error}"
+            status = 400
+        return Response(json.dumps(seen), status=status, content_type="application/json")
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    print(server.server_port, flush=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    sys.stdin.read()
+
+
+if sys.argv[1] == "serve":
+    serve()
+else:
+    parse_files(sys.argv[1])

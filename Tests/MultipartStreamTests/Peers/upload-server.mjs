@@ -1,22 +1,42 @@
-// An upload target on 127.0.0.1: parses each request body with Response.formData() (undici) and answers with
-// what it saw. Prints its port on the first line of stdout; exits when stdin closes.
-// Answer: {method, transferEncoding, contentLength, contentType, bytes, parts: [{name, fileName, contentType, body}]}
-// or status 400 with {error, ...} when the body does not parse.
+// An upload target on 127.0.0.1 for the tests: parses each request body with Response.formData() (undici) and
+// answers with what it saw. Prints its port on the first line of stdout; exits when stdin closes.
+//   /upload           parse and answer {method, transferEncoding, contentLength, contentType, expect,
+//                     authorization, bytes, parts: [{name, fileName, contentType, body (base64)}]}; 400 with
+//                     {error} when the body does not parse
+//   /auth             401 (Basic realm="uploads") until the request carries Authorization: Basic dTpw (u:p)
+//   /redirect/CODE    answers CODE with Location: /upload
+//   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
+//   /log              the list of requests seen so far: [{path, method, bytes}]
+// It never answers `Expect: 100-continue`, as many servers and proxies do not.
 import http from 'node:http';
 
-const server = http.createServer(async (request, response) => {
+const log = [];
+
+async function readBody(request, slow) {
   const chunks = [];
-  for await (const chunk of request) chunks.push(chunk);
-  const body = Buffer.concat(chunks);
+  for await (const chunk of request) {
+    chunks.push(chunk);
+    if (slow) {
+      request.pause();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      request.resume();
+    }
+  }
+  return Buffer.concat(chunks);
+}
+
+async function describe(request, body) {
   const seen = {
     method: request.method,
     transferEncoding: request.headers['transfer-encoding'] ?? null,
     contentLength: request.headers['content-length'] ?? null,
     contentType: request.headers['content-type'] ?? null,
+    expect: request.headers['expect'] ?? null,
+    authorization: request.headers['authorization'] ?? null,
     bytes: body.length,
   };
   try {
-    const form = await new Response(body, { headers: { 'content-type': seen.contentType } }).formData();
+    const form = await new Response(body, { headers: { 'content-type': seen.contentType ?? '' } }).formData();
     seen.parts = [];
     for (const [name, value] of form) {
       if (typeof value === 'string') {
@@ -26,16 +46,42 @@ const server = http.createServer(async (request, response) => {
         seen.parts.push({ name, fileName: value.name, contentType: value.type, body: data });
       }
     }
-    response.writeHead(200, { 'content-type': 'application/json' });
   } catch (error) {
-    seen.error = String(error && error.message || error);
-    response.writeHead(400, { 'content-type': 'application/json' });
+    seen.error = String((error && error.message) || error);
   }
-  response.end(JSON.stringify(seen));
+  return seen;
+}
+
+const server = http.createServer((request, response) => {
+  // A client that aborts its upload (as a failing body stream makes it) must not bring the server down.
+  handle(request, response).catch(() => response.destroy());
 });
 
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(`${server.address().port}\n`);
-});
-process.stdin.on('end', () => server.close(() => process.exit(0)));
+async function handle(request, response) {
+  const path = new URL(request.url, 'http://localhost').pathname;
+  if (path === '/log') {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(log));
+    return;
+  }
+  const body = await readBody(request, path === '/slow');
+  log.push({ path, method: request.method, bytes: body.length });
+  if (path.startsWith('/redirect/')) {
+    response.writeHead(Number(path.slice('/redirect/'.length)), { location: '/upload' });
+    response.end();
+  } else if (path === '/auth' && request.headers['authorization'] !== 'Basic dTpw') {
+    response.writeHead(401, { 'www-authenticate': 'Basic realm="uploads"', 'content-type': 'text/plain' });
+    response.end('credentials needed');
+  } else {
+    const seen = await describe(request, body);
+    response.writeHead(seen.error ? 400 : 200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(seen));
+  }
+}
+
+// Like many servers and proxies, never answer `Expect: 100-continue`: a client that sends it waits for nothing.
+server.on('checkContinue', (request, response) => handle(request, response).catch(() => response.destroy()));
+
+server.listen(0, '127.0.0.1', () => process.stdout.write(`${server.address().port}\n`));
+process.stdin.on('end', () => process.exit(0));
 process.stdin.resume();

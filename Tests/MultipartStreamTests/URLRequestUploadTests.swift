@@ -6,8 +6,8 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The README's example for real: URLSession streams the form to a strict HTTP server on loopback.
-@Suite struct URLSessionUploadTests {
+/// `URLRequest(url:multipartFormData:)` for real: URLSession streams the form to a strict server on loopback.
+@Suite struct URLRequestUploadTests {
     @Test func aStreamedRequestReachesAStrictServerIntact() async throws {
         let directory = try TemporaryDirectory()
         var generator = SeededGenerator(seed: 3)
@@ -21,8 +21,10 @@ import Testing
         }
 
         let server = try UploadServer()
-        let (status, seen) = try await server.send(URLRequest(url: server.url, multipartFormData: form))
-        #expect(status == 200, "\(seen.error ?? "")")
+        let (data, response) = try await URLSession(configuration: .ephemeral).data(
+            for: URLRequest(url: server.url(), multipartFormData: form))
+        let seen = try server.seen(in: data)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(seen.error ?? "")")
         #expect(seen.method == "POST")
         #expect(seen.contentType == form.contentType)
         #expect(UInt64(seen.bytes) == form.contentLength)
@@ -45,7 +47,8 @@ import Testing
         form.append(length: 1 << 20, name: "short") { ScriptedStream(Array(repeating: 7, count: 1_000)) }
         let server = try UploadServer()
         await #expect(throws: (any Error).self) {
-            _ = try await server.send(URLRequest(url: server.url, multipartFormData: form))
+            _ = try await URLSession(configuration: .ephemeral).data(
+                for: URLRequest(url: server.url(), multipartFormData: form))
         }
     }
 }

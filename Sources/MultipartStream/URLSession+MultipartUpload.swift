@@ -1,0 +1,139 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLSession {
+    /// Uploads `form` with `request` (POST unless it says otherwise) and returns the response once it has arrived.
+    ///
+    /// The body streams lazily (or, with `.file`, from a temporary file that is removed afterwards). `progress` is
+    /// called on URLSession's reading thread as body bytes go out, never twice with the same count, and with 100%
+    /// once; keep it quick. Cancelling the surrounding task cancels the upload at once and closes the file being
+    /// read, and throws `CancellationError`. A part that fails while streaming throws its ``MultipartError``.
+    ///
+    /// The upload runs on a private session made from this session's configuration; this session's delegate still
+    /// answers authentication challenges. Background sessions cannot be used: see ``MultipartUploadStrategy/file``.
+    public func upload(
+        _ form: MultipartFormData,
+        with request: URLRequest,
+        strategy: MultipartUploadStrategy = .automatic,
+        progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
+    ) async throws -> (Data, URLResponse) {
+        guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
+        if let appendError = form.appendError { throw appendError }
+        var bodyFile: URL?
+        if strategy.resolved(for: request) == .file {
+            bodyFile = try await Self.writeTemporaryFile(of: form)
+        }
+        if Task.isCancelled {
+            if let bodyFile { try? FileManager.default.removeItem(at: bodyFile) }
+            throw CancellationError()
+        }
+        let result = PendingResponse()
+        let upload = MultipartUpload(
+            form: form, bodyFile: bodyFile, bodyFailure: nil, callerSession: self, progress: progress,
+            completion: result.resolve)
+        let task = upload.makeTask(for: request)
+        do {
+            return try await withTaskCancellationHandler {
+                try await result.value { task.resume() }
+            } onCancel: {
+                upload.cancel()
+            }
+        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
+            throw CancellationError()
+        }
+    }
+
+    /// A suspended upload task for `form` (call `resume()`); `completionHandler` gets the response as
+    /// `dataTask(with:completionHandler:)` would, or the error, a ``MultipartError`` when a part failed.
+    ///
+    /// With `.file` the body is written to a temporary file before this returns; if that fails the task fails with
+    /// the error when resumed. `progress` is called as in ``upload(_:with:strategy:progress:)``. Cancelling the
+    /// task stops reading at once and closes any open file.
+    public func multipartUploadTask(
+        with request: URLRequest,
+        form: MultipartFormData,
+        strategy: MultipartUploadStrategy = .automatic,
+        progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil,
+        completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+    ) -> URLSessionUploadTask {
+        var bodyFile: URL?
+        var bodyFailure = form.appendError
+        if configuration.identifier != nil {
+            bodyFailure = MultipartError(.backgroundSession)
+        } else if bodyFailure == nil, strategy.resolved(for: request) == .file {
+            let url = Self.temporaryBodyURL()
+            do {
+                try form.writeEncodedData(to: url)
+                bodyFile = url
+            } catch {
+                bodyFailure = error
+            }
+        }
+        let upload = MultipartUpload(
+            form: form, bodyFile: bodyFile, bodyFailure: bodyFailure, callerSession: self, progress: progress
+        ) { result in
+            switch result {
+            case .success(let (data, response)): completionHandler(data, response, nil)
+            case .failure(let error): completionHandler(nil, nil, error)
+            }
+        }
+        return upload.makeTask(for: request)
+    }
+
+    private static func temporaryBodyURL() -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("MultipartStream-\(UUID().uuidString).multipart")
+    }
+
+    /// Writes the body on a dispatch queue: a long blocking write must not hold a thread of the cooperative pool.
+    private static func writeTemporaryFile(of form: MultipartFormData) async throws -> URL {
+        let url = temporaryBodyURL()
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                do {
+                    try form.writeEncodedData(to: url)
+                    continuation.resume(returning: url)
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
+
+/// The result of an upload, handed from URLSession's delegate queue to the awaiting task.
+private final class PendingResponse: @unchecked Sendable {
+    // @unchecked: `state` is guarded by `lock`.
+    private enum State {
+        case waiting
+        case awaiting(CheckedContinuation<(Data, URLResponse), any Error>)
+        case resolved(Result<(Data, URLResponse), any Error>)
+    }
+
+    private let lock = NSLock()
+    private var state = State.waiting
+
+    /// Suspends until the result arrives; `start` runs once the continuation is in place.
+    func value(start: () -> Void) async throws -> (Data, URLResponse) {
+        try await withCheckedThrowingContinuation { continuation in
+            let early: Result<(Data, URLResponse), any Error>? = lock.withLock {
+                if case .resolved(let result) = state { return result }
+                state = .awaiting(continuation)
+                return nil
+            }
+            if let early { return continuation.resume(with: early) }
+            start()
+        }
+    }
+
+    @Sendable func resolve(_ result: Result<(Data, URLResponse), any Error>) {
+        let continuation: CheckedContinuation<(Data, URLResponse), any Error>? = lock.withLock {
+            defer { state = .resolved(result) }
+            if case .awaiting(let continuation) = state { return continuation }
+            return nil
+        }
+        continuation?.resume(with: result)
+    }
+}

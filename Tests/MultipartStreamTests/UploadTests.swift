@@ -1,0 +1,354 @@
+import Foundation
+import MultipartStream
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `URLSession.upload(_:with:strategy:progress:)` and `multipartUploadTask`, against real servers on loopback.
+/// Serialized: the temporary-file test must see only its own uploads' files.
+@Suite(.serialized) struct UploadTests {
+    let directory: TemporaryDirectory
+    let fileBody: Data
+    let form: MultipartFormData
+    let sent: [FormPart]
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        var generator = SeededGenerator(seed: 42)
+        fileBody = Data([UInt8].random(count: 3 << 20, using: &generator))
+        let streamBody = Data([UInt8].random(count: 70_000, using: &generator))
+        var form = MultipartFormData()
+        form.append("Ada \"quoted\" ü", name: "author")
+        try form.append(fileURL: directory.file("clip.mp4", contents: fileBody), name: "video")
+        form.append(length: UInt64(streamBody.count), name: "log", fileName: "a\r\nb.log") {
+            InputStream(data: streamBody)
+        }
+        self.form = form
+        sent = [
+            FormPart(name: "author", body: Data("Ada \"quoted\" ü".utf8)),
+            FormPart(name: "video", fileName: "clip.mp4", contentType: "video/mp4", body: fileBody),
+            FormPart(name: "log", fileName: "a\r\nb.log", contentType: "text/plain", body: streamBody),
+        ]
+    }
+
+    private func session(timeout: TimeInterval = 30, delegate: URLSessionDelegate? = nil) -> URLSession {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = timeout
+        return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+    }
+
+    @Test(arguments: UploadServer.Kind.allCases, [MultipartUploadStrategy.stream, .file])
+    func everyPartArrivesIntact(server kind: UploadServer.Kind, strategy: MultipartUploadStrategy) async throws {
+        let server = try UploadServer(kind)
+        let (data, response) = try await session().upload(
+            form, with: URLRequest(url: server.url()), strategy: strategy)
+        let seen = try server.seen(in: data)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(seen.error ?? "")")
+        #expect(seen.method == "POST")
+        #expect(seen.contentType == form.contentType)
+        #expect(UInt64(seen.bytes) == form.contentLength)
+        #expect(seen.parts == sent.map { $0.seen(by: kind == .node ? .node : .werkzeug) })
+        if strategy == .file {
+            #expect(seen.contentLength == String(form.contentLength), "a file upload carries its exact length")
+            #expect(seen.transferEncoding == nil)
+        } else {
+            #if canImport(Darwin)
+                #expect(seen.contentLength == String(form.contentLength))
+            #else
+                #expect(seen.transferEncoding == "chunked")
+                #expect(seen.contentLength == nil, "never Content-Length beside chunked")
+            #endif
+        }
+    }
+
+    @Test func automaticStreamsUnlessTheRequestAsksForALength() async throws {
+        let server = try UploadServer()
+        let (plain, _) = try await session().upload(form, with: URLRequest(url: server.url()))
+        var withLength = URLRequest(url: server.url())
+        withLength.setValue("1", forHTTPHeaderField: "Content-Length")
+        let (lengthy, _) = try await session().upload(form, with: withLength)
+        #if canImport(Darwin)
+            #expect(try server.seen(in: plain).contentLength == String(form.contentLength))
+        #else
+            #expect(try server.seen(in: plain).transferEncoding == "chunked")
+        #endif
+        // The caller's wrong length is replaced by the exact one.
+        #expect(try server.seen(in: lengthy).contentLength == String(form.contentLength))
+        #expect(try server.seen(in: lengthy).parts?.count == 3)
+    }
+
+    /// Linux URLSession adds `Expect: 100-continue` to streamed uploads and then waits a second for a server that
+    /// does not answer it (this one does not); the upload leaves the header out.
+    @Test func noExpectContinueRoundTrip() async throws {
+        let server = try UploadServer()
+        for strategy in [MultipartUploadStrategy.stream, .file] {
+            let (data, _) = try await session().upload(form, with: URLRequest(url: server.url()), strategy: strategy)
+            #expect(try server.seen(in: data).expect == nil, "\(strategy)")
+        }
+    }
+
+    @Test func theMethodAndHeadersOfTheRequestAreKept() async throws {
+        let server = try UploadServer()
+        var request = URLRequest(url: server.url())
+        request.httpMethod = "PUT"
+        request.setValue("Basic dTpw", forHTTPHeaderField: "Authorization")
+        let (data, _) = try await session().upload(form, with: request)
+        let seen = try server.seen(in: data)
+        #expect(seen.method == "PUT")
+        #expect(seen.authorization == "Basic dTpw")
+    }
+
+    @Test(arguments: [MultipartUploadStrategy.stream, .file])
+    func progressRisesToExactlyOneHundredPercentOnce(strategy: MultipartUploadStrategy) async throws {
+        let server = try UploadServer()
+        let reports = Reports()
+        _ = try await session().upload(form, with: URLRequest(url: server.url()), strategy: strategy) {
+            reports.append($0)
+        }
+        let values = reports.values
+        #expect(!values.isEmpty)
+        #expect(values.allSatisfy { $0.totalBytes == form.contentLength })
+        #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesSent < $1.bytesSent }, "progress only rises")
+        #expect(values.filter { $0.fractionCompleted == 1 }.count == 1)
+        #expect(values.last?.bytesSent == form.contentLength)
+    }
+
+    @Test func aFailingPartThrowsItsOwnError() async throws {
+        var form = MultipartFormData()
+        form.append("x", name: "first")
+        form.append(length: 1 << 20, name: "short") { ScriptedStream(Array(repeating: 7, count: 1_000)) }
+        let server = try UploadServer()
+        let error = try await #require(throws: MultipartError.self) {
+            _ = try await session().upload(form, with: URLRequest(url: server.url()))
+        }
+        #expect(error.partName == "short")
+        guard case .streamEndedEarly(expected: 1 << 20, received: 1_000) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
+        let log = try await server.log()
+        #expect(log.allSatisfy { $0.bytes < Int(form.contentLength) }, "no request carried a whole body")
+    }
+
+    @Test func aFileThatChangedFailsTheFileStrategyBeforeAnythingIsSent() async throws {
+        let file = try directory.file("changing.bin", contents: Data(count: 1_000))
+        var form = MultipartFormData()
+        try form.append(fileURL: file, name: "doc")
+        try Data(count: 10).write(to: file)
+        let server = try UploadServer()
+        await #expect(throws: MultipartError.self) {
+            _ = try await session().upload(form, with: URLRequest(url: server.url()), strategy: .file)
+        }
+        let log = try await server.log()
+        #expect(log.isEmpty)
+    }
+
+    @Test func anInvalidFormIsRefusedBeforeAnythingIsSent() async throws {
+        var form = MultipartFormData()
+        form.append(Data(), name: "a", mimeType: "text/plain\r\nX-Injected: 1")
+        let server = try UploadServer()
+        await #expect(throws: MultipartError.self) {
+            _ = try await session().upload(form, with: URLRequest(url: server.url()))
+        }
+        let log = try await server.log()
+        #expect(log.isEmpty)
+    }
+
+    #if canImport(Darwin)
+        @Test func backgroundSessionsAreRefused() async throws {
+            let configuration = URLSessionConfiguration.background(withIdentifier: "MultipartStreamTests-\(UUID())")
+            let background = URLSession(configuration: configuration)
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await background.upload(form, with: URLRequest(url: URL(string: "http://127.0.0.1:9/")!))
+            }
+            guard case .backgroundSession = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+        }
+    #endif
+
+    // MARK: Authentication and redirects
+
+    @Test(arguments: [MultipartUploadStrategy.stream, .file])
+    func aChallengeAnsweredByTheCallersDelegateResendsTheWholeBody(strategy: MultipartUploadStrategy) async throws {
+        let server = try UploadServer()
+        let delegate = CredentialDelegate()
+        let (data, response) = try await session(delegate: delegate).upload(
+            form, with: URLRequest(url: server.url("/auth")), strategy: strategy)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        let seen = try server.seen(in: data)
+        #expect(seen.authorization == "Basic dTpw")
+        #expect(seen.parts == sent.map { $0.seen(by: .node) })
+        #expect(delegate.challenges == 1)
+    }
+
+    @Test func aStoredCredentialAnswersTheChallenge() async throws {
+        let server = try UploadServer()
+        let configuration = URLSessionConfiguration.ephemeral
+        let storage = URLCredentialStorage()
+        let url = server.url("/auth")
+        let space = URLProtectionSpace(
+            host: url.host!, port: url.port!, protocol: "http", realm: "uploads",
+            authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
+        storage.setDefaultCredential(URLCredential(user: "u", password: "p", persistence: .forSession), for: space)
+        configuration.urlCredentialStorage = storage
+        let (data, _) = try await URLSession(configuration: configuration).upload(form, with: URLRequest(url: url))
+        #expect(try server.seen(in: data).parts?.count == 3)
+    }
+
+    @Test func withoutACredentialThe401IsTheAnswer() async throws {
+        // Linux URLSession hangs on a challenge nobody answers; the upload answers with the 401 instead.
+        let server = try UploadServer()
+        let (_, response) = try await session(timeout: 20).upload(form, with: URLRequest(url: server.url("/auth")))
+        #expect((response as? HTTPURLResponse)?.statusCode == 401)
+    }
+
+    @Test(arguments: [307, 308])
+    func aRedirectThatMustResendTheBodyNeverDeliversAnEmptyBody(code: Int) async throws {
+        let server = try UploadServer()
+        do {
+            let (data, response) = try await session().upload(
+                form, with: URLRequest(url: server.url("/redirect/\(code)")))
+            // Where URLSession can resend a stream (Apple), the body arrives whole.
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.seen(in: data).parts == sent.map { $0.seen(by: .node) })
+        } catch let error as MultipartError {
+            guard case .redirectNotFollowed(statusCode: code, location: server.url("/upload")) = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(error.description.contains("redirected (\(code))"))
+        }
+        // No request reached the target with less than the whole body.
+        let log = try await server.log()
+        #expect(log.filter { $0.path == "/upload" }.allSatisfy { $0.bytes == Int(form.contentLength) })
+    }
+
+    @Test(arguments: [302, 303])
+    func aRedirectToGETDropsTheBodyAsBrowsersDo(code: Int) async throws {
+        let server = try UploadServer()
+        let (data, response) = try await session().upload(form, with: URLRequest(url: server.url("/redirect/\(code)")))
+        #expect((response as? HTTPURLResponse)?.statusCode == 400, "the GET has no form to parse")
+        #expect(try server.seen(in: data).method == "GET")
+    }
+
+    // MARK: Cancellation
+
+    @Test func cancellingTheSwiftTaskStopsReadingAndClosesTheFile() async throws {
+        let server = try UploadServer()
+        var form = MultipartFormData()
+        try form.append(fileURL: directory.file("big.bin", contents: Data(count: 64 << 20)), name: "big")
+        let reports = Reports()
+        let session = session()
+        let request = URLRequest(url: server.url("/slow"))
+        let upload = Task { [form] in
+            try await session.upload(form, with: request) { reports.append($0) }
+        }
+        while reports.values.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(OpenDescriptors.count(under: directory.url) == 1, "the file is open while it is sent")
+        upload.cancel()
+        await #expect(throws: CancellationError.self) { try await upload.value }
+        #expect(OpenDescriptors.count(under: directory.url) == 0, "cancelling closed the file")
+        let sentWhenCancelled = reports.values.last?.bytesSent ?? 0
+        #expect(sentWhenCancelled < form.contentLength)
+    }
+
+    @Test func theCompletionHandlerFormUploadsAndCanBeCancelled() async throws {
+        let server = try UploadServer()
+        let result = try await withCheckedThrowingContinuation { continuation in
+            let task = URLSession(configuration: .ephemeral).multipartUploadTask(
+                with: URLRequest(url: server.url()), form: form
+            ) { data, response, error in
+                continuation.resume(returning: (data, response, error))
+            }
+            #expect(task.state == .suspended)
+            task.resume()
+        }
+        #expect(result.2 == nil)
+        #expect(try server.seen(in: try #require(result.0)).parts == sent.map { $0.seen(by: .node) })
+
+        var big = MultipartFormData()
+        try big.append(fileURL: directory.file("big.bin", contents: Data(count: 64 << 20)), name: "big")
+        let cancelled: (any Error)? = await withCheckedContinuation { continuation in
+            let task = URLSession(configuration: .ephemeral).multipartUploadTask(
+                with: URLRequest(url: server.url("/slow")), form: big
+            ) { _, _, error in
+                continuation.resume(returning: error)
+            }
+            task.resume()
+            task.cancel()
+        }
+        #expect((cancelled as? URLError)?.code == .cancelled)
+        #expect(OpenDescriptors.count(under: directory.url) == 0)
+    }
+
+    // MARK: Temporary files
+
+    private func temporaryBodies() throws -> Set<String> {
+        Set(
+            try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+                .filter { $0.hasPrefix("MultipartStream-") && $0.hasSuffix(".multipart") })
+    }
+
+    @Test func theTemporaryFileIsRemovedOnSuccessFailureAndCancel() async throws {
+        let before = try temporaryBodies()
+        let server = try UploadServer()
+        var form = MultipartFormData()
+        form.append(String(repeating: "x", count: 1 << 20), name: "x")
+        _ = try await URLSession(configuration: .ephemeral).upload(
+            form, with: URLRequest(url: server.url()), strategy: .file)
+        #expect(try temporaryBodies() == before, "after success")
+
+        let refused = URLRequest(url: URL(string: "http://127.0.0.1:1/")!)
+        await #expect(throws: (any Error).self) {
+            _ = try await URLSession(configuration: .ephemeral).upload(form, with: refused, strategy: .file)
+        }
+        #expect(try temporaryBodies() == before, "after failure")
+
+        let upload = Task {
+            try await URLSession(configuration: .ephemeral).upload(
+                form, with: URLRequest(url: server.url("/slow")), strategy: .file)
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        upload.cancel()
+        _ = try? await upload.value
+        #expect(try temporaryBodies() == before, "after cancel")
+    }
+}
+
+/// Progress reports, collected from URLSession's threads.
+private final class Reports: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var collected: [MultipartUploadProgress] = []
+
+    func append(_ progress: MultipartUploadProgress) {
+        lock.withLock { collected.append(progress) }
+    }
+
+    var values: [MultipartUploadProgress] {
+        lock.withLock { collected }
+    }
+}
+
+/// A caller's session delegate that answers Basic challenges with u:p.
+private final class CredentialDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var count = 0
+
+    var challenges: Int { lock.withLock { count } }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        lock.withLock { count += 1 }
+        completionHandler(.useCredential, URLCredential(user: "u", password: "p", persistence: .none))
+    }
+}
