@@ -5,10 +5,13 @@ let package = Package(
     name: "MultipartStream",
     platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6), .visionOS(.v1)],
     products: [
-        .library(name: "MultipartStream", targets: ["MultipartStream"])
+        .library(name: "MultipartStream", targets: ["MultipartStream"]),
+        // Random forms, peer parsers and loopback servers, shared by the tests and the Benchmarks package.
+        .library(name: "MultipartStreamTestSupport", targets: ["MultipartStreamTestSupport"]),
     ],
     targets: [
         .target(name: "MultipartStream"),
+        .target(name: "MultipartStreamTestSupport", dependencies: ["MultipartStream"]),
         .executableTarget(
             name: "multipart-example",
             dependencies: ["MultipartStream"],
@@ -16,8 +19,7 @@ let package = Package(
         ),
         .testTarget(
             name: "MultipartStreamTests",
-            dependencies: ["MultipartStream"],
-            exclude: ["Peers"]
+            dependencies: ["MultipartStream", "MultipartStreamTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

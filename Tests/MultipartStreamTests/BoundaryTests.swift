@@ -1,5 +1,6 @@
 import Foundation
 import MultipartStream
+import MultipartStreamTestSupport
 import Testing
 
 @Suite struct BoundaryTests {

@@ -1,5 +1,6 @@
 import Foundation
 import MultipartStream
+import MultipartStreamTestSupport
 import Testing
 
 /// `contentLength` equals the bytes produced, whatever the form and however it is read.

@@ -1,5 +1,6 @@
 import Foundation
 import MultipartStream
+import MultipartStreamTestSupport
 import Testing
 
 /// The exact bytes of every append variant, with a fixed boundary.

@@ -1,5 +1,6 @@
 import Foundation
 import MultipartStream
+import MultipartStreamTestSupport
 import Testing
 
 /// Independent parsers read what the engine produces, so a byte-exact test cannot hide a format mistake.

@@ -1,12 +1,14 @@
 /// SplitMix64: a small, fast generator whose sequence is fixed by its seed, so a failing random test can be rerun.
-struct SeededGenerator: RandomNumberGenerator {
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
-    init(seed: UInt64) {
+    /// A generator whose sequence is fixed by `seed`.
+    public init(seed: UInt64) {
         state = seed
     }
 
-    mutating func next() -> UInt64 {
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -16,7 +18,8 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 extension Array where Element == UInt8 {
-    static func random(count: Int, using generator: inout SeededGenerator) -> [UInt8] {
+    /// `count` random bytes from `generator`.
+    public static func random(count: Int, using generator: inout SeededGenerator) -> [UInt8] {
         (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
     }
 }

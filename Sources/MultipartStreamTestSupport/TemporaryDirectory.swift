@@ -1,10 +1,12 @@
 import Foundation
 
 /// A fresh directory under the system's temporary directory, removed with everything in it on deinit.
-final class TemporaryDirectory {
-    let url: URL
+public final class TemporaryDirectory {
+    /// The directory.
+    public let url: URL
 
-    init() throws {
+    /// Creates the directory.
+    public init() throws {
         url = FileManager.default.temporaryDirectory
             .appendingPathComponent("MultipartStreamTests-\(UUID().uuidString)", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
@@ -15,13 +17,14 @@ final class TemporaryDirectory {
     }
 
     /// Writes `contents` to a new file named `name` and returns its URL.
-    func file(_ name: String, contents: Data) throws -> URL {
+    public func file(_ name: String, contents: Data) throws -> URL {
         let fileURL = url.appendingPathComponent(name)
         try contents.write(to: fileURL)
         return fileURL
     }
 
-    func path(_ name: String) -> URL {
+    /// The URL of `name` in the directory, which need not exist.
+    public func path(_ name: String) -> URL {
         url.appendingPathComponent(name)
     }
 }

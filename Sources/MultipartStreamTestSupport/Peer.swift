@@ -1,31 +1,26 @@
 import Foundation
 import MultipartStream
 
-/// One part of a form: what was sent, or what a parser saw.
-struct FormPart: Codable, Equatable, CustomStringConvertible {
-    var name: String
-    var fileName: String? = nil
-    var contentType: String? = nil
-    var body: Data
-
-    var description: String {
-        "\(name.debugDescription) file=\(fileName?.debugDescription ?? "nil") type=\(contentType ?? "nil") "
-            + "\(body.count) bytes"
-    }
-}
-
 /// Multipart parsers of other projects, run as subprocesses on bodies written to files. A missing peer fails the
 /// test that needs it: the interop checks must never pass by being skipped.
-enum Peer: String, CaseIterable, CustomStringConvertible {
+public enum Peer: String, CaseIterable, Sendable, CustomStringConvertible {
     /// Node's built-in `Response.formData()`, undici's parser, as a browser-compatible server would parse.
     case node
     /// Werkzeug's multipart decoder, the parser behind Flask.
     case werkzeug
 
-    var description: String { rawValue }
+    /// The peer's name.
+    public var description: String { rawValue }
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    /// A peer that could not run, or rejected a body.
+    public struct Failure: Error, CustomStringConvertible {
+        /// What went wrong, in the peer's words where it gave any.
+        public var description: String
+
+        /// Creates a failure.
+        public init(description: String) {
+            self.description = description
+        }
     }
 
     private struct Result: Decodable {
@@ -34,7 +29,7 @@ enum Peer: String, CaseIterable, CustomStringConvertible {
     }
 
     /// Parses each `(body, contentType)` and returns, in order, the parts or the parser's error message.
-    func parse(_ bodies: [(body: Data, contentType: String)]) throws -> [Swift.Result<[FormPart], Failure>] {
+    public func parse(_ bodies: [(body: Data, contentType: String)]) throws -> [Swift.Result<[FormPart], Failure>] {
         let directory = try TemporaryDirectory()
         var manifest: [[String: String]] = []
         for (index, entry) in bodies.enumerated() {
@@ -54,16 +49,14 @@ enum Peer: String, CaseIterable, CustomStringConvertible {
     }
 
     /// Parses one body; throws if the parser rejects it.
-    func parse(_ body: Data, contentType: String) throws -> [FormPart] {
+    public func parse(_ body: Data, contentType: String) throws -> [FormPart] {
         try parse([(body, contentType)])[0].get()
     }
 
     private var script: URL {
-        let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Peers")
         switch self {
-        case .node: return peers.appendingPathComponent("parse-formdata.mjs")
-        case .werkzeug: return peers.appendingPathComponent("parse_werkzeug.py")
+        case .node: return peerScript("parse-formdata.mjs")
+        case .werkzeug: return peerScript("parse_werkzeug.py")
         }
     }
 
@@ -94,24 +87,9 @@ enum Peer: String, CaseIterable, CustomStringConvertible {
     }
 }
 
-extension FormPart {
-    /// The part as `peer` reports it, when `self` is what was sent. Node follows browsers exactly: it reads a field
-    /// (no filename) as text and keeps only a file's `Content-Type`. Werkzeug decodes `%22` but leaves `%0D` and
-    /// `%0A` as they are.
-    func seen(by peer: Peer) -> FormPart {
-        switch peer {
-        case .node:
-            // A part without a filename is a field, whose value the Fetch standard decodes as UTF-8.
-            guard let fileName else {
-                return FormPart(name: name, body: Data(String(decoding: body, as: UTF8.self).utf8))
-            }
-            return FormPart(name: name, fileName: fileName, contentType: contentType ?? "", body: body)
-        case .werkzeug:
-            func werkzeug(_ text: String) -> String {
-                text.replacingOccurrences(of: "\r", with: "%0D").replacingOccurrences(of: "\n", with: "%0A")
-            }
-            return FormPart(
-                name: werkzeug(name), fileName: fileName.map(werkzeug), contentType: contentType, body: body)
-        }
-    }
+/// A script in the repository's `Peers/` folder, found from this source file: the support library runs from a
+/// checkout (tests, benchmarks), never from an installed copy.
+func peerScript(_ name: String) -> URL {
+    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Peers").appendingPathComponent(name)
 }

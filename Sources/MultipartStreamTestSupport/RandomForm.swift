@@ -2,19 +2,23 @@ import Foundation
 import MultipartStream
 
 /// A form of random parts of every kind, with what each part should look like once parsed.
-struct RandomForm {
-    var form: MultipartFormData
-    var expected: [FormPart]
+public struct RandomForm {
+    /// The form.
+    public var form: MultipartFormData
+    /// Its parts as appended, in order.
+    public var expected: [FormPart]
 
     /// Characters names and filenames are drawn from: quotes, CR, LF, `%`, separators, non-ASCII and emoji.
-    static let hostileCharacters: [String] = [
+    public static let hostileCharacters: [String] = [
         "a", "b", "Z", "0", "7", " ", "\"", "\r", "\n", "%", "\\", ";", "=", ":", "/", ",", "-", "_", ".", "é", "ß",
         "東", "😀", "👩‍👩‍👧", "\t",
     ]
 
+    /// Draws 0 to `maxParts` parts of every kind (text, data, file, one-shot and replayable streams).
+    ///
     /// - Parameter backslashes: Werkzeug reads a backslash in a quoted name as an escape, as RFC 2616 did, where
     ///   browsers and Node send and read it literally; forms for Werkzeug leave it out.
-    init(
+    public init(
         using generator: inout SeededGenerator,
         in directory: TemporaryDirectory,
         maxParts: Int = 12,
@@ -75,7 +79,9 @@ struct RandomForm {
 
     /// A name or filename. Browsers, and so parsers, read `%22`, `%0D` and `%0A` as escapes, so a name that holds
     /// one of those texts cannot round-trip anywhere; such names are drawn again.
-    static func randomText(using generator: inout SeededGenerator, backslashes: Bool, minLength: Int = 0) -> String {
+    public static func randomText(using generator: inout SeededGenerator, backslashes: Bool, minLength: Int = 0)
+        -> String
+    {
         let characters = backslashes ? hostileCharacters : hostileCharacters.filter { $0 != "\\" }
         while true {
             let length = Int.random(in: minLength...12, using: &generator)
@@ -88,7 +94,7 @@ struct RandomForm {
     /// Random bytes, CRLF runs and near-delimiters: the delimiter `\r\n--boundary` with a character changed or missing,
     /// a dash missing, or without its CRLF. None is a delimiter, so parsers must not split there. None holds the whole
     /// boundary either: RFC 2046 allows that, but Node 20's undici finds the boundary text anywhere and then fails.
-    static func randomBody(boundary: String, maxLength: Int, using generator: inout SeededGenerator) -> [UInt8] {
+    public static func randomBody(boundary: String, maxLength: Int, using generator: inout SeededGenerator) -> [UInt8] {
         let length = Int.random(in: 0...maxLength, using: &generator)
         var body: [UInt8] = []
         while body.count < length {

@@ -6,49 +6,64 @@ import Foundation
 
 /// A real HTTP server on 127.0.0.1, started for one test and stopped with it: Node's `http` module (a strict
 /// parser) with undici's multipart parser, or Werkzeug's own server and parser.
-final class UploadServer {
-    enum Kind: String, CaseIterable, CustomStringConvertible {
+public final class UploadServer {
+    /// Which server.
+    public enum Kind: String, CaseIterable, Sendable, CustomStringConvertible {
+        /// Node's `http` module, parsing with undici; routes in `Peers/upload-server.mjs`.
         case node
+        /// Werkzeug's development server and multipart decoder.
         case werkzeug
 
-        var description: String { rawValue }
+        /// The server's name.
+        public var description: String { rawValue }
     }
 
     /// What the server saw of one request.
-    struct Seen: Decodable {
-        var method: String
-        var transferEncoding: String?
-        var contentLength: String?
-        var contentType: String?
-        var expect: String?
-        var authorization: String?
-        var bytes: Int
-        var parts: [FormPart]?
-        var error: String?
+    public struct Seen: Decodable, Sendable {
+        /// The request method.
+        public var method: String
+        /// The `Transfer-Encoding` header.
+        public var transferEncoding: String?
+        /// The `Content-Length` header.
+        public var contentLength: String?
+        /// The `Content-Type` header.
+        public var contentType: String?
+        /// The `Expect` header (Node only).
+        public var expect: String?
+        /// The `Authorization` header (Node only).
+        public var authorization: String?
+        /// How many body bytes arrived.
+        public var bytes: Int
+        /// The parts, when the body parsed.
+        public var parts: [FormPart]?
+        /// Why the body did not parse.
+        public var error: String?
     }
 
     /// One request in the Node server's log.
-    struct LoggedRequest: Decodable, Equatable {
-        var path: String
-        var method: String
-        var bytes: Int
+    public struct LoggedRequest: Decodable, Equatable, Sendable {
+        /// The request path.
+        public var path: String
+        /// The request method.
+        public var method: String
+        /// How many body bytes arrived.
+        public var bytes: Int
     }
 
-    let kind: Kind
+    /// Which server this is.
+    public let kind: Kind
     private let base: URL
     private let process = Process()
     private let stdin = Pipe()
 
-    init(_ kind: Kind = .node) throws {
+    /// Starts the server and waits until it listens.
+    public init(_ kind: Kind = .node) throws {
         self.kind = kind
-        let peers = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Peers")
         let stdout = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         switch kind {
-        case .node: process.arguments = ["node", peers.appendingPathComponent("upload-server.mjs").path]
-        case .werkzeug:
-            process.arguments = ["python3", peers.appendingPathComponent("parse_werkzeug.py").path, "serve"]
+        case .node: process.arguments = ["node", peerScript("upload-server.mjs").path]
+        case .werkzeug: process.arguments = ["python3", peerScript("parse_werkzeug.py").path, "serve"]
         }
         process.standardInput = stdin
         process.standardOutput = stdout
@@ -70,12 +85,12 @@ final class UploadServer {
     }
 
     /// The URL of `path` on this server.
-    func url(_ path: String = "/upload") -> URL {
+    public func url(_ path: String = "/upload") -> URL {
         URL(string: path, relativeTo: base)!.absoluteURL
     }
 
     /// Decodes what the server answered.
-    func seen(in data: Data) throws -> Seen {
+    public func seen(in data: Data) throws -> Seen {
         do {
             return try JSONDecoder().decode(Seen.self, from: data)
         } catch {
@@ -85,7 +100,7 @@ final class UploadServer {
     }
 
     /// The requests the Node server has seen.
-    func log() async throws -> [LoggedRequest] {
+    public func log() async throws -> [LoggedRequest] {
         let (data, _) = try await URLSession(configuration: .ephemeral).data(from: url("/log"))
         return try JSONDecoder().decode([LoggedRequest].self, from: data)
     }
