@@ -63,6 +63,12 @@ public struct MultipartFormData: Sendable {
     /// The number of parts.
     public var count: Int { parts.count }
 
+    /// The MIME type that file parts named `fileName` get by default: the type of its extension (case-insensitive)
+    /// from the package's table of common types, else `application/octet-stream`.
+    public static func mimeType(forFileName fileName: String) -> String {
+        MIMEType.forFileName(fileName)
+    }
+
     /// Whether the form can be read more than once: false once it holds a one-shot `InputStream` part.
     public var isReplayable: Bool { parts.allSatisfy(\.body.isReplayable) }
 

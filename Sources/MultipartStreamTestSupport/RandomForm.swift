@@ -39,40 +39,31 @@ public struct RandomForm {
                 ? ["text/plain", "image/png", "application/json", "application/octet-stream", "video/mp4"]
                     .randomElement(using: &generator)
                 : nil
+            // A file part's type is the one given, else the one of its file name's extension.
+            let fileType = mimeType ?? fileName.map(MultipartFormData.mimeType(forFileName:))
             switch Int.random(in: 0..<5, using: &generator) {
             case 0:
                 let text = String(decoding: body, as: UTF8.self)
                 form.append(text, name: name)
-                expected.append(FormPart(name: name, fileName: nil, contentType: nil, body: Data(text.utf8)))
+                expected.append(FormPart(name: name, body: Data(text.utf8)))
             case 1:
                 form.append(body, name: name, fileName: fileName, mimeType: mimeType)
-                expected.append(
-                    FormPart(
-                        name: name, fileName: fileName,
-                        contentType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                expected.append(FormPart(name: name, fileName: fileName, contentType: fileType, body: body))
             case 2:
                 let fileURL = try directory.file("part-\(index)-\(UUID().uuidString).bin", contents: body)
                 try form.append(fileURL: fileURL, name: name, fileName: fileName, mimeType: mimeType)
-                expected.append(
-                    FormPart(
-                        name: name, fileName: fileName ?? fileURL.lastPathComponent,
-                        contentType: mimeType ?? "application/octet-stream", body: body))
+                let sentName = fileName ?? fileURL.lastPathComponent
+                let type = mimeType ?? MultipartFormData.mimeType(forFileName: sentName)
+                expected.append(FormPart(name: name, fileName: sentName, contentType: type, body: body))
             case 3:
-                form.append(
-                    InputStream(data: body), length: UInt64(body.count), name: name, fileName: fileName,
-                    mimeType: mimeType)
-                expected.append(
-                    FormPart(
-                        name: name, fileName: fileName,
-                        contentType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                let stream = InputStream(data: body)
+                form.append(stream, length: UInt64(body.count), name: name, fileName: fileName, mimeType: mimeType)
+                expected.append(FormPart(name: name, fileName: fileName, contentType: fileType, body: body))
             default:
                 form.append(length: UInt64(body.count), name: name, fileName: fileName, mimeType: mimeType) {
                     InputStream(data: body)
                 }
-                expected.append(
-                    FormPart(
-                        name: name, fileName: fileName,
-                        contentType: mimeType ?? fileName.map { _ in "application/octet-stream" }, body: body))
+                expected.append(FormPart(name: name, fileName: fileName, contentType: fileType, body: body))
             }
         }
     }

@@ -13,6 +13,9 @@ public final class UploadServer {
         case node
         /// Werkzeug's development server and multipart decoder.
         case werkzeug
+        /// Node, splitting the body as it streams in and answering each part's length and SHA-256, for bodies too
+        /// large to hold; `Peers/upload-sink.mjs`.
+        case sink
 
         /// The server's name.
         public var description: String { rawValue }
@@ -64,6 +67,7 @@ public final class UploadServer {
         switch kind {
         case .node: process.arguments = ["node", peerScript("upload-server.mjs").path]
         case .werkzeug: process.arguments = ["python3", peerScript("parse_werkzeug.py").path, "serve"]
+        case .sink: process.arguments = ["node", peerScript("upload-sink.mjs").path]
         }
         process.standardInput = stdin
         process.standardOutput = stdout

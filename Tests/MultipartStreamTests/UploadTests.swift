@@ -40,7 +40,7 @@ import Testing
         return URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
     }
 
-    @Test(arguments: UploadServer.Kind.allCases, [MultipartUploadStrategy.stream, .file])
+    @Test(arguments: [UploadServer.Kind.node, .werkzeug], [MultipartUploadStrategy.stream, .file])
     func everyPartArrivesIntact(server kind: UploadServer.Kind, strategy: MultipartUploadStrategy) async throws {
         let server = try UploadServer(kind)
         let (data, response) = try await session().upload(

@@ -1,0 +1,44 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks and peer interop for MultipartStream. A separate package, so that the library itself depends on
+// nothing: this one brings the benchmark harness and vapor/multipart-kit as a peer parser and encoder.
+let package = Package(
+    name: "MultipartStreamBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "MultipartStream", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/vapor/multipart-kit", exact: "4.7.1"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "MultipartBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "MultipartStream", package: "MultipartStream"),
+            ],
+            path: "Benchmarks/MultipartBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "multipart-interop",
+            dependencies: [
+                .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "MultipartStream", package: "MultipartStream"),
+                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+            ],
+            path: "Sources/MultipartInterop"
+        ),
+        .executableTarget(
+            name: "upload-check",
+            dependencies: [
+                .product(name: "MultipartStream", package: "MultipartStream"),
+                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+            ],
+            path: "Sources/UploadCheck"
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
