@@ -18,6 +18,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
+                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
             ],
             path: "Benchmarks/MultipartBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

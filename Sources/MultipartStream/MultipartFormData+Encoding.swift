@@ -15,15 +15,32 @@ extension MultipartFormData {
         if let appendError { throw appendError }
         guard let count = Int(exactly: contentLength) else { throw MultipartError(.tooLargeForMemory(contentLength)) }
         let reader = MultipartReader(self)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 1)
+        let buffer = UnsafeMutableRawBufferPointer(start: allocateBody(count), count: count)
         do throws(MultipartError) {
             try reader.readToEnd(into: buffer)
         } catch {
-            buffer.deallocate()
+            free(buffer.baseAddress)
             throw error
         }
-        return Data(
-            bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .custom { pointer, _ in pointer.deallocate() })
+        return Data(bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .free)
+    }
+
+    /// Memory for a body of `count` bytes, to be released with `free`.
+    ///
+    /// Filling fresh memory costs a page fault every 4 KiB, which made encoding 100 MiB six times slower than the
+    /// copy itself; a large body asks for transparent huge pages (2 MiB) where Linux offers them on request.
+    private func allocateBody(_ count: Int) -> UnsafeMutableRawPointer {
+        var pointer: UnsafeMutableRawPointer?
+        #if os(Linux)
+            let hugePage = 2 << 20
+            if count >= hugePage, posix_memalign(&pointer, hugePage, count) == 0, let pointer {
+                _ = madvise(pointer, count, MADV_HUGEPAGE)
+                return pointer
+            }
+        #endif
+        pointer = malloc(max(count, 1))
+        guard let pointer else { fatalError("cannot allocate \(count) bytes for the encoded body") }
+        return pointer
     }
 
     /// Writes the body to a new file at `fileURL`, for `URLSession.uploadTask(fromFile:)` and background sessions.
