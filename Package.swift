@@ -6,20 +6,18 @@ let package = Package(
     platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6), .visionOS(.v1)],
     products: [
         .library(name: "MultipartStream", targets: ["MultipartStream"]),
+        // `swift run multipart -F name=value -F 'file=@photo.jpg' URL`: curl's -F, streaming from disk.
+        .executable(name: "multipart", targets: ["MultipartCLI"]),
         // Random forms, peer parsers and loopback servers, shared by the tests and the Benchmarks package.
         .library(name: "MultipartStreamTestSupport", targets: ["MultipartStreamTestSupport"]),
     ],
     targets: [
         .target(name: "MultipartStream"),
         .target(name: "MultipartStreamTestSupport", dependencies: ["MultipartStream"]),
-        .executableTarget(
-            name: "multipart-example",
-            dependencies: ["MultipartStream"],
-            path: "Examples/WriteForm"
-        ),
+        .executableTarget(name: "MultipartCLI", dependencies: ["MultipartStream"]),
         .testTarget(
             name: "MultipartStreamTests",
-            dependencies: ["MultipartStream", "MultipartStreamTestSupport"]
+            dependencies: ["MultipartStream", "MultipartStreamTestSupport", "MultipartCLI"]
         ),
     ],
     swiftLanguageModes: [.v6]

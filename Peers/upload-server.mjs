@@ -6,6 +6,8 @@
 //   /auth             401 (Basic realm="uploads") until the request carries Authorization: Basic dTpw (u:p)
 //   /redirect/CODE    answers CODE with Location: /upload
 //   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
+//   /echo             answers {contentType, body (base64)}: the raw request body, for byte comparisons
+//   /status/CODE      answers CODE with a short text body
 //   /log              the list of requests seen so far: [{path, method, bytes}]
 // It never answers `Expect: 100-continue`, as many servers and proxies do not.
 import http from 'node:http';
@@ -66,7 +68,13 @@ async function handle(request, response) {
   }
   const body = await readBody(request, path === '/slow');
   log.push({ path, method: request.method, bytes: body.length });
-  if (path.startsWith('/redirect/')) {
+  if (path === '/echo') {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ contentType: request.headers['content-type'] ?? null, body: body.toString('base64') }));
+  } else if (path.startsWith('/status/')) {
+    response.writeHead(Number(path.slice('/status/'.length)), { 'content-type': 'text/plain' });
+    response.end('the server says no\nsecond line\n');
+  } else if (path.startsWith('/redirect/')) {
     response.writeHead(Number(path.slice('/redirect/'.length)), { location: '/upload' });
     response.end();
   } else if (path === '/auth' && request.headers['authorization'] !== 'Basic dTpw') {

@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How ``URLSession/upload(_:with:strategy:progress:)`` sends a form.
+/// How `URLSession.upload(_:with:strategy:progress:)` sends a form.
 public enum MultipartUploadStrategy: Sendable, Equatable {
     /// ``stream`` unless the request needs an exact `Content-Length` that the platform cannot send with a stream:
     /// on Linux, where URLSession sends every stream chunked, a request that carries a `Content-Length` header

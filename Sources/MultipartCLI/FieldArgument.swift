@@ -1,0 +1,105 @@
+/// One `-F` argument, in curl's grammar: `name=value`, `name=@file` (a file part) or `name=<file` (a text field
+/// read from a file), each optionally followed by `;type=MIME` and, for files, `;filename=NAME`. A value or
+/// parameter may be double-quoted, with `\"` and `\\` inside, to hold `;` or start with `@` or `<`.
+enum FieldArgument: Equatable {
+    case text(name: String, value: String, type: String?)
+    case file(name: String, path: String, type: String?, fileName: String?)
+    case textFromFile(name: String, path: String, type: String?)
+
+    init(parsing argument: String) throws(UsageError) {
+        guard let equals = argument.firstIndex(of: "=") else {
+            throw UsageError("-F \(argument): expected name=value, name=@file or name=<file")
+        }
+        let name = String(argument[..<equals])
+        guard !name.isEmpty else { throw UsageError("-F \(argument): the field has no name") }
+        var scanner = Scanner(argument[argument.index(after: equals)...])
+        switch scanner.peek {
+        case "@":
+            scanner.advance()
+            let path = try scanner.value(in: argument)
+            let parameters = try scanner.parameters(in: argument, allowed: ["type", "filename"])
+            guard !path.isEmpty else { throw UsageError("-F \(argument): no file after @") }
+            self = .file(name: name, path: path, type: parameters["type"], fileName: parameters["filename"])
+        case "<":
+            scanner.advance()
+            let path = try scanner.value(in: argument)
+            let parameters = try scanner.parameters(in: argument, allowed: ["type"])
+            guard !path.isEmpty else { throw UsageError("-F \(argument): no file after <") }
+            self = .textFromFile(name: name, path: path, type: parameters["type"])
+        default:
+            let value = try scanner.value(in: argument)
+            let parameters = try scanner.parameters(in: argument, allowed: ["type"])
+            self = .text(name: name, value: value, type: parameters["type"])
+        }
+    }
+}
+
+/// Reads a value and `;key=value` parameters, as curl does: an unquoted value ends at the first `;` that starts a
+/// parameter curl knows, so `a;b` stays one value.
+private struct Scanner {
+    private var rest: Substring
+
+    init(_ text: Substring) {
+        rest = text
+    }
+
+    var peek: Character? { rest.first }
+
+    mutating func advance() {
+        rest = rest.dropFirst()
+    }
+
+    /// A quoted string, or the text up to the next parameter.
+    mutating func value(in argument: String) throws(UsageError) -> String {
+        if rest.first == "\"" { return try quoted(in: argument) }
+        var end = rest.endIndex
+        var search = rest.startIndex
+        while let semicolon = rest[search...].firstIndex(of: ";") {
+            let after = rest[rest.index(after: semicolon)...].lowercased()
+            if ["type=", "filename=", "headers=", "encoder="].contains(where: after.hasPrefix) {
+                end = semicolon
+                break
+            }
+            search = rest.index(after: semicolon)
+        }
+        defer { rest = rest[end...] }
+        return String(rest[..<end])
+    }
+
+    private mutating func quoted(in argument: String) throws(UsageError) -> String {
+        var value = ""
+        var index = rest.index(after: rest.startIndex)
+        while index < rest.endIndex {
+            let character = rest[index]
+            if character == "\"" {
+                rest = rest[rest.index(after: index)...]
+                return value
+            }
+            if character == "\\", rest.index(after: index) < rest.endIndex {
+                index = rest.index(after: index)
+            }
+            value.append(rest[index])
+            index = rest.index(after: index)
+        }
+        throw UsageError("-F \(argument): a quote is not closed")
+    }
+
+    /// `;key=value` pairs up to the end.
+    mutating func parameters(in argument: String, allowed: Set<String>) throws(UsageError) -> [String: String] {
+        var parameters: [String: String] = [:]
+        while !rest.isEmpty {
+            guard rest.first == ";", let equals = rest.firstIndex(of: "=") else {
+                throw UsageError("-F \(argument): unexpected text \"\(rest)\"")
+            }
+            let key = rest[rest.index(after: rest.startIndex)..<equals].lowercased()
+            guard allowed.contains(key) else {
+                throw UsageError(
+                    "-F \(argument): ;\(key)= is not supported here (only ;\(allowed.sorted().joined(separator: "=, ;"))=)"
+                )
+            }
+            rest = rest[rest.index(after: equals)...]
+            parameters[key] = try value(in: argument)
+        }
+        return parameters
+    }
+}

@@ -1,0 +1,291 @@
+import Foundation
+import MultipartStream
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartCLI
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `-F` in curl's grammar, and the rest of the command line.
+@Suite struct CommandLineParsingTests {
+    @Test(arguments: [
+        ("a=1", FieldArgument.text(name: "a", value: "1", type: nil)),
+        ("a=", .text(name: "a", value: "", type: nil)),
+        ("a=x=y", .text(name: "a", value: "x=y", type: nil)),
+        ("a=b;c", .text(name: "a", value: "b;c", type: nil)),
+        ("a=v;type=text/csv", .text(name: "a", value: "v", type: "text/csv")),
+        ("a=\"x;type=y\"", .text(name: "a", value: "x;type=y", type: nil)),
+        ("a=\"say \\\"hi\\\" \\\\o/\"", .text(name: "a", value: "say \"hi\" \\o/", type: nil)),
+        ("a=\"@literal\"", .text(name: "a", value: "@literal", type: nil)),
+        ("photo=@cat.jpg", .file(name: "photo", path: "cat.jpg", type: nil, fileName: nil)),
+        (
+            "doc=@a.pdf;type=application/pdf;filename=b.pdf",
+            .file(name: "doc", path: "a.pdf", type: "application/pdf", fileName: "b.pdf")
+        ),
+        ("doc=@a.pdf;filename=\"x;y.pdf\"", .file(name: "doc", path: "a.pdf", type: nil, fileName: "x;y.pdf")),
+        ("doc=@\"my file;1.txt\"", .file(name: "doc", path: "my file;1.txt", type: nil, fileName: nil)),
+        ("doc=@a;b.txt", .file(name: "doc", path: "a;b.txt", type: nil, fileName: nil)),
+        ("note=<notes.txt", .textFromFile(name: "note", path: "notes.txt", type: nil)),
+        ("note=<notes.txt;type=text/plain", .textFromFile(name: "note", path: "notes.txt", type: "text/plain")),
+        ("größe=ü", .text(name: "größe", value: "ü", type: nil)),
+    ])
+    func fieldArguments(argument: String, expected: FieldArgument) throws {
+        #expect(try FieldArgument(parsing: argument) == expected)
+    }
+
+    @Test(arguments: [
+        ("novalue", "expected name=value"),
+        ("=x", "the field has no name"),
+        ("a=@", "no file after @"),
+        ("a=<", "no file after <"),
+        ("a=\"open", "a quote is not closed"),
+        ("a=<f;filename=x", ";filename= is not supported here"),
+        ("a=@f;headers=X: y", ";headers= is not supported here"),
+        ("a=\"v\"junk", "unexpected text"),
+    ])
+    func badFieldArguments(argument: String, message: String) throws {
+        let error = try #require(throws: UsageError.self) { try FieldArgument(parsing: argument) }
+        #expect(error.message.contains(message), "\(error.message)")
+    }
+
+    @Test func everyOption() throws {
+        let options = try Options(parsing: [
+            "-F", "a=1", "-Fb=@f.bin", "--form", "c=<n.txt", "-H", "Authorization: Bearer T", "--header", "X-A:b",
+            "-X", "PUT", "--boundary", "XyZ", "--strategy", "file", "--limit-rate", "500K", "-o", "out.json", "-s",
+            "-v", "https://example.com/upload",
+        ])
+        var expected = Options()
+        expected.fields = [
+            .text(name: "a", value: "1", type: nil), .file(name: "b", path: "f.bin", type: nil, fileName: nil),
+            .textFromFile(name: "c", path: "n.txt", type: nil),
+        ]
+        expected.headers = [.init(name: "Authorization", value: "Bearer T"), .init(name: "X-A", value: "b")]
+        expected.method = "PUT"
+        expected.boundary = "XyZ"
+        expected.strategy = .file
+        expected.rateLimit = 500 << 10
+        expected.output = "out.json"
+        expected.silent = true
+        expected.verbose = true
+        expected.url = URL(string: "https://example.com/upload")
+        #expect(options == expected)
+    }
+
+    @Test(arguments: [("500", 500), ("2k", 2_048), ("3M", 3 << 20), ("1G", 1 << 30)])
+    func rates(text: String, bytes: Int) throws {
+        #expect(try Options(parsing: ["--limit-rate", text, "-o", "-"]).rateLimit == bytes)
+    }
+
+    @Test(arguments: [
+        (["-F", "a=1"], "give a URL to upload to, or -o FILE"),
+        (["-F"], "-F needs a value"),
+        (["--strategy", "fast", "-o", "-"], "expected stream, file or automatic"),
+        (["--limit-rate", "fast", "-o", "-"], "expected a positive number"),
+        (["--limit-rate", "0", "-o", "-"], "expected a positive number"),
+        (["-H", "NoColon", "-o", "-"], "expected 'Name: value'"),
+        (["--bogus"], "unknown option --bogus"),
+        (["ftp://example.com/"], "not an http or https URL"),
+        (["http://a.example/", "http://b.example/"], "more than one URL"),
+        (["--output-body", "x", "http://a.example/"], "leave out the URL"),
+    ])
+    func badCommandLines(arguments: [String], message: String) throws {
+        let error = try #require(throws: UsageError.self) { try Options(parsing: arguments) }
+        #expect(error.message.contains(message), "\(error.message)")
+    }
+
+    @Test func theProgressBarShowsBytesPercentRateAndETA() {
+        let bar = ProgressReporter.bar(
+            MultipartUploadProgress(bytesSent: 1 << 30, totalBytes: 2 << 30), elapsed: .seconds(2))
+        #expect(bar == "[############            ]  50%  1.0 GiB / 2.0 GiB  512.0 MiB/s  ETA 0:02")
+    }
+}
+
+/// The `multipart` executable, run as a user would, against servers on 127.0.0.1.
+@Suite struct CommandLineTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    /// The built `multipart` executable, beside the test bundle.
+    static let executable: URL = {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            Bundle.main.bundleURL.deletingLastPathComponent(),
+            Bundle.main.bundleURL,
+        ].map { $0.appendingPathComponent("multipart") }
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0.path) } ?? candidates[0]
+    }()
+
+    struct Run {
+        var status: Int32
+        var stdout: Data
+        var stderr: String
+    }
+
+    /// Runs `command` in a shell (for `ulimit` and pseudo-terminals) or `multipart` with `arguments`.
+    func run(_ arguments: [String], shell: String? = nil) throws -> Run {
+        let process = Process()
+        if let shell {
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = ["-c", shell]
+        } else {
+            process.executableURL = Self.executable
+            process.arguments = arguments
+        }
+        let stdoutURL = directory.path("stdout-\(UUID().uuidString)")
+        let stderrURL = directory.path("stderr-\(UUID().uuidString)")
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        process.currentDirectoryURL = directory.url
+        try process.run()
+        process.waitUntilExit()
+        return Run(
+            status: process.terminationStatus, stdout: try Data(contentsOf: stdoutURL),
+            stderr: try String(contentsOf: stderrURL, encoding: .utf8))
+    }
+
+    private struct Echo: Decodable {
+        var contentType: String
+        var body: Data
+    }
+
+    @Test func threePartsAreByteForByteWhatCurlSends() throws {
+        _ = try directory.file("cat.jpg", contents: Data("JPEG bytes".utf8))
+        _ = try directory.file("a.pdf", contents: Data("%PDF-1.7".utf8))
+        _ = try directory.file("notes.txt", contents: Data("line one\nline two\n".utf8))
+        let fields = [
+            "-F", "title=Holiday", "-F", "photo=@cat.jpg", "-F", "doc=@a.pdf;type=application/pdf;filename=b.pdf",
+            "-F", "note=<notes.txt",
+        ]
+        let server = try UploadServer()
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        curl.arguments = ["curl", "-s", "-o", "curl.json"] + fields + [server.url("/echo").absoluteString]
+        curl.currentDirectoryURL = directory.url
+        try curl.run()
+        curl.waitUntilExit()
+        let curlEcho = try JSONDecoder().decode(Echo.self, from: Data(contentsOf: directory.path("curl.json")))
+        let boundary = try #require(curlEcho.contentType.components(separatedBy: "boundary=").last)
+
+        let ours = try run(
+            fields + ["--boundary", boundary, "-s", "-o", "ours.json", server.url("/echo").absoluteString])
+        #expect(ours.status == 0, "\(ours.stderr)")
+        let ourEcho = try JSONDecoder().decode(Echo.self, from: Data(contentsOf: directory.path("ours.json")))
+        #expect(ourEcho.contentType == curlEcho.contentType)
+        #expect(ourEcho.body == curlEcho.body, "\(String(decoding: ourEcho.body, as: UTF8.self))")
+    }
+
+    @Test func withoutAURLTheBodyIsWrittenAndParsesWithThePeers() throws {
+        _ = try directory.file("data.csv", contents: Data("a,b\n1,2\n".utf8))
+        let result = try run(["-F", "name=Ada", "-F", "sheet=@data.csv", "-o", "body.multipart"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let contentType = try #require(
+            result.stderr.split(separator: "\n").first { $0.hasPrefix("Content-Type: ") }?.dropFirst(14))
+        let body = try Data(contentsOf: directory.path("body.multipart"))
+        #expect(result.stderr.contains("Content-Length: \(body.count)"))
+        let sent = [
+            FormPart(name: "name", body: Data("Ada".utf8)),
+            FormPart(name: "sheet", fileName: "data.csv", contentType: "text/csv", body: Data("a,b\n1,2\n".utf8)),
+        ]
+        for peer in Peer.allCases {
+            #expect(try peer.parse(body, contentType: String(contentType)) == sent.map { $0.seen(by: peer) })
+        }
+        // `-` is standard output.
+        let piped = try run(["-F", "name=Ada", "--output-body", "-", "--boundary", "b"])
+        #expect(String(decoding: piped.stdout, as: UTF8.self).hasPrefix("--b\r\nContent-Disposition"))
+    }
+
+    @Test func aMissingFileExits3BeforeAnyByteIsSent() async throws {
+        let server = try UploadServer()
+        let result = try run(["-F", "a=1", "-F", "f=@missing.bin", server.url().absoluteString])
+        #expect(result.status == 3)
+        #expect(result.stderr.contains("missing.bin"))
+        #expect(try await server.log().isEmpty)
+    }
+
+    @Test func aServerErrorExits4WithTheStatusAndTheBody() throws {
+        let server = try UploadServer()
+        let result = try run(["-s", "-F", "a=1", server.url("/status/500").absoluteString])
+        #expect(result.status == 4)
+        #expect(result.stderr.contains("HTTP 500"))
+        #expect(result.stderr.contains("the server says no"))
+    }
+
+    @Test func aRefusedConnectionExits4() throws {
+        let result = try run(["-s", "-F", "a=1", "http://127.0.0.1:1/"])
+        #expect(result.status == 4)
+    }
+
+    @Test func anUploadPrintsTheResponseAndASummary() throws {
+        _ = try directory.file("big.bin", contents: Data(count: 1 << 20))
+        let server = try UploadServer()
+        let result = try run(["-F", "a=1", "-F", "f=@big.bin", "-H", "X-Note: hi", "-v", server.url().absoluteString])
+        #expect(result.status == 0, "\(result.stderr)")
+        let seen = try server.seen(in: result.stdout)
+        #expect(seen.parts?.map(\.name) == ["a", "f"])
+        #expect(result.stderr.contains("> X-Note: hi"))
+        #expect(result.stderr.contains("< HTTP 200"))
+        #expect(result.stderr.contains("multipart: sent 1.0 MiB"))
+        #expect(result.stderr.contains("HTTP 200"))
+        #expect(!result.stderr.contains("\r"), "no bar when stderr is not a terminal")
+    }
+
+    @Test func helpDocumentsEveryOptionWithAnExample() throws {
+        let result = try run(["--help"])
+        #expect(result.status == 0)
+        let text = String(decoding: result.stdout, as: UTF8.self)
+        for option in [
+            "-F", "-H", "-X", "--boundary", "--strategy", "--limit-rate", "-o", "--output-body", "-s", "-v", "e.g.",
+            "Exit status",
+        ] {
+            #expect(text.contains(option), "\(option)")
+        }
+    }
+
+    @Test func aUsageErrorExits2WithTheMessageAndAUsageLine() throws {
+        let result = try run(["-F", "novalue", "-o", "-"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("expected name=value"))
+        #expect(result.stderr.contains("usage: multipart"))
+    }
+
+    @Test func theProgressBarRendersInATerminal() throws {
+        _ = try directory.file("big.bin", contents: Data(count: 2 << 20))
+        let server = try UploadServer()
+        // `script` gives the command a pseudo-terminal and copies what it shows into typescript.
+        let command =
+            "\(Self.executable.path) -F f=@big.bin --limit-rate 4M -o /dev/null \(server.url().absoluteString)"
+        let result = try run([], shell: "script -qfec '\(command)' typescript > /dev/null")
+        #expect(result.status == 0, "\(result.stderr)")
+        let screen = try String(contentsOf: directory.path("typescript"), encoding: .utf8)
+        let frames = screen.components(separatedBy: "\r[").dropFirst()
+        #expect(frames.count >= 3, "\(screen)")
+        #expect(frames.count <= 15, "at most 10 redraws a second")
+        #expect(screen.contains("100%  2.0 MiB / 2.0 MiB"))
+        #expect(screen.contains("ETA"))
+        #expect(screen.contains("multipart: sent 2.0 MiB"))
+    }
+
+    @Test func fiveThousandFilesUploadWithSixtyFourDescriptors() throws {
+        var arguments: [String] = []
+        for index in 0..<5_000 {
+            _ = try directory.file("f\(index).txt", contents: Data("file \(index)\n".utf8))
+            arguments += ["-F", "f\(index)=@f\(index).txt"]
+        }
+        try Data(arguments.joined(separator: " ").utf8).write(to: directory.path("args"))
+        let result = try run([], shell: "ulimit -n 64 && \(Self.executable.path) $(cat args) -o body.multipart")
+        #expect(result.status == 0, "\(result.stderr)")
+        let body = try Data(contentsOf: directory.path("body.multipart"))
+        let parts = try Peer.node.parse(
+            body, contentType: String(result.stderr.split(separator: "\n").first!.dropFirst(14)))
+        #expect(parts.count == 5_000)
+        #expect(parts.last?.body == Data("file 4999\n".utf8))
+    }
+}
