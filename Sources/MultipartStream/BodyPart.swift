@@ -30,6 +30,33 @@ struct BodyPart: Sendable {
 
     /// Header and body bytes; delimiters are the form's.
     var length: UInt64 { UInt64(headers.bytes.count) + body.length }
+
+    /// Whether the part's headers, or its body when it is in memory, hold `boundary`'s text. Files and streams are
+    /// not read before they are sent; against them stands the boundary's 128 random bits.
+    func contains(_ boundary: String) -> Bool {
+        let needle = Array(boundary.utf8)
+        if Self.search(needle, in: headers.bytes) { return true }
+        if case .bytes(let data) = body { return data.withUnsafeBytes { Self.search(needle, in: $0) } }
+        return false
+    }
+
+    /// memchr for the first byte, then memcmp: a boundary's first byte is rare enough in real data.
+    private static func search(_ needle: [UInt8], in haystack: some ContiguousBytes) -> Bool {
+        haystack.withUnsafeBytes { bytes in
+            needle.withUnsafeBytes { pattern in
+                guard let base = bytes.baseAddress, let first = pattern.first, bytes.count >= pattern.count else {
+                    return false
+                }
+                let last = base + (bytes.count - pattern.count)
+                var cursor = base
+                while cursor <= last, let found = memchr(cursor, Int32(first), last - cursor + 1) {
+                    if memcmp(found, pattern.baseAddress!, pattern.count) == 0 { return true }
+                    cursor = UnsafeRawPointer(found) + 1
+                }
+                return false
+            }
+        }
+    }
 }
 
 /// A caller's `InputStream`, which can be read once: the first reader to reach the part claims it.

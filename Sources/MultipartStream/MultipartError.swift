@@ -38,6 +38,9 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case invalidHeaderValue(name: String, value: String)
         /// A MIME type is empty or holds CR, LF or another control character.
         case invalidMIMEType(String)
+        /// The part's headers or in-memory body hold the text of the boundary you chose: it could end the part early,
+        /// and Node's parser rejects such a form. Choose another boundary, or let the form draw a random one.
+        case boundaryInPart(String)
 
         // Found while streaming.
 
@@ -110,6 +113,7 @@ extension MultipartError.Reason {
         case .invalidHeaderValue(let name, let value):
             "header \(name) has a control character in its value \(value.debugDescription)"
         case .invalidMIMEType(let type): "invalid MIME type \(type.debugDescription)"
+        case .boundaryInPart(let boundary): "the part holds the boundary \"\(boundary)\"; choose another boundary"
         case .fileVanished(let url): "\(url.path) was removed after it was appended"
         case .fileSizeChanged(let url, let expected, let actual):
             "\(url.path) is \(actual) bytes now, \(expected) when it was appended"

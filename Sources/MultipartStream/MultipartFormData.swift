@@ -14,17 +14,23 @@ import Foundation
 /// ```
 public struct MultipartFormData: Sendable {
     /// The delimiter between parts, without the leading `--`.
-    public let boundary: String
+    ///
+    /// A random boundary is drawn again in the rare case that an in-memory part or a header holds its text; a
+    /// boundary you chose is never changed: such a part is refused instead.
+    public private(set) var boundary: String
     /// `\r\n--boundary\r\n`, encoded once; the first part's delimiter drops the leading CRLF.
-    let delimiter: [UInt8]
+    private(set) var delimiter: [UInt8]
     /// `\r\n--boundary--\r\n`, encoded once; an empty form's drops the leading CRLF.
-    let closeDelimiter: [UInt8]
+    private(set) var closeDelimiter: [UInt8]
+    /// Whether the caller chose the boundary, which is then never drawn again.
+    private let isBoundaryChosen: Bool
     var parts: [BodyPart] = []
     var throttle: Throttle?
     /// Header and body bytes of all parts; delimiters are added in ``contentLength``.
     private var partBytes: UInt64 = 0
 
-    /// The first problem found by an `append` that cannot throw: a MIME type holding control characters.
+    /// The first problem found by an `append` that cannot throw: a MIME type holding control characters, or a part
+    /// holding the text of a boundary you chose.
     ///
     /// Such a part is not added. While this is set, ``encode()`` and ``writeEncodedData(to:)`` throw it and every
     /// body stream fails on `open()`, so the form can never be sent without the part.
@@ -32,20 +38,21 @@ public struct MultipartFormData: Sendable {
 
     /// Creates an empty form with a boundary of 128 random bits from the system's cryptographic source.
     public init() {
-        self.init(validBoundary: Boundary.random())
+        self.init(validBoundary: Boundary.random(), chosen: false)
     }
 
     /// Creates an empty form with `boundary`, which must be 1 to 70 characters of RFC 2046 `bchars`
     /// (letters, digits and `'()+_,-./:=?` and space) and must not end in a space.
     public init(boundary: String) throws(MultipartError) {
         guard Boundary.isValid(boundary) else { throw MultipartError(.invalidBoundary(boundary)) }
-        self.init(validBoundary: boundary)
+        self.init(validBoundary: boundary, chosen: true)
     }
 
-    private init(validBoundary boundary: String) {
+    private init(validBoundary boundary: String, chosen: Bool) {
         self.boundary = boundary
         delimiter = Array("\r\n--\(boundary)\r\n".utf8)
         closeDelimiter = Array("\r\n--\(boundary)--\r\n".utf8)
+        isBoundaryChosen = chosen
     }
 
     /// The request's `Content-Type`: `multipart/form-data; boundary=…`, quoted only when it must be.
@@ -76,7 +83,7 @@ public struct MultipartFormData: Sendable {
 
     /// Appends a text field: its value as UTF-8, with no `Content-Type`.
     public mutating func append(_ value: String, name: String) {
-        add(name: name, fileName: nil, mimeType: nil, body: .bytes(Data(value.utf8)))
+        addRecordingError(name: name, fileName: nil, mimeType: nil, body: .bytes(Data(value.utf8)))
     }
 
     /// Appends `data` as a field, or as a file when `fileName` is given.
@@ -111,7 +118,11 @@ public struct MultipartFormData: Sendable {
         guard MIMEType.isValid(mimeType) else {
             throw MultipartError(.invalidMIMEType(mimeType), partIndex: index, partName: name)
         }
-        add(name: name, fileName: fileName, mimeType: mimeType, body: .file(fileURL, length: length))
+        do {
+            try add(name: name, fileName: fileName, mimeType: mimeType, body: .file(fileURL, length: length))
+        } catch {
+            throw MultipartError(error, partIndex: index, partName: name)
+        }
     }
 
     /// Appends a caller's stream that yields exactly `length` bytes. It can be read once: the form is then not
@@ -148,13 +159,11 @@ public struct MultipartFormData: Sendable {
     /// Header names must be HTTP tokens and values must hold no CR, LF or other control character, so no input
     /// can add a header line or a part. Nothing is added for you: include `Content-Disposition` yourself.
     public mutating func append(headers: [(name: String, value: String)], body: Data) throws(MultipartError) {
-        let partHeaders: PartHeaders
         do {
-            partHeaders = try PartHeaders(validating: headers)
+            try add(BodyPart(name: nil, headers: try PartHeaders(validating: headers), body: .bytes(body)))
         } catch {
             throw MultipartError(error, partIndex: parts.count)
         }
-        add(BodyPart(name: nil, headers: partHeaders, body: .bytes(body)))
     }
 
     // MARK: Throttling
@@ -172,25 +181,39 @@ public struct MultipartFormData: Sendable {
 
     // MARK: Helpers
 
-    /// For the appends that cannot throw: a part whose MIME type is invalid is left out and recorded in
-    /// ``appendError``, which fails every later encode and stream.
+    /// For the appends that cannot throw: a part whose MIME type is invalid, or that holds a chosen boundary, is
+    /// left out and recorded in ``appendError``, which fails every later encode and stream.
     private mutating func addRecordingError(name: String, fileName: String?, mimeType: String?, body: BodyPart.Body) {
         let mimeType = mimeType ?? fileName.map(MIMEType.forFileName)
-        if let mimeType, !MIMEType.isValid(mimeType) {
-            if appendError == nil {
-                appendError = MultipartError(.invalidMIMEType(mimeType), partIndex: parts.count, partName: name)
-            }
-            return
+        do throws(MultipartError.Reason) {
+            if let mimeType, !MIMEType.isValid(mimeType) { throw MultipartError.Reason.invalidMIMEType(mimeType) }
+            try add(name: name, fileName: fileName, mimeType: mimeType, body: body)
+        } catch {
+            if appendError == nil { appendError = MultipartError(error, partIndex: parts.count, partName: name) }
         }
-        add(name: name, fileName: fileName, mimeType: mimeType, body: body)
     }
 
     /// Adds a form-data part; `mimeType` must be valid.
-    private mutating func add(name: String, fileName: String?, mimeType: String?, body: BodyPart.Body) {
-        add(BodyPart(name: name, headers: PartHeaders(name: name, fileName: fileName, mimeType: mimeType), body: body))
+    private mutating func add(
+        name: String,
+        fileName: String?,
+        mimeType: String?,
+        body: BodyPart.Body
+    ) throws(MultipartError.Reason) {
+        try add(
+            BodyPart(name: name, headers: PartHeaders(name: name, fileName: fileName, mimeType: mimeType), body: body))
     }
 
-    private mutating func add(_ part: BodyPart) {
+    private mutating func add(_ part: BodyPart) throws(MultipartError.Reason) {
+        if part.contains(boundary) {
+            guard !isBoundaryChosen else { throw .boundaryInPart(boundary) }
+            // Node's parser rejects a form whose boundary text appears anywhere, even where it is no delimiter.
+            repeat {
+                boundary = Boundary.random()
+            } while part.contains(boundary) || parts.contains { $0.contains(boundary) }
+            delimiter = Array("\r\n--\(boundary)\r\n".utf8)
+            closeDelimiter = Array("\r\n--\(boundary)--\r\n".utf8)
+        }
         partBytes += part.length
         parts.append(part)
     }

@@ -5,8 +5,9 @@ struct PartHeaders: Sendable {
     /// `Content-Disposition: form-data; name="…"[; filename="…"]`, plus `Content-Type` when there is one.
     ///
     /// Names and filenames are escaped as browsers do (WHATWG HTML, "multipart/form-data encoding"): `"` becomes
-    /// `%22`, CR `%0D` and LF `%0A`; everything else, non-ASCII included, goes out as UTF-8. RFC 7578 §4.2 forbids
-    /// `filename*`, so there is none. The MIME type must already be validated.
+    /// `%22`, CR `%0D` and LF `%0A`; NUL, which no browser sends, becomes `%00`. Everything else, non-ASCII
+    /// included, goes out as UTF-8. RFC 7578 §4.2 forbids `filename*`, so there is none. The MIME type must already
+    /// be validated.
     init(name: String, fileName: String?, mimeType: String?) {
         var disposition = Array("form-data; name=\"".utf8)
         Self.appendEscaped(name, to: &disposition)
@@ -54,6 +55,8 @@ struct PartHeaders: Sendable {
             case UInt8(ascii: "\""): output += "%22".utf8
             case UInt8(ascii: "\r"): output += "%0D".utf8
             case UInt8(ascii: "\n"): output += "%0A".utf8
+            // Not in the WHATWG rule (browsers cannot send it), but NUL ends strings in C servers.
+            case 0: output += "%00".utf8
             default: output.append(byte)
             }
         }

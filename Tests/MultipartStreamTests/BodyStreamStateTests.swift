@@ -5,7 +5,7 @@ import Testing
 /// `MultipartBodyStream`'s status, `hasBytesAvailable`, `read` results and progress, as URLSession relies on them.
 @Suite struct BodyStreamStateTests {
     private func smallForm() throws -> MultipartFormData {
-        var form = try MultipartFormData(boundary: "b")
+        var form = try MultipartFormData(boundary: "B0undary")
         form.append("value", name: "field")
         return form
     }
@@ -59,7 +59,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3, 65_536, 1 << 20])
     func readFillsTheBufferAcrossPartsAndReturnsZeroOnlyAtTheEnd(readSize: Int) throws {
-        var form = try MultipartFormData(boundary: "b")
+        var form = try MultipartFormData(boundary: "B0undary")
         for index in 0..<50 { form.append(String(repeating: "v", count: index), name: "f\(index)") }
         let stream = form.makeBodyStream()
         stream.open()
@@ -145,7 +145,7 @@ import Testing
     }
 
     @Test func throttlingLimitsEachReadAndPausesAfterIt() throws {
-        var form = try MultipartFormData(boundary: "b")
+        var form = try MultipartFormData(boundary: "B0undary")
         form.append(String(repeating: "x", count: 1_600), name: "f")
         form.throttleBandwidth(packetSize: 16, delay: 0.01)
         let stream = form.makeBodyStream()

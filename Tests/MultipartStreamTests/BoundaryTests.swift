@@ -64,7 +64,7 @@ import Testing
 
 @Suite struct MIMETypeTests {
     private func type(of fileName: String) throws -> String? {
-        var form = try MultipartFormData(boundary: "b")
+        var form = try MultipartFormData(boundary: "B0undary")
         form.append(Data(), name: "f", fileName: fileName)
         let body = String(decoding: try form.encode(), as: UTF8.self)
         return body.components(separatedBy: "\r\n").first { $0.hasPrefix("Content-Type: ") }?.dropFirst(14).description

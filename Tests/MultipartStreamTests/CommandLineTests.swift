@@ -198,8 +198,8 @@ import Testing
             #expect(try peer.parse(body, contentType: String(contentType)) == sent.map { $0.seen(by: peer) })
         }
         // `-` is standard output.
-        let piped = try run(["-F", "name=Ada", "--output-body", "-", "--boundary", "b"])
-        #expect(String(decoding: piped.stdout, as: UTF8.self).hasPrefix("--b\r\nContent-Disposition"))
+        let piped = try run(["-F", "name=Ada", "--output-body", "-", "--boundary", "B0undary"])
+        #expect(String(decoding: piped.stdout, as: UTF8.self).hasPrefix("--B0undary\r\nContent-Disposition"))
     }
 
     @Test func aMissingFileExits3BeforeAnyByteIsSent() async throws {

@@ -117,16 +117,17 @@ import Testing
 
 /// What the peers do with a body that holds the boundary text but not the delimiter (`CRLF--boundary`): valid
 /// RFC 2046, which only forbids the delimiter. Werkzeug parses it; Node 20's undici searches for the bare boundary
-/// text, finds it inside the body and rejects the whole form. The random boundary makes this impossible by accident.
+/// text, finds it inside the body and rejects the whole form. So a form never sends its boundary's text: a random
+/// boundary is drawn again, a chosen one refuses the part (`HostileInputTests`).
 @Suite struct BoundaryTextInBodyTests {
     @Test func werkzeugAcceptsAndNodeRejectsTheBoundaryTextInsideABody() throws {
-        var form = try MultipartFormData(boundary: "XyZ")
-        form.append(Data("text--XyZ--more".utf8), name: "a")
-        let body = try form.encode()
+        let body = Data(
+            "--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\ntext--XyZ--more\r\n--XyZ--\r\n".utf8)
+        let contentType = "multipart/form-data; boundary=XyZ"
         #expect(
-            try Peer.werkzeug.parse(body, contentType: form.contentType) == [
+            try Peer.werkzeug.parse(body, contentType: contentType) == [
                 FormPart(name: "a", body: Data("text--XyZ--more".utf8))
             ])
-        #expect(throws: Peer.Failure.self) { try Peer.node.parse(body, contentType: form.contentType) }
+        #expect(throws: Peer.Failure.self) { try Peer.node.parse(body, contentType: contentType) }
     }
 }

@@ -31,7 +31,7 @@ import Testing
     }
 
     @Test func theReaderWalksEveryPositionInOrder() throws {
-        var form = try MultipartFormData(boundary: "b")
+        var form = try MultipartFormData(boundary: "B0undary")
         form.append("x", name: "a")
         form.append("y", name: "b")
         let reader = MultipartReader(form)

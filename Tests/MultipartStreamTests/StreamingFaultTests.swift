@@ -18,7 +18,7 @@ import Testing
 
     /// A form of a field, then the part under test at index 1, then a field.
     private func form(_ appendPart: (inout MultipartFormData) throws -> Void) throws -> MultipartFormData {
-        var form = try MultipartFormData(boundary: "b")
+        var form = try MultipartFormData(boundary: "B0undary")
         form.append("before", name: "a")
         try appendPart(&form)
         form.append("after", name: "z")
@@ -225,7 +225,7 @@ import Testing
 
     @Test func aStreamIsClosedWhenItsPartIsDone() throws {
         let stream = ScriptedStream(Array(repeating: 1, count: 10))
-        var form = try MultipartFormData(boundary: "b")
+        var form = try MultipartFormData(boundary: "B0undary")
         form.append(stream, length: 10, name: "s")
         form.append("after", name: "z")
         let body = form.makeBodyStream()
