@@ -5,7 +5,7 @@ import PackageDescription
 // nothing: this one brings the benchmark harness and vapor/multipart-kit as a peer parser and encoder.
 let package = Package(
     name: "MultipartStreamBenchmarks",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     dependencies: [
         .package(name: "MultipartStream", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),

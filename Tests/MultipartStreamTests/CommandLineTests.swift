@@ -256,7 +256,8 @@ import Testing
         #expect(result.stderr.contains("usage: multipart"))
     }
 
-    @Test func theProgressBarRendersInATerminal() throws {
+    /// Linux only: util-linux's `script` gives the command its pseudo-terminal.
+    @Test(.enabled(if: isLinux)) func theProgressBarRendersInATerminal() throws {
         _ = try directory.file("big.bin", contents: Data(count: 2 << 20))
         let server = try UploadServer()
         // `script` gives the command a pseudo-terminal and copies what it shows into typescript.

@@ -97,8 +97,9 @@ import Testing
     }
 }
 
-/// Faults outside the process: permissions, full and read-only disks, slow streams.
-@Suite struct EnvironmentFaultTests {
+/// Faults outside the process: permissions, full and read-only disks, slow streams. Linux only: it mounts tmpfs
+/// file systems and runs as another user with runuser, as root.
+@Suite(.enabled(if: isLinux)) struct EnvironmentFaultTests {
     let directory: TemporaryDirectory
 
     init() throws {

@@ -248,10 +248,19 @@ extension MultipartError.Reason {
 enum OpenDescriptors {
     static func count(under directory: URL) -> Int {
         let prefix = directory.resolvingSymlinksInPath().path + "/"
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return entries.filter { entry in
-            let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")) ?? ""
-            return target.hasPrefix(prefix)
-        }.count
+        #if os(Linux)
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return entries.filter { entry in
+                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")) ?? ""
+                return target.hasPrefix(prefix)
+            }.count
+        #else
+            // Darwin: ask each open descriptor for its path.
+            return (0..<getdtablesize()).filter { descriptor in
+                var path = [CChar](repeating: 0, count: Int(MAXPATHLEN))
+                guard fcntl(descriptor, F_GETPATH, &path) == 0 else { return false }
+                return String(cString: path).hasPrefix(prefix)
+            }.count
+        #endif
     }
 }

@@ -1,0 +1,175 @@
+import Foundation
+
+// libFuzzer target: builds a form from the input (names, file names, types, custom headers, bodies, read size),
+// streams it through MultipartBodyStream, and checks the bytes with a reader written here, independently of the
+// library: every part comes back as appended, delimiters are where they belong, and contentLength is exact.
+// Compiled together with the library's sources (see run.sh), so a mismatch traps with a message.
+
+private struct Input {
+    let bytes: [UInt8]
+    var offset = 0
+
+    mutating func byte() -> UInt8 {
+        defer { offset += 1 }
+        return offset < bytes.count ? bytes[offset] : 0
+    }
+
+    mutating func take(_ count: Int) -> [UInt8] {
+        let end = min(bytes.count, offset + count)
+        defer { offset = end }
+        return offset < end ? Array(bytes[offset..<end]) : []
+    }
+
+    mutating func text() -> String {
+        String(decoding: take(Int(byte() % 24)), as: UTF8.self)
+    }
+}
+
+private enum Sent {
+    case field(name: String, fileName: String?, type: String?, body: [UInt8])
+    case custom(headers: [(String, String)], body: [UInt8])
+}
+
+private let boundary = "FuzzB0undary-7d1e"
+
+/// libFuzzer calls this with each input; it traps on any mismatch.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    var input = Input(bytes: Array(UnsafeBufferPointer(start: data, count: size)))
+    var form = try! MultipartFormData(boundary: boundary)
+    var sent: [Sent] = []
+    for _ in 0..<Int(input.byte() % 8) {
+        let kind = input.byte() % 4
+        let name = input.text()
+        let fileName = input.byte() % 2 == 0 ? input.text() : nil
+        let type = input.byte() % 3 == 0 ? input.text() : nil
+        let body = input.take(Int(input.byte()) * 3)
+        let before = form.count
+        switch kind {
+        case 0:
+            form.append(String(decoding: body, as: UTF8.self), name: name)
+            if form.count > before {
+                sent.append(
+                    .field(
+                        name: name, fileName: nil, type: nil, body: Array(String(decoding: body, as: UTF8.self).utf8)))
+            }
+        case 1:
+            form.append(Data(body), name: name, fileName: fileName, mimeType: type)
+            if form.count > before { sent.append(.field(name: name, fileName: fileName, type: type, body: body)) }
+        case 2:
+            let copy = Data(body)
+            form.append(length: UInt64(body.count), name: name, fileName: fileName, mimeType: type) {
+                InputStream(data: copy)
+            }
+            if form.count > before { sent.append(.field(name: name, fileName: fileName, type: type, body: body)) }
+        default:
+            let headers = [(name, input.text()), ("Content-Disposition", "form-data; name=\"\(input.text())\"")]
+            do {
+                try form.append(headers: headers, body: Data(body))
+                sent.append(.custom(headers: headers, body: body))
+            } catch {
+                check(
+                    !isValidHeaderList(headers) || holdsBoundary(headers, body),
+                    "refused valid headers \(headers): \(error)")
+            }
+        }
+        if form.count == before, form.appendError != nil { break }
+    }
+    if let error = form.appendError {
+        // Refused: a type with control characters or a part holding the boundary. Nothing may be sent.
+        check(form.makeBodyStream().drainFully(readSize: 7) == nil, "a form with \(error) streamed")
+        return 0
+    }
+    let readSize = 1 + Int(input.byte() % 97)
+    guard let streamed = form.makeBodyStream().drainFully(readSize: readSize) else {
+        fatalError("a valid form failed to stream")
+    }
+    check(
+        UInt64(streamed.count) == form.contentLength, "contentLength \(form.contentLength), streamed \(streamed.count)")
+    check(streamed == Array(try! form.encode()), "encode() differs from the stream")
+    verify(streamed, against: sent)
+    return 0
+}
+
+private func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+    if !condition { fatalError(message()) }
+}
+
+extension MultipartBodyStream {
+    fileprivate func drainFully(readSize: Int) -> [UInt8]? {
+        open()
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: readSize)
+        while true {
+            let count = read(&buffer, maxLength: readSize)
+            if count < 0 { return nil }
+            if count == 0 { return output }
+            output += buffer[..<count]
+        }
+    }
+}
+
+private func isValidHeaderList(_ headers: [(String, String)]) -> Bool {
+    let token = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+    return headers.allSatisfy { name, value in
+        !name.isEmpty && name.utf8.allSatisfy(token.contains)
+            && value.utf8.allSatisfy { $0 == 9 || ($0 >= 32 && $0 != 127) }
+    }
+}
+
+/// Whether the part's header lines or body hold the boundary's text, which the form must refuse.
+private func holdsBoundary(_ headers: [(String, String)], _ body: [UInt8]) -> Bool {
+    let bytes = Array(headers.map { "\($0.0): \($0.1)\r\n" }.joined().utf8) + body
+    let needle = Array(boundary.utf8)
+    guard bytes.count >= needle.count else { return false }
+    return (0...(bytes.count - needle.count)).contains { Array(bytes[$0..<$0 + needle.count]) == needle }
+}
+
+/// Browsers' escaping of names and file names, written out again here; NUL as `%00`.
+private func escaped(_ text: String) -> String {
+    var output = ""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": output += "%22"
+        case "\r": output += "%0D"
+        case "\n": output += "%0A"
+        case "\0": output += "%00"
+        default: output.unicodeScalars.append(scalar)
+        }
+    }
+    return output
+}
+
+/// Splits the body at the delimiters and compares each part's header lines and body with what was sent.
+private func verify(_ body: [UInt8], against sent: [Sent]) {
+    let dash = Array("--\(boundary)".utf8)
+    var expected: [UInt8] = []
+    for (index, part) in sent.enumerated() {
+        expected += (index == 0 ? [] : Array("\r\n".utf8)) + dash + Array("\r\n".utf8)
+        switch part {
+        case .field(let name, let fileName, let type, let bytes):
+            var disposition = "Content-Disposition: form-data; name=\"\(escaped(name))\""
+            if let fileName { disposition += "; filename=\"\(escaped(fileName))\"" }
+            var lines = [disposition]
+            let effectiveType = type ?? fileName.map(MultipartFormData.mimeType(forFileName:))
+            if let effectiveType { lines.append("Content-Type: \(effectiveType)") }
+            expected += Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8) + bytes
+        case .custom(let headers, let bytes):
+            expected += Array((headers.map { "\($0.0): \($0.1)\r\n" }.joined() + "\r\n").utf8) + bytes
+        }
+    }
+    expected += (sent.isEmpty ? [] : Array("\r\n".utf8)) + dash + Array("--\r\n".utf8)
+    check(body == expected, "the body differs from the parts as sent")
+    // The boundary's text stands only in the delimiters: one per part, and the close.
+    var occurrences = 0
+    var index = 0
+    while index + dash.count <= body.count {
+        if Array(body[index..<index + dash.count]) == dash {
+            occurrences += 1
+            index += dash.count
+        } else {
+            index += 1
+        }
+    }
+    check(occurrences == sent.count + 1, "the boundary appears \(occurrences) times for \(sent.count) parts")
+}
