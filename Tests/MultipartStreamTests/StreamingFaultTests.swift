@@ -251,8 +251,8 @@ enum OpenDescriptors {
         #if os(Linux)
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
             return entries.filter { entry in
-                let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")) ?? ""
-                return target.hasPrefix(prefix)
+                let link = "/proc/self/fd/\(entry)"
+                return (try? FileManager.default.destinationOfSymbolicLink(atPath: link))?.hasPrefix(prefix) == true
             }.count
         #else
             // Darwin: ask each open descriptor for its path.
