@@ -5,6 +5,7 @@
 //                     {error} when the body does not parse
 //   /auth             401 (Basic realm="uploads") until the request carries Authorization: Basic dTpw (u:p)
 //   /redirect/CODE    answers CODE with Location: /upload
+//   /elsewhere/CODE   answers CODE with Location: http://localhost:PORT/upload, another origin than 127.0.0.1
 //   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
 //   /echo             answers {contentType, body (base64)}: the raw request body, for byte comparisons
 //   /status/CODE      answers CODE with a short text body
@@ -74,6 +75,10 @@ async function handle(request, response) {
   } else if (path.startsWith('/status/')) {
     response.writeHead(Number(path.slice('/status/'.length)), { 'content-type': 'text/plain' });
     response.end('the server says no\nsecond line\n');
+  } else if (path.startsWith('/elsewhere/')) {
+    const location = `http://localhost:${server.address().port}/upload`;
+    response.writeHead(Number(path.slice('/elsewhere/'.length)), { location });
+    response.end();
   } else if (path.startsWith('/redirect/')) {
     response.writeHead(Number(path.slice('/redirect/'.length)), { location: '/upload' });
     response.end();

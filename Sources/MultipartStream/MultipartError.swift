@@ -67,8 +67,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
 
         // Found while uploading.
 
-        /// The server redirected with 307 or 308, which must resend the body, and Linux URLSession would send an
-        /// empty body instead (swift-corelibs-foundation drops the body on redirects): the upload was stopped.
+        /// The server redirected with 307 or 308, which must resend the body, where Linux URLSession would send an
+        /// empty body and the upload cannot send it again itself (another origin, or a task handed to the caller).
         case redirectNotFollowed(statusCode: Int, location: URL?)
         /// `upload` was given a background session, which only uploads from a file through its delegate.
         case backgroundSession

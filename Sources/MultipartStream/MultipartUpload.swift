@@ -22,6 +22,10 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private let progressHandler: (@Sendable (MultipartUploadProgress) -> Void)?
     /// The caller's session, whose delegate hears authentication challenges.
     private let callerSession: URLSession
+    /// Whether a 307 or 308 that Linux URLSession cannot follow with the body is followed here, with a new task.
+    /// Only where this object owns the whole exchange (the async API): a task handed to the caller must be the one
+    /// that sends.
+    private let followsRedirects: Bool
     private let completion: Completion
 
     private let lock = NSLock()
@@ -30,6 +34,9 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private var received = Data()
     private var reportedBytes: UInt64 = 0
     private var stopReason: MultipartError?
+    /// A 307 or 308 to send again, to the new URL, once the current task has ended.
+    private var pendingRedirect: URLRequest?
+    private var redirectCount = 0
     private var isCancelled = false
     private var isFinished = false
 
@@ -38,9 +45,11 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         bodyFile: URL?,
         bodyFailure: MultipartError?,
         callerSession: URLSession,
+        followsRedirects: Bool,
         progress: (@Sendable (MultipartUploadProgress) -> Void)?,
         completion: @escaping Completion
     ) {
+        self.followsRedirects = followsRedirects
         self.form = form
         self.bodyFile = bodyFile
         self.bodyFailure = bodyFailure
@@ -79,7 +88,12 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             #endif
             task = session.uploadTask(withStreamedRequest: request)
         }
-        lock.withLock { self.task = task }
+        let isCancelled = lock.withLock {
+            self.task = task
+            return self.isCancelled
+        }
+        // A redirect's new task made after a cancel would otherwise run.
+        if isCancelled { task.cancel() }
         return task
     }
 
@@ -163,16 +177,26 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             // Apple's URLSession resends the body: it asks for a new stream, or reads the file again.
             completionHandler(request)
         #else
-            // swift-corelibs-foundation resends 307 and 308 with an empty body and reports success; stop instead.
-            // 301, 302 and 303 turn the request into a GET without a body, as browsers do.
-            if response.statusCode == 307 || response.statusCode == 308 {
-                let reason = MultipartError.Reason.redirectNotFollowed(
-                    statusCode: response.statusCode, location: request.url)
-                lock.withLock { stopReason = MultipartError(reason) }
-                completionHandler(nil)
-            } else {
-                completionHandler(request)
+            // swift-corelibs-foundation resends 307 and 308 with an empty body and reports success. Stop it, and
+            // send the whole body again with a new task, to the same origin only: headers such as Authorization
+            // must not follow the body to another host. 301, 302 and 303 turn the request into a GET without a
+            // body, as browsers do.
+            guard response.statusCode == 307 || response.statusCode == 308 else { return completionHandler(request) }
+            let current = task.currentRequest ?? task.originalRequest
+            lock.withLock {
+                if followsRedirects, redirectCount < 10, let current, let target = request.url,
+                    Self.isSameOrigin(current.url, target)
+                {
+                    var resend = current
+                    resend.url = target
+                    pendingRedirect = resend
+                } else {
+                    let reason = MultipartError.Reason.redirectNotFollowed(
+                        statusCode: response.statusCode, location: request.url)
+                    stopReason = MultipartError(reason)
+                }
             }
+            completionHandler(nil)
         #endif
     }
 
@@ -244,14 +268,28 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         #endif
     }
 
+    private static func isSameOrigin(_ first: URL?, _ second: URL) -> Bool {
+        guard let first else { return false }
+        return first.scheme?.lowercased() == second.scheme?.lowercased()
+            && first.host?.lowercased() == second.host?.lowercased() && first.port == second.port
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (streams, data, stopReason, isCancelled) = lock.withLock {
-            isFinished = true
-            return (self.streams, received, self.stopReason, self.isCancelled)
+        let (streams, data, stopReason, isCancelled, redirect) = lock.withLock {
+            let redirect = error == nil && !self.isCancelled ? pendingRedirect : nil
+            pendingRedirect = nil
+            if redirect != nil { redirectCount += 1 }
+            defer { self.streams = [] }
+            return (self.streams, received, self.stopReason, self.isCancelled, redirect)
         }
         // A failed stream's error names the part and the reason; URLSession only says the upload was aborted.
         let streamFailure = streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
         for stream in streams { stream.close() }
+        if let redirect, streamFailure == nil {
+            makeTask(for: redirect).resume()
+            return
+        }
+        lock.withLock { isFinished = true }
         if let bodyFile { try? FileManager.default.removeItem(at: bodyFile) }
 
         if isCancelled {

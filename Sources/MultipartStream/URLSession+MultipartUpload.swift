@@ -32,8 +32,8 @@ extension URLSession {
         }
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, bodyFailure: nil, callerSession: self, progress: progress,
-            completion: result.resolve)
+            form: form, bodyFile: bodyFile, bodyFailure: nil, callerSession: self, followsRedirects: true,
+            progress: progress, completion: result.resolve)
         let task = upload.makeTask(for: request)
         do {
             return try await withTaskCancellationHandler {
@@ -73,7 +73,8 @@ extension URLSession {
             }
         }
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, bodyFailure: bodyFailure, callerSession: self, progress: progress
+            form: form, bodyFile: bodyFile, bodyFailure: bodyFailure, callerSession: self, followsRedirects: false,
+            progress: progress
         ) { result in
             switch result {
             case .success(let (data, response)): completionHandler(data, response, nil)
