@@ -13,7 +13,9 @@ extension URLSession {
     /// read, and throws `CancellationError`. A part that fails while streaming throws its ``MultipartError``.
     ///
     /// The upload runs on a private session made from this session's configuration; this session's delegate still
-    /// answers authentication challenges. Background sessions cannot be used: see ``MultipartUploadStrategy/file``.
+    /// answers authentication challenges. A retry after a 401 or a 307/308 redirect sends the whole body again (on
+    /// Linux, a redirect only to the same origin). Background sessions cannot be used: see
+    /// ``MultipartUploadStrategy/file``.
     public func upload(
         _ form: MultipartFormData,
         with request: URLRequest,
@@ -51,7 +53,8 @@ extension URLSession {
     ///
     /// With `.file` the body is written to a temporary file before this returns; if that fails the task fails with
     /// the error when resumed. `progress` is called as in ``upload(_:with:strategy:progress:)``. Cancelling the
-    /// task stops reading at once and closes any open file.
+    /// task stops reading at once and closes any open file. On Linux a 307/308 redirect fails the task with
+    /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``, since the task cannot be replaced.
     public func multipartUploadTask(
         with request: URLRequest,
         form: MultipartFormData,
