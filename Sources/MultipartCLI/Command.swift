@@ -188,9 +188,4 @@ extension MultipartError.Reason {
         }
     }
 
-    /// The reason in words, without the part prefix.
-    var description: String {
-        let text = MultipartError(self).description
-        return text.hasPrefix("form: ") ? String(text.dropFirst(6)) : text
-    }
 }

@@ -91,15 +91,16 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case (let index?, nil): subject = "part \(index)"
         default: subject = "form"
         }
-        return "\(subject): \(reason.explanation)"
+        return "\(subject): \(reason)"
     }
 
     /// The same text as ``description``, so `localizedDescription` names the part and reason.
     public var errorDescription: String? { description }
 }
 
-extension MultipartError.Reason {
-    fileprivate var explanation: String {
+extension MultipartError.Reason: CustomStringConvertible {
+    /// The reason in words, without the part: "no file at /tmp/a.jpg".
+    public var description: String {
         switch self {
         case .notAFileURL(let url): "\(url) is not a file URL"
         case .fileNotFound(let url): "no file at \(url.path)"

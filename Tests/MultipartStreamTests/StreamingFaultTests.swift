@@ -220,7 +220,7 @@ import Testing
             return
         }
         #expect(underlying is ScriptedStream.Fault)
-        #expect(try failure(of: form).explanation.contains("disk on fire"))
+        #expect(try failure(of: form).description.contains("disk on fire"))
     }
 
     @Test func aStreamIsClosedWhenItsPartIsDone() throws {
@@ -234,13 +234,6 @@ import Testing
         _ = body.read(&buffer, maxLength: 70)
         #expect(stream.closeCount == 1)
         #expect(body.drain().error == nil)
-    }
-}
-
-extension MultipartError.Reason {
-    /// The error's text without its part prefix.
-    var explanation: String {
-        MultipartError(self).description
     }
 }
 
