@@ -18,10 +18,6 @@ public struct MultipartFormData: Sendable {
     /// A random boundary is drawn again in the rare case that an in-memory part or a header holds its text; a
     /// boundary you chose is never changed: such a part is refused instead.
     public private(set) var boundary: String
-    /// `\r\n--boundary\r\n`, encoded once; the first part's delimiter drops the leading CRLF.
-    private(set) var delimiter: [UInt8]
-    /// `\r\n--boundary--\r\n`, encoded once; an empty form's drops the leading CRLF.
-    private(set) var closeDelimiter: [UInt8]
     /// Whether the caller chose the boundary, which is then never drawn again.
     private let isBoundaryChosen: Bool
     var parts: [BodyPart] = []
@@ -50,8 +46,6 @@ public struct MultipartFormData: Sendable {
 
     private init(validBoundary boundary: String, chosen: Bool) {
         self.boundary = boundary
-        delimiter = Array("\r\n--\(boundary)\r\n".utf8)
-        closeDelimiter = Array("\r\n--\(boundary)--\r\n".utf8)
         isBoundaryChosen = chosen
     }
 
@@ -63,8 +57,9 @@ public struct MultipartFormData: Sendable {
     /// An empty form is the close delimiter alone, `--boundary--\r\n`, which multipart parsers accept as a form
     /// with no fields (an empty body is not a valid multipart body).
     public var contentLength: UInt64 {
-        let delimiters = UInt64(parts.count) * UInt64(delimiter.count) + UInt64(closeDelimiter.count)
-        return partBytes + delimiters - 2
+        // `\r\n--boundary\r\n` before each part and `\r\n--boundary--\r\n` at the end, less the first CRLF.
+        let boundaryLength = UInt64(boundary.utf8.count)
+        return partBytes + UInt64(parts.count) * (boundaryLength + 6) + boundaryLength + 8 - 2
     }
 
     /// The number of parts.
@@ -211,8 +206,6 @@ public struct MultipartFormData: Sendable {
             repeat {
                 boundary = Boundary.random()
             } while part.contains(boundary) || parts.contains { $0.contains(boundary) }
-            delimiter = Array("\r\n--\(boundary)\r\n".utf8)
-            closeDelimiter = Array("\r\n--\(boundary)--\r\n".utf8)
         }
         partBytes += part.length
         parts.append(part)

@@ -3,8 +3,9 @@ import Foundation
 /// The engine: a pull state machine that fills a caller's buffer with the next bytes of a form's body.
 ///
 /// Every way out of the library (``MultipartBodyStream``, `encode()`, `writeEncodedData(to:)`) is a loop over
-/// ``read(into:)``. The reader knows nothing of `InputStream`'s rules; it only copies delimiters and headers that
-/// were encoded at append time and reads bodies straight into the buffer. It allocates nothing per read.
+/// ``read(into:)``. The reader knows nothing of `InputStream`'s rules; it only copies delimiters (encoded when the
+/// reader is made) and headers (encoded at append time) and reads bodies straight into the buffer. It allocates
+/// nothing per read.
 final class MultipartReader {
     private let parts: [BodyPart]
     /// `\r\n--boundary\r\n`.
@@ -23,8 +24,8 @@ final class MultipartReader {
 
     init(_ form: MultipartFormData) {
         parts = form.parts
-        delimiter = form.delimiter
-        closeDelimiter = form.closeDelimiter
+        delimiter = Array("\r\n--\(form.boundary)\r\n".utf8)
+        closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
         position = .start(partCount: form.parts.count)
         contentLength = form.contentLength
     }
