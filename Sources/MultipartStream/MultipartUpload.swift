@@ -14,11 +14,11 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     // @unchecked: every mutable property is guarded by `lock`; the rest are constants.
     typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
 
+    /// The form; its `appendError` is also why no body can be sent (a background session, a temporary file that
+    /// could not be written), and then every stream fails with it.
     private let form: MultipartFormData
     /// The `.file` strategy's temporary file, removed when the task ends.
     private let bodyFile: URL?
-    /// Why no body can be sent (the temporary file could not be written): every stream fails with it.
-    private let bodyFailure: MultipartError?
     private let progressHandler: (@Sendable (MultipartUploadProgress) -> Void)?
     /// The caller's session, whose delegate hears authentication challenges.
     private let callerSession: URLSession
@@ -43,7 +43,6 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     init(
         form: MultipartFormData,
         bodyFile: URL?,
-        bodyFailure: MultipartError?,
         callerSession: URLSession,
         followsRedirects: Bool,
         progress: (@Sendable (MultipartUploadProgress) -> Void)?,
@@ -52,7 +51,6 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         self.followsRedirects = followsRedirects
         self.form = form
         self.bodyFile = bodyFile
-        self.bodyFailure = bodyFailure
         self.callerSession = callerSession
         self.progressHandler = progress
         self.completion = completion
@@ -61,7 +59,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     /// Makes the (suspended) task on a private session; the session lets go of this delegate when the task ends.
     func makeTask(for request: URLRequest) -> URLSessionUploadTask {
         let configuration =
-            bodyFailure == nil ? callerSession.configuration : URLSessionConfiguration.ephemeral
+            form.appendError == nil ? callerSession.configuration : URLSessionConfiguration.ephemeral
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         var request = request
@@ -70,7 +68,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         request.httpBodyStream = nil
         request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
         let task: URLSessionUploadTask
-        if let bodyFile, bodyFailure == nil {
+        if let bodyFile {
             request.setValue(String(form.contentLength), forHTTPHeaderField: "Content-Length")
             task = session.uploadTask(with: request, fromFile: bodyFile)
         } else {
@@ -114,8 +112,6 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         task: URLSessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
     ) {
-        var form = self.form
-        if let bodyFailure { form.appendError = bodyFailure }
         let stream = form.makeBodyStream()
         stream.progressHandler = { [weak self] sent in self?.report(bytesSent: sent) }
         let isCancelled = lock.withLock {

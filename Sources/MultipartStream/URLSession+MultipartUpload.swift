@@ -34,7 +34,7 @@ extension URLSession {
         }
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, bodyFailure: nil, callerSession: self, followsRedirects: true,
+            form: form, bodyFile: bodyFile, callerSession: self, followsRedirects: true,
             progress: progress, completion: result.resolve)
         let task = upload.makeTask(for: request)
         do {
@@ -62,21 +62,22 @@ extension URLSession {
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> URLSessionUploadTask {
+        // What keeps the body from being sent goes into the form's appendError: the task fails with it when resumed.
+        var form = form
         var bodyFile: URL?
-        var bodyFailure = form.appendError
         if configuration.identifier != nil {
-            bodyFailure = MultipartError(.backgroundSession)
-        } else if bodyFailure == nil, strategy.resolved(for: request) == .file {
+            form.appendError = MultipartError(.backgroundSession)
+        } else if form.appendError == nil, strategy.resolved(for: request) == .file {
             let url = Self.temporaryBodyURL()
             do {
                 try form.writeEncodedData(to: url)
                 bodyFile = url
             } catch {
-                bodyFailure = error
+                form.appendError = error
             }
         }
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, bodyFailure: bodyFailure, callerSession: self, followsRedirects: false,
+            form: form, bodyFile: bodyFile, callerSession: self, followsRedirects: false,
             progress: progress
         ) { result in
             switch result {
