@@ -1,3 +1,5 @@
+import Foundation
+
 /// SplitMix64: a small, fast generator whose sequence is fixed by its seed, so a failing random test can be rerun.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
@@ -21,5 +23,25 @@ extension Array where Element == UInt8 {
     /// `count` random bytes from `generator`.
     public static func random(count: Int, using generator: inout SeededGenerator) -> [UInt8] {
         (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+}
+
+extension SeededGenerator {
+    /// Writes `size` bytes of this generator's output to a new file at `url`, 1 MiB at a time: incompressible
+    /// content that no file system can shortcut.
+    public mutating func writeFile(at url: URL, size: UInt64) throws {
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var words = [UInt64](repeating: 0, count: 1 << 17)
+        var remaining = size
+        while remaining > 0 {
+            for index in words.indices { words[index] = next() }
+            let count = Int(min(remaining, UInt64(words.count * 8)))
+            try words.withUnsafeBytes { try handle.write(contentsOf: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            remaining -= UInt64(count)
+        }
     }
 }

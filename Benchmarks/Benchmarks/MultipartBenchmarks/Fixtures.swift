@@ -93,18 +93,8 @@ enum Fixtures {
     static func randomFile(_ name: String, size: Int) -> URL {
         let url = directory.appendingPathComponent(name)
         if (try? FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int) == size { return url }
-        _ = FileManager.default.createFile(atPath: url.path, contents: nil)
-        let handle = try! FileHandle(forWritingTo: url)
         var generator = SeededGenerator(seed: UInt64(size))
-        var words = [UInt64](repeating: 0, count: 1 << 17)
-        var remaining = size
-        while remaining > 0 {
-            for index in words.indices { words[index] = generator.next() }
-            let count = min(remaining, words.count * 8)
-            words.withUnsafeBytes { try! handle.write(contentsOf: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-            remaining -= count
-        }
-        try! handle.close()
+        try! generator.writeFile(at: url, size: UInt64(size))
         return url
     }
 }

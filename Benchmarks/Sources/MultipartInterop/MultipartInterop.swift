@@ -32,7 +32,7 @@ struct MultipartInterop {
             let random = try RandomForm(
                 using: &generator, in: directory, maxParts: 50, maxBodyLength: 1_000, backslashes: index % 2 == 1)
             let readSize = Int.random(in: 1...70_000, using: &generator)
-            bodies.append((try Self.streamedBody(of: random.form, readSize: readSize), random.form.contentType))
+            bodies.append((try random.form.streamedBody(readSize: readSize), random.form.contentType))
             forms.append(random)
         }
 
@@ -66,20 +66,6 @@ struct MultipartInterop {
 
         tally.report()
         exit(tally.failures.isEmpty ? 0 : 1)
-    }
-
-    /// The body read through a MultipartBodyStream, `readSize` bytes at a time.
-    static func streamedBody(of form: MultipartFormData, readSize: Int) throws -> Data {
-        let stream = form.makeBodyStream()
-        stream.open()
-        var body = Data()
-        var buffer = [UInt8](repeating: 0, count: readSize)
-        while true {
-            let count = stream.read(&buffer, maxLength: readSize)
-            if count < 0 { throw stream.streamError! }
-            if count == 0 { return body }
-            body.append(contentsOf: buffer[..<count])
-        }
     }
 }
 

@@ -40,7 +40,8 @@ struct SinkAnswer: Decodable {
 
 let directory = try TemporaryDirectory()
 let fileURL = directory.path("large.bin")
-try writeRandomFile(at: fileURL, size: size)
+var generator = SeededGenerator(seed: size)
+try generator.writeFile(at: fileURL, size: size)
 let expectedSHA = try sha256sum(fileURL)
 
 var form = MultipartFormData()
@@ -74,26 +75,6 @@ print(
 for problem in problems { print("FAIL \(problem)") }
 print("\(problems.isEmpty ? 1 : 0) passed, \(problems.isEmpty ? 0 : 1) failed")
 exit(problems.isEmpty ? 0 : 1)
-
-/// Fills a file with SplitMix64 output, 1 MiB at a time.
-func writeRandomFile(at url: URL, size: UInt64) throws {
-    guard FileManager.default.createFile(atPath: url.path, contents: nil) else { throw CocoaError(.fileWriteUnknown) }
-    let handle = try FileHandle(forWritingTo: url)
-    defer { try? handle.close() }
-    var generator = SeededGenerator(seed: size)
-    var words = [UInt64](repeating: 0, count: 1 << 17)
-    var remaining = size
-    while remaining > 0 {
-        for index in words.indices { words[index] = generator.next() }
-        let count = Int(min(remaining, UInt64(words.count * 8)))
-        try words.withUnsafeBytes {
-            try handle.write(
-                contentsOf: Data(
-                    bytesNoCopy: UnsafeMutableRawPointer(mutating: $0.baseAddress!), count: count, deallocator: .none))
-        }
-        remaining -= UInt64(count)
-    }
-}
 
 /// `sha256sum` of the file: an implementation independent of everything under test.
 func sha256sum(_ url: URL) throws -> String {

@@ -2,16 +2,17 @@ import Foundation
 import MultipartStream
 
 /// What reading a stream to its end produced.
-struct Drained {
-    var bytes = Data()
+public struct Drained {
+    /// The bytes read.
+    public var bytes = Data()
     /// The error that stopped the stream, when a read returned -1.
-    var error: MultipartError?
+    public var error: MultipartError?
 }
 
 extension MultipartBodyStream {
     /// Opens the stream if needed and reads it to the end (0) or to the first failure (-1), `readSize` bytes at a
     /// time, checking the `InputStream` rules on every read.
-    func drain(readSize: Int = 65_536) -> Drained {
+    public func drain(readSize: Int = 65_536) -> Drained {
         if streamStatus == .notOpen { open() }
         var drained = Drained()
         var buffer = [UInt8](repeating: 0, count: readSize)
@@ -31,16 +32,9 @@ extension MultipartBodyStream {
 
 extension MultipartFormData {
     /// The body read through a new ``MultipartBodyStream``; throws the stream's error if it fails.
-    func streamedBody(readSize: Int = 65_536) throws -> Data {
+    public func streamedBody(readSize: Int = 65_536) throws -> Data {
         let drained = makeBodyStream().drain(readSize: readSize)
         if let error = drained.error { throw error }
         return drained.bytes
-    }
-}
-
-extension Data {
-    /// The bytes as text with CR and LF visible, for readable golden-body comparisons.
-    var visible: String {
-        String(decoding: self, as: UTF8.self).replacingOccurrences(of: "\r\n", with: "⏎\n")
     }
 }
