@@ -133,12 +133,6 @@ import Testing
     }
 }
 
-#if os(Linux)
-    let isLinux = true
-#else
-    let isLinux = false
-#endif
-
 /// This process's resident set, from `/proc/self/statm`.
 enum ResidentMemory {
     static func current() -> Int {

@@ -236,24 +236,3 @@ import Testing
         #expect(body.drain().error == nil)
     }
 }
-
-/// Descriptors of this process open on files under a directory, from `/proc/self/fd`.
-enum OpenDescriptors {
-    static func count(under directory: URL) -> Int {
-        let prefix = directory.resolvingSymlinksInPath().path + "/"
-        #if os(Linux)
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            return entries.filter { entry in
-                let link = "/proc/self/fd/\(entry)"
-                return (try? FileManager.default.destinationOfSymbolicLink(atPath: link))?.hasPrefix(prefix) == true
-            }.count
-        #else
-            // Darwin: ask each open descriptor for its path.
-            return (0..<getdtablesize()).filter { descriptor in
-                var path = [CChar](repeating: 0, count: Int(MAXPATHLEN))
-                guard fcntl(descriptor, F_GETPATH, &path) == 0 else { return false }
-                return String(cString: path).hasPrefix(prefix)
-            }.count
-        #endif
-    }
-}
