@@ -12,6 +12,7 @@
 //   /log              the list of requests seen so far: [{path, method, bytes}]
 // It never answers `Expect: 100-continue`, as many servers and proxies do not.
 import http from 'node:http';
+import { formDataParts } from './formdata-parts.mjs';
 
 const log = [];
 
@@ -39,16 +40,7 @@ async function describe(request, body) {
     bytes: body.length,
   };
   try {
-    const form = await new Response(body, { headers: { 'content-type': seen.contentType ?? '' } }).formData();
-    seen.parts = [];
-    for (const [name, value] of form) {
-      if (typeof value === 'string') {
-        seen.parts.push({ name, body: Buffer.from(value, 'utf8').toString('base64') });
-      } else {
-        const data = Buffer.from(await value.arrayBuffer()).toString('base64');
-        seen.parts.push({ name, fileName: value.name, contentType: value.type, body: data });
-      }
-    }
+    seen.parts = await formDataParts(body, seen.contentType);
   } catch (error) {
     seen.error = String((error && error.message) || error);
   }
