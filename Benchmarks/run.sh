@@ -7,10 +7,10 @@ cd "$(dirname "$0")"
 
 export_dir=$(mktemp -d)
 trap 'rm -rf "$export_dir"' EXIT
-arguments=(--format metricP90AbsoluteThresholds --path "$export_dir" --no-progress)
+arguments=(--format histogramSamples --path "$export_dir" --no-progress)
 if [[ "${1:-}" == "--smoke" ]]; then
     export MULTIPART_BENCHMARK_SMOKE=1
-    arguments+=(--filter 'drainFilePart1GiB|rawRead1GiB|drainManySmallFields|mallocsPerRead')
+    arguments+=(--filter 'drainFilePart1GiB|drainManySmallFields|mallocsPerRead')
 fi
 swift package --allow-writing-to-package-directory benchmark "${arguments[@]}" > "$export_dir/benchmark.log" 2>&1 || {
     cat "$export_dir/benchmark.log"

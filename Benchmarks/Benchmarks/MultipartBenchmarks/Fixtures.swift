@@ -28,13 +28,31 @@ enum Fixtures {
 
     /// 100,000 text fields of 10 to 100 bytes.
     static let manySmallFields: MultipartFormData = {
-        var generator = SeededGenerator(seed: 2)
         var form = MultipartFormData()
-        for index in 0..<100_000 {
-            let length = Int.random(in: 10...100, using: &generator)
+        for (index, length) in smallFieldLengths.enumerated() {
             form.append(String(repeating: "v", count: length), name: "field\(index)")
         }
         return form
+    }()
+
+    private static let smallFieldLengths: [Int] = {
+        var generator = SeededGenerator(seed: 2)
+        return (0..<100_000).map { _ in Int.random(in: 10...100, using: &generator) }
+    }()
+
+    /// The same body as `manySmallFields`, as the 300,001 byte arrays it is made of (each part's delimiter,
+    /// headers and value, then the close delimiter): what the reader copies, without the reader.
+    static let manySmallFieldSegments: [[UInt8]] = {
+        let boundary = manySmallFields.boundary
+        var segments: [[UInt8]] = []
+        for (index, length) in smallFieldLengths.enumerated() {
+            segments.append(Array("\(index == 0 ? "" : "\r\n")--\(boundary)\r\n".utf8))
+            segments.append(Array("Content-Disposition: form-data; name=\"field\(index)\"\r\n\r\n".utf8))
+            segments.append([UInt8](repeating: UInt8(ascii: "v"), count: length))
+        }
+        segments.append(Array("\r\n--\(boundary)--\r\n".utf8))
+        precondition(Data(segments.joined()) == (try! manySmallFields.encode()), "the segments are not the body")
+        return segments
     }()
 
     /// 1,000 parts of 1 KiB to 1 MiB, a third each in memory, in files and from stream factories.

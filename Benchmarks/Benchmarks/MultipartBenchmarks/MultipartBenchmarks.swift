@@ -18,14 +18,23 @@ let bytesPerSecond = BenchmarkMetric.custom("MBps", polarity: .prefersLarger, us
 /// machine slows both: steadier than two separate benchmarks' percentiles.
 let percentOfRawRead = BenchmarkMetric.custom("percentOfRawRead", polarity: .prefersLarger, useScalingFactor: false)
 
-/// CI's smoke pass (`run.sh --smoke`) runs three iterations of each.
+/// The small-field drain's speed as a percentage of copying the same segments with no reader, in the same iteration.
+let percentOfSegmentCopy = BenchmarkMetric.custom(
+    "percentOfSegmentCopy", polarity: .prefersLarger, useScalingFactor: false)
+
+/// CI's smoke pass (`run.sh --smoke`) runs `smoke` iterations of each (three unless a gate needs more).
 let isSmokeRun = ProcessInfo.processInfo.environment["MULTIPART_BENCHMARK_SMOKE"] != nil
 
 /// Short runs: every iteration moves hundreds of megabytes.
-func heavy(_ metrics: [BenchmarkMetric] = timeAndMemory, iterations: Int = 20) -> Benchmark.Configuration {
+func heavy(
+    _ metrics: [BenchmarkMetric] = timeAndMemory,
+    iterations: Int = 20,
+    smoke: Int = 3
+) -> Benchmark.Configuration {
+    // Nanoseconds everywhere, so that ratios of exported samples never mix units.
     .init(
-        metrics: metrics, warmupIterations: 1, maxDuration: .seconds(10),
-        maxIterations: isSmokeRun ? min(iterations, 3) : iterations)
+        metrics: metrics, timeUnits: .nanoseconds, warmupIterations: 1, maxDuration: .seconds(10),
+        maxIterations: isSmokeRun ? min(iterations, smoke) : iterations)
 }
 
 /// Reads `stream` to its end with `readSize` reads into `buffer`; returns the bytes read.
@@ -54,6 +63,30 @@ func rawRead(_ url: URL, into buffer: UnsafeMutablePointer<UInt8>) -> Int {
         if count == 0 { return total }
         total += count
     }
+}
+
+/// Copies `segments` one after another into `buffer`, starting over each time it fills, as a reader's caller would
+/// see them; returns the bytes copied.
+@inline(never)
+func copySegments(_ segments: [[UInt8]], into buffer: UnsafeMutablePointer<UInt8>) -> Int {
+    var filled = 0
+    var total = 0
+    for segment in segments {
+        segment.withUnsafeBufferPointer { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let count = min(bytes.count - offset, readSize - filled)
+                (buffer + filled).update(from: bytes.baseAddress! + offset, count: count)
+                filled += count
+                offset += count
+                if filled == readSize {
+                    total += filled
+                    filled = 0
+                }
+            }
+        }
+    }
+    return total + filled
 }
 
 func megabytesPerSecond(_ bytes: Int, since start: ContinuousClock.Instant) -> Int {
@@ -93,14 +126,27 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.measurement(bytesPerSecond, megabytesPerSecond(1 << 30, since: start))
     }
 
-    // 2. 100,000 small text fields.
-    Benchmark("drainManySmallFields", configuration: heavy(timeAndMemory + [bytesPerSecond], iterations: 50)) {
-        benchmark in
+    // 2. 100,000 small text fields, against copying the same 300,001 segments into the same buffer with no reader:
+    //    the ratio is the reader's per-part cost, whatever the machine's speed.
+    Benchmark(
+        "drainManySmallFields",
+        configuration: heavy(timeAndMemory + [bytesPerSecond, percentOfSegmentCopy], iterations: 50, smoke: 15)
+    ) { benchmark in
+        func timedSegmentCopy() -> Duration {
+            let start = ContinuousClock.now
+            blackHole(copySegments(Fixtures.manySmallFieldSegments, into: buffer))
+            return ContinuousClock.now - start
+        }
+        let copyBefore = timedSegmentCopy()
         let stream = Fixtures.manySmallFields.makeBodyStream()
         benchmark.startMeasurement()
         let start = ContinuousClock.now
         blackHole(drain(stream, into: buffer))
+        let drainTime = ContinuousClock.now - start
+        benchmark.stopMeasurement()
+        let copyTime = (copyBefore + timedSegmentCopy()) / 2
         benchmark.measurement(bytesPerSecond, megabytesPerSecond(Int(stream.contentLength), since: start))
+        benchmark.measurement(percentOfSegmentCopy, Int((copyTime / drainTime) * 100))
     }
 
     // 3. 1,000 parts from memory, files and streams.
@@ -166,7 +212,8 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark(
         "mallocsPerRead",
         configuration: .init(
-            metrics: [.mallocCountTotal, .wallClock], warmupIterations: 1, scalingFactor: .kilo,
+            metrics: [.mallocCountTotal, .wallClock], timeUnits: .nanoseconds, warmupIterations: 1,
+            scalingFactor: .kilo,
             maxDuration: .seconds(10), maxIterations: isSmokeRun ? 3 : 10)
     ) { benchmark in
         let stream = Fixtures.fileForm1GiB.makeBodyStream()
