@@ -9,7 +9,10 @@
 //   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
 //   /echo             answers {contentType, body (base64)}: the raw request body, for byte comparisons
 //   /status/CODE      answers CODE with a short text body
-//   /log              the list of requests seen so far: [{path, method, bytes}]
+//   /length-required  411 to a body without Content-Length (chunked), as S3-style servers do; else as /upload
+//   /early            answers 200 at once, without reading the body, and closes the connection
+//   /log              the list of requests seen so far: [{path, method, bytes, contentLength, transferEncoding,
+//                     port}], `port` being the client's, so that a test can count connections
 // It never answers `Expect: 100-continue`, as many servers and proxies do not.
 import http from 'node:http';
 import { formDataParts } from './formdata-parts.mjs';
@@ -59,8 +62,23 @@ async function handle(request, response) {
     response.end(JSON.stringify(log));
     return;
   }
+  if (path === '/early') {
+    response.writeHead(200, { 'content-type': 'text/plain', connection: 'close' });
+    response.end('thanks, but I did not read it\n');
+    return;
+  }
+  if (path === '/length-required' && request.headers['content-length'] === undefined) {
+    response.writeHead(411, { 'content-type': 'text/plain', connection: 'close' });
+    response.end('length required\n');
+    return;
+  }
   const body = await readBody(request, path === '/slow');
-  log.push({ path, method: request.method, bytes: body.length });
+  log.push({
+    path, method: request.method, bytes: body.length,
+    contentLength: request.headers['content-length'] ?? null,
+    transferEncoding: request.headers['transfer-encoding'] ?? null,
+    port: request.socket.remotePort,
+  });
   if (path === '/echo') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify({ contentType: request.headers['content-type'] ?? null, body: body.toString('base64') }));

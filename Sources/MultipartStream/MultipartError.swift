@@ -72,6 +72,9 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case redirectNotFollowed(statusCode: Int, location: URL?)
         /// `upload` was given a background session, which only uploads from a file through its delegate.
         case backgroundSession
+        /// The server answered `statusCode` (a success) when only `bytesSent` of the body's `contentLength` bytes had
+        /// been handed to it: it answered without reading the form, which it cannot have received.
+        case answeredBeforeBodySent(statusCode: Int, bytesSent: UInt64, contentLength: UInt64)
 
         // Found while encoding.
 
@@ -135,6 +138,9 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .backgroundSession:
             "background sessions upload only from a file through their delegate: write the body with "
                 + "writeEncodedData(to:) and call uploadTask(with:fromFile:)"
+        case .answeredBeforeBodySent(let statusCode, let bytesSent, let contentLength):
+            "the server answered \(statusCode) after \(bytesSent) of the body's \(contentLength) bytes, so it never "
+                + "received the whole form; the upload failed"
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(errnoText(code))"

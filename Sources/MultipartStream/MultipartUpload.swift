@@ -4,12 +4,12 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// One upload of a form: the delegate of a private session made from the caller's session's configuration.
+/// One upload of a form, over one or more tasks (a redirect the upload follows itself makes a new one) of the
+/// caller session's ``UploadSession``, which hands it its tasks' events.
 ///
-/// A private session, because Linux URLSession sends delegate events only to the session's delegate (task
-/// delegates hear nothing but `needNewBodyStream`), and a stream upload needs them all: a fresh stream for every
-/// send, the response body, the redirect and authentication decisions, and the end of the task to close files.
-/// Authentication challenges go on to the caller's session delegate, so its credentials and policies still apply.
+/// It makes a fresh stream for every send, keeps the response body, decides redirects and authentication (asking
+/// the caller's session delegate first), reports progress, and at the end closes every stream and tells the
+/// caller what the server really got: a 2xx that came before the whole body was handed out is a failure.
 final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: every mutable property is guarded by `lock`; the rest are constants.
     typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
@@ -19,80 +19,101 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private let form: MultipartFormData
     /// The `.file` strategy's temporary file, removed when the task ends.
     private let bodyFile: URL?
-    private let progressHandler: (@Sendable (MultipartUploadProgress) -> Void)?
-    /// The caller's session, whose delegate hears authentication challenges.
+    private let progress: ProgressCoalescer?
+    /// The caller's session: its private session carries the tasks, and its delegate hears challenges.
     private let callerSession: URLSession
-    /// Whether a 307 or 308 that Linux URLSession cannot follow with the body is followed here, with a new task.
-    /// Only where this object owns the whole exchange (the async API): a task handed to the caller must be the one
-    /// that sends.
-    private let followsRedirects: Bool
+    /// Whether this object owns the whole exchange (the async API), rather than handing its task to the caller.
+    /// Then it follows a 307 or 308 that Linux URLSession cannot follow with the body itself, with a new task, and
+    /// streams through a data task, whose every 64 KiB Linux URLSession does not report to the delegate queue as it
+    /// does an upload task's. A task handed to the caller is an upload task and must be the one that sends.
+    private let ownsTask: Bool
     private let completion: Completion
 
     private let lock = NSLock()
     private var task: URLSessionTask?
     private var streams: [MultipartBodyStream] = []
     private var received = Data()
-    private var reportedBytes: UInt64 = 0
+    /// Body bytes of the current task that URLSession reported sent (`.file`, where it counts them).
+    private var fileBytesSent: UInt64 = 0
+    /// Whether a redirect turned the request into a GET, which sends no body.
+    private var bodyDropped = false
     private var stopReason: MultipartError?
     /// A 307 or 308 to send again, to the new URL, once the current task has ended.
     private var pendingRedirect: URLRequest?
     private var redirectCount = 0
     private var isCancelled = false
-    private var isFinished = false
 
     init(
         form: MultipartFormData,
         bodyFile: URL?,
         callerSession: URLSession,
-        followsRedirects: Bool,
+        ownsTask: Bool,
         progress: (@Sendable (MultipartUploadProgress) -> Void)?,
         completion: @escaping Completion
     ) {
-        self.followsRedirects = followsRedirects
+        self.ownsTask = ownsTask
         self.form = form
         self.bodyFile = bodyFile
         self.callerSession = callerSession
-        self.progressHandler = progress
+        self.progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         self.completion = completion
     }
 
-    /// Makes the (suspended) task on a private session; the session lets go of this delegate when the task ends.
-    func makeTask(for request: URLRequest) -> URLSessionUploadTask {
-        let configuration =
-            form.appendError == nil ? callerSession.configuration : URLSessionConfiguration.ephemeral
-        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
-        defer { session.finishTasksAndInvalidate() }
+    /// A suspended task, on the caller session's private session, that sends `request` with the form: from the
+    /// temporary file, else, when this object owns the exchange, a data task that streams it.
+    func makeTask(for request: URLRequest) -> URLSessionTask {
+        guard ownsTask, bodyFile == nil else { return makeUploadTask(for: request) }
+        var request = prepared(request)
+        request.httpBodyStream = makeStream()
+        return started(UploadSession.makeTask(for: self, of: callerSession) { $0.dataTask(with: request) })
+    }
+
+    /// A suspended upload task that sends `request` with the form, from the temporary file or streamed.
+    func makeUploadTask(for request: URLRequest) -> URLSessionUploadTask {
+        let request = prepared(request)
+        let task = UploadSession.makeTask(for: self, of: callerSession) { session -> URLSessionUploadTask in
+            if let bodyFile {
+                session.uploadTask(with: request, fromFile: bodyFile)
+            } else {
+                session.uploadTask(withStreamedRequest: request)
+            }
+        }
+        return started(task)
+    }
+
+    /// `request` as the form's: POST unless it names another method, the form's headers, no body of its own.
+    private func prepared(_ request: URLRequest) -> URLRequest {
         var request = request
         if request.httpMethod == nil || request.httpMethod == "GET" { request.httpMethod = "POST" }
         request.httpBody = nil
         request.httpBodyStream = nil
         request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
-        let task: URLSessionUploadTask
-        if let bodyFile {
-            request.setValue(String(form.contentLength), forHTTPHeaderField: "Content-Length")
-            task = session.uploadTask(with: request, fromFile: bodyFile)
-        } else {
-            #if canImport(Darwin)
-                request.setValue(String(form.contentLength), forHTTPHeaderField: "Content-Length")
-            #else
-                // Linux sends streams chunked; a Content-Length beside it makes strict servers reject the request.
-                request.setValue(nil, forHTTPHeaderField: "Content-Length")
-                // Linux adds `Expect: 100-continue` to streamed uploads and then waits a second for servers that
-                // never answer it. A blank value makes libcurl leave the header out (an empty one would send
-                // `Expect:`, which Node answers with 417).
-                if request.value(forHTTPHeaderField: "Expect") == nil {
-                    request.setValue(" ", forHTTPHeaderField: "Expect")
-                }
-            #endif
-            task = session.uploadTask(withStreamedRequest: request)
-        }
+        request.setBodyLength(form.contentLength)
+        return request
+    }
+
+    /// Makes `task` the current one, and cancels it at once if the upload was cancelled meanwhile (a redirect's
+    /// new task would otherwise run).
+    private func started<Task: URLSessionTask>(_ task: Task) -> Task {
         let isCancelled = lock.withLock {
             self.task = task
+            fileBytesSent = 0
             return self.isCancelled
         }
-        // A redirect's new task made after a cancel would otherwise run.
         if isCancelled { task.cancel() }
         return task
+    }
+
+    /// A new stream of the form, reporting progress, closed at once if the upload was cancelled.
+    private func makeStream() -> MultipartBodyStream {
+        let stream = form.makeBodyStream()
+        if let progress { stream.progressHandler = progress.report }
+        let isCancelled = lock.withLock {
+            streams.append(stream)
+            return self.isCancelled
+        }
+        if isCancelled { stream.close() }
+        return stream
     }
 
     /// Cancels the task and closes every body stream at once, which closes the file being read.
@@ -112,14 +133,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         task: URLSessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
     ) {
-        let stream = form.makeBodyStream()
-        stream.progressHandler = { [weak self] sent in self?.report(bytesSent: sent) }
-        let isCancelled = lock.withLock {
-            streams.append(stream)
-            return self.isCancelled
-        }
-        if isCancelled { stream.close() }
-        completionHandler(stream)
+        completionHandler(makeStream())
     }
 
     func urlSession(
@@ -130,19 +144,10 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         totalBytesExpectedToSend: Int64
     ) {
         // Streams report their own progress, since URLSession's counts for them are 0 on Linux.
-        if bodyFile != nil { report(bytesSent: UInt64(max(0, totalBytesSent))) }
-    }
-
-    /// Reports progress that went forward: a resend after a 401 starts again from 0 and is not reported until it
-    /// passes what was already reported, so 100% is reported exactly once.
-    private func report(bytesSent: UInt64) {
-        guard let progressHandler else { return }
-        let isNew = lock.withLock {
-            guard bytesSent > reportedBytes, !isFinished else { return false }
-            reportedBytes = bytesSent
-            return true
-        }
-        if isNew { progressHandler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: form.contentLength)) }
+        guard bodyFile != nil else { return }
+        let sent = UInt64(max(0, totalBytesSent))
+        lock.withLock { fileBytesSent = sent }
+        progress?.report(sent)
     }
 
     // MARK: Response
@@ -177,10 +182,19 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             // send the whole body again with a new task, to the same origin only: headers such as Authorization
             // must not follow the body to another host. 301, 302 and 303 turn the request into a GET without a
             // body, as browsers do.
-            guard response.statusCode == 307 || response.statusCode == 308 else { return completionHandler(request) }
+            guard response.statusCode == 307 || response.statusCode == 308 else {
+                // The GET has no body, but swift-corelibs-foundation keeps the headers that described it: a
+                // Content-Length left on it would make the server wait for bytes that never come.
+                var request = request
+                if request.httpMethod == "GET" || request.httpMethod == "HEAD" {
+                    request.removeBodyHeaders()
+                    lock.withLock { bodyDropped = true }
+                }
+                return completionHandler(request)
+            }
             let current = task.currentRequest ?? task.originalRequest
             lock.withLock {
-                if followsRedirects, redirectCount < 10, let current, let target = request.url,
+                if ownsTask, redirectCount < 10, let current, let target = request.url,
                     Self.isSameOrigin(current.url, target)
                 {
                     var resend = current
@@ -271,21 +285,26 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (streams, data, stopReason, isCancelled, redirect) = lock.withLock {
+        let (streams, data, stopReason, isCancelled, redirect, bodyDropped, fileBytesSent) = lock.withLock {
             let redirect = error == nil && !self.isCancelled ? pendingRedirect : nil
             pendingRedirect = nil
             if redirect != nil { redirectCount += 1 }
             defer { self.streams = [] }
-            return (self.streams, received, self.stopReason, self.isCancelled, redirect)
+            return (
+                self.streams, received, self.stopReason, self.isCancelled, redirect, self.bodyDropped,
+                self.fileBytesSent
+            )
         }
         // A failed stream's error names the part and the reason; URLSession only says the upload was aborted.
         let streamFailure = streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
+        // Read before closing, which ends the count: the latest stream is the one the last request read.
+        let bodyBytesSent = bodyFile == nil ? streams.last?.bytesRead ?? 0 : fileBytesSent
         for stream in streams { stream.close() }
         if let redirect, streamFailure == nil {
             makeTask(for: redirect).resume()
             return
         }
-        lock.withLock { isFinished = true }
+        progress?.finish()
         if let bodyFile { try? FileManager.default.removeItem(at: bodyFile) }
 
         if isCancelled {
@@ -301,6 +320,13 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             completion(.success((data, response)))
         } else if let error {
             completion(.failure(error))
+        } else if let response = task.response as? HTTPURLResponse, (200..<300).contains(response.statusCode),
+            !bodyDropped, bodyBytesSent < form.contentLength
+        {
+            // The server cannot have read bytes it was never given: it answered without the form.
+            let reason = MultipartError.Reason.answeredBeforeBodySent(
+                statusCode: response.statusCode, bytesSent: bodyBytesSent, contentLength: form.contentLength)
+            completion(.failure(MultipartError(reason)))
         } else if let response = task.response {
             completion(.success((data, response)))
         } else {

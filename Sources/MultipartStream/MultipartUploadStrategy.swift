@@ -4,29 +4,22 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How `URLSession.upload(_:with:strategy:progress:)` sends a form.
+/// How `URLSession.upload(_:with:strategy:progress:)` sends a form. Both send the exact `Content-Length`.
 public enum MultipartUploadStrategy: Sendable, Equatable {
-    /// ``stream`` unless the request needs an exact `Content-Length` that the platform cannot send with a stream:
-    /// on Linux, where URLSession sends every stream chunked, a request that carries a `Content-Length` header
-    /// goes as ``file``. On Apple platforms a stream is sent with its exact `Content-Length`, so it is always
     /// ``stream``.
     case automatic
-    /// Streams the form lazily with ``MultipartBodyStream`` from `uploadTask(withStreamedRequest:)`: no copy of
-    /// the body anywhere. A retry (authentication, redirect) gets a fresh stream of the same bytes.
+    /// Streams the form lazily with ``MultipartBodyStream`` from `uploadTask(withStreamedRequest:)`, with its
+    /// exact `Content-Length` and no chunked framing on every platform: no copy of the body anywhere. A retry
+    /// (authentication, redirect) gets a fresh stream of the same bytes.
     case stream
-    /// Writes the body to a temporary file first, then `uploadTask(with:fromFile:)`: an exact `Content-Length`
-    /// on every platform, for servers and proxies that refuse chunked bodies (S3 POST policies, some proxies).
-    /// The file is removed when the task ends, whatever the outcome.
+    /// Writes the body to a temporary file first, then `uploadTask(with:fromFile:)`: for whoever wants the body
+    /// fixed before the first byte goes out. The file is removed when the task ends, whatever the outcome.
+    /// Background sessions upload only from files: write the body with `writeEncodedData(to:)` for them.
     case file
 
-    /// `.stream` or `.file`: what `.automatic` means for `request`.
-    func resolved(for request: URLRequest) -> MultipartUploadStrategy {
-        guard self == .automatic else { return self }
-        #if canImport(Darwin)
-            return .stream
-        #else
-            return request.value(forHTTPHeaderField: "Content-Length") == nil ? .stream : .file
-        #endif
+    /// `.stream` or `.file`.
+    var resolved: MultipartUploadStrategy {
+        self == .automatic ? .stream : self
     }
 }
 

@@ -7,27 +7,50 @@ import Foundation
 extension URLRequest {
     /// A request (POST by default) whose body streams `multipartFormData`.
     ///
-    /// Sets `httpBodyStream` to a new ``MultipartBodyStream`` and `Content-Type`; see
-    /// ``setMultipartFormData(_:)`` for `Content-Length`.
+    /// Sets `httpBodyStream` to a new ``MultipartBodyStream``, `Content-Type` and the exact `Content-Length`; see
+    /// ``setMultipartFormData(_:)``.
     public init(url: URL, method: String = "POST", multipartFormData: MultipartFormData) {
         self.init(url: url)
         httpMethod = method
         setMultipartFormData(multipartFormData)
     }
 
-    /// Makes the form this request's body: a new ``MultipartBodyStream``, `Content-Type`, and `Content-Length`
-    /// where URLSession honours it with a stream.
+    /// Makes the form this request's body: a new ``MultipartBodyStream``, `Content-Type`, and the exact
+    /// `Content-Length`, which URLSession sends with the stream on every platform.
     ///
-    /// Apple's URLSession sends the exact `Content-Length` with a body stream. Linux URLSession always sends a
-    /// stream chunked and would add a `Content-Length` beside `Transfer-Encoding: chunked`, which strict servers
-    /// (Node, SwiftNIO) reject (swift-corelibs-foundation #4818), so on Linux any `Content-Length` is removed.
+    /// On Linux this also sets `Transfer-Encoding` and `Expect` to a single space, which libcurl takes as "no
+    /// chunked framing, no `100-continue`" and leaves out of the request: the body goes out raw with its length, as
+    /// servers that ignore or refuse chunked bodies (Django, PHP-FPM, S3) need. A 301, 302 or 303 answer turns the
+    /// request into a GET, and Linux URLSession keeps the `Content-Length` on it: give the session a delegate that
+    /// removes it in `willPerformHTTPRedirection`, or upload with `URLSession.upload(_:with:strategy:progress:)`,
+    /// which does.
     public mutating func setMultipartFormData(_ form: MultipartFormData) {
         httpBodyStream = form.makeBodyStream()
         setValue(form.contentType, forHTTPHeaderField: "Content-Type")
-        #if canImport(Darwin)
-            setValue(String(form.contentLength), forHTTPHeaderField: "Content-Length")
-        #else
-            setValue(nil, forHTTPHeaderField: "Content-Length")
+        setBodyLength(form.contentLength)
+    }
+
+    /// Sets `Content-Length` to `length` for a body that URLSession reads from a stream or a file.
+    mutating func setBodyLength(_ length: UInt64) {
+        setValue(String(length), forHTTPHeaderField: "Content-Length")
+        #if !canImport(Darwin)
+            // libcurl frames a stream of unknown size as chunked unless the request names another Transfer-Encoding.
+            // A blank value names one, so chunked framing is off, and libcurl leaves a header whose value is blank
+            // out of the request: the body goes out raw behind our Content-Length (swift-corelibs-foundation #4818
+            // would otherwise send both headers, which strict servers reject).
+            setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+            // libcurl adds `Expect: 100-continue` and then waits a second for servers that never answer it; a blank
+            // value leaves it out (an empty one would send `Expect:`, which Node answers with 417).
+            if value(forHTTPHeaderField: "Expect") == nil {
+                setValue(" ", forHTTPHeaderField: "Expect")
+            }
         #endif
+    }
+
+    /// Removes what described the body, for a redirect that turned the request into a GET without one.
+    mutating func removeBodyHeaders() {
+        for name in ["Content-Length", "Content-Type", "Transfer-Encoding", "Expect"] {
+            setValue(nil, forHTTPHeaderField: name)
+        }
     }
 }

@@ -25,7 +25,7 @@ extension URLSession {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
         if let appendError = form.appendError { throw appendError }
         var bodyFile: URL?
-        if strategy.resolved(for: request) == .file {
+        if strategy.resolved == .file {
             bodyFile = try await Self.writeTemporaryFile(of: form)
         }
         if Task.isCancelled {
@@ -34,7 +34,7 @@ extension URLSession {
         }
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, callerSession: self, followsRedirects: true,
+            form: form, bodyFile: bodyFile, callerSession: self, ownsTask: true,
             progress: progress, completion: result.resolve)
         let task = upload.makeTask(for: request)
         do {
@@ -67,7 +67,7 @@ extension URLSession {
         var bodyFile: URL?
         if configuration.identifier != nil {
             form.appendError = MultipartError(.backgroundSession)
-        } else if form.appendError == nil, strategy.resolved(for: request) == .file {
+        } else if form.appendError == nil, strategy.resolved == .file {
             let url = Self.temporaryBodyURL()
             do {
                 try form.writeEncodedData(to: url)
@@ -77,7 +77,7 @@ extension URLSession {
             }
         }
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, callerSession: self, followsRedirects: false,
+            form: form, bodyFile: bodyFile, callerSession: self, ownsTask: false,
             progress: progress
         ) { result in
             switch result {
@@ -85,7 +85,7 @@ extension URLSession {
             case .failure(let error): completionHandler(nil, nil, error)
             }
         }
-        return upload.makeTask(for: request)
+        return upload.makeUploadTask(for: request)
     }
 
     private static func temporaryBodyURL() -> URL {

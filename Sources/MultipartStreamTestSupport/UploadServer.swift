@@ -16,6 +16,9 @@ public final class UploadServer {
         /// Node, splitting the body as it streams in and answering each part's length and SHA-256, for bodies too
         /// large to hold; `Peers/upload-sink.mjs`.
         case sink
+        /// Django under gunicorn (installed from PyPI when missing), which reads only bodies with a
+        /// `Content-Length`; answers ``DjangoForm``. `Peers/django_server.py`.
+        case django
 
         /// The server's name.
         public var description: String { rawValue }
@@ -43,6 +46,40 @@ public final class UploadServer {
         public var error: String?
     }
 
+    /// What Django made of one request: `request.POST` and `request.FILES`.
+    public struct DjangoForm: Decodable, Sendable {
+        /// One uploaded file, as Django stored it.
+        public struct File: Decodable, Equatable, Sendable {
+            /// The file name.
+            public var fileName: String
+            /// The part's `Content-Type`.
+            public var contentType: String
+            /// The file's size.
+            public var bytes: Int
+            /// The SHA-256 of its bytes, in lowercase hex.
+            public var sha256: String
+
+            /// Creates a file description.
+            public init(fileName: String, contentType: String, bytes: Int, sha256: String) {
+                self.fileName = fileName
+                self.contentType = contentType
+                self.bytes = bytes
+                self.sha256 = sha256
+            }
+        }
+
+        /// The request method.
+        public var method: String
+        /// The `Content-Length` header.
+        public var contentLength: String?
+        /// The `Transfer-Encoding` header.
+        public var transferEncoding: String?
+        /// `request.POST`: each text field's values.
+        public var fields: [String: [String]]
+        /// `request.FILES`: each file field's files.
+        public var files: [String: [File]]
+    }
+
     /// One request in the Node server's log.
     public struct LoggedRequest: Decodable, Equatable, Sendable {
         /// The request path.
@@ -51,6 +88,12 @@ public final class UploadServer {
         public var method: String
         /// How many body bytes arrived.
         public var bytes: Int
+        /// The `Content-Length` header.
+        public var contentLength: String?
+        /// The `Transfer-Encoding` header.
+        public var transferEncoding: String?
+        /// The client's port: one per connection.
+        public var port: Int
     }
 
     /// Which server this is.
@@ -68,6 +111,7 @@ public final class UploadServer {
         case .node: process.arguments = ["node", peerScript("upload-server.mjs").path]
         case .werkzeug: process.arguments = ["python3", peerScript("parse_werkzeug.py").path, "serve"]
         case .sink: process.arguments = ["node", peerScript("upload-sink.mjs").path]
+        case .django: process.arguments = ["python3", peerScript("django_server.py").path]
         }
         process.standardInput = stdin
         process.standardOutput = stdout

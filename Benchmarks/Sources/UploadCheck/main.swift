@@ -6,25 +6,40 @@ import MultipartStreamTestSupport
     import FoundationNetworking
 #endif
 
-// Uploads a large file (2 GiB by default) through URLSession to a Node sink on 127.0.0.1 and checks that every
-// byte arrived: the byte count, and the SHA-256 of the file part against `sha256sum` of the file. Reports the time
-// and this process's peak resident memory, so run one strategy per process.
-// Usage: upload-check [--size BYTES] [--strategy stream|file]
+// Uploads a large file (2 GiB by default) through URLSession to a Node server on 127.0.0.1 and checks that every
+// byte arrived. Reports the time and this process's peak resident memory, so run one upload per process.
+// Usage: upload-check [--size BYTES] [--strategy stream|file|floor] [--file PATH] [--url URL]
+//   --strategy floor  URLSession's own floor: the file itself as a plain InputStream(fileAtPath:) body with its
+//                     Content-Length, no multipart, no MultipartStream
+//   --file PATH       upload this file (its size wins over --size) instead of writing a random one
+//   --url URL         a byte-counting sink that is already running (Peers/count-sink.mjs): only the byte count is
+//                     checked. Without it, the upload goes to a sink of its own that hashes every part, and the file
+//                     part's SHA-256 is checked against sha256sum's.
+
+enum Strategy: String {
+    case stream, file, floor
+}
 
 var size: UInt64 = 2 << 30
-var strategy = MultipartUploadStrategy.stream
+var strategy = Strategy.stream
+var givenFile: URL?
+var sinkURL: URL?
 var arguments = CommandLine.arguments.dropFirst()
 while let option = arguments.popFirst() {
     switch (option, arguments.popFirst()) {
     case ("--size", let value?) where UInt64(value) != nil: size = UInt64(value)!
-    case ("--strategy", "stream"): strategy = .stream
-    case ("--strategy", "file"): strategy = .file
+    case ("--strategy", let value?) where Strategy(rawValue: value) != nil: strategy = Strategy(rawValue: value)!
+    case ("--file", let value?): givenFile = URL(fileURLWithPath: value)
+    case ("--url", let value?) where URL(string: value) != nil: sinkURL = URL(string: value)
     default:
-        FileHandle.standardError.write(Data("usage: upload-check [--size BYTES] [--strategy stream|file]\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "usage: upload-check [--size BYTES] [--strategy stream|file|floor] [--file PATH] [--url URL]\n".utf8))
         exit(2)
     }
 }
 
+/// What either sink answers; the hashing sink also lists the parts.
 struct SinkAnswer: Decodable {
     struct Part: Decodable {
         var headers: String
@@ -39,55 +54,74 @@ struct SinkAnswer: Decodable {
 }
 
 let directory = try TemporaryDirectory()
-let fileURL = directory.path("large.bin")
-var generator = SeededGenerator(seed: size)
-try generator.writeFile(at: fileURL, size: size)
-let expectedSHA = try sha256sum(fileURL)
+let fileURL: URL
+if let givenFile {
+    fileURL = givenFile
+    size = UInt64(try FileManager.default.attributesOfItem(atPath: givenFile.path)[.size] as! Int)
+} else {
+    fileURL = directory.path("large.bin")
+    var generator = SeededGenerator(seed: size)
+    try generator.writeFile(at: fileURL, size: size)
+}
+let expectedSHA = sinkURL == nil ? try sha256sum(fileURL) : nil
 
 var form = MultipartFormData()
 form.append("upload-check", name: "note")
 try form.append(fileURL: fileURL, name: "file")
-let server = try UploadServer(.sink)
+let server = sinkURL == nil ? try UploadServer(.sink) : nil
+let url = sinkURL ?? server!.url()
+let session = URLSession(configuration: .ephemeral)
+let bodyLength = strategy == .floor ? size : form.contentLength
+
 let clock = ContinuousClock()
 let start = clock.now
-let (data, _) = try await URLSession(configuration: .ephemeral).upload(
-    form, with: URLRequest(url: server.url()), strategy: strategy)
+let data: Data
+switch strategy {
+case .stream, .file:
+    (data, _) = try await session.upload(
+        form, with: URLRequest(url: url), strategy: strategy == .stream ? .stream : .file)
+case .floor:
+    var request = URLRequest(url: url)
+    request.httpMethod = "POST"
+    request.httpBodyStream = InputStream(fileAtPath: fileURL.path)
+    request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+    request.setValue(String(size), forHTTPHeaderField: "Content-Length")
+    #if !canImport(Darwin)
+        // As MultipartStream does: no chunked framing, no Expect (see URLRequest.setMultipartFormData).
+        request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+        request.setValue(" ", forHTTPHeaderField: "Expect")
+    #endif
+    (data, _) = try await session.data(for: request)
+}
 let elapsed = clock.now - start
 let answer = try JSONDecoder().decode(SinkAnswer.self, from: data)
 
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 var problems: [String] = []
 if let error = answer.error { problems.append("the sink failed: \(error)") }
-if answer.bytes != form.contentLength {
-    problems.append("\(answer.bytes ?? 0) bytes arrived, sent \(form.contentLength)")
+if answer.bytes != bodyLength { problems.append("\(answer.bytes ?? 0) bytes arrived, sent \(bodyLength)") }
+if answer.contentLength != String(bodyLength) || answer.transferEncoding != nil {
+    problems.append("sent with \(answer.contentLength.map { "Content-Length \($0)" } ?? "no Content-Length")")
 }
-if answer.parts?.count != 2 { problems.append("\(answer.parts?.count ?? 0) parts arrived, sent 2") }
-if let file = answer.parts?.last {
-    if file.bytes != size { problems.append("the file part has \(file.bytes) bytes, sent \(size)") }
-    if file.sha256 != expectedSHA { problems.append("the file part's SHA-256 is \(file.sha256), sent \(expectedSHA)") }
+if let expectedSHA {
+    if answer.parts?.count != 2 { problems.append("\(answer.parts?.count ?? 0) parts arrived, sent 2") }
+    if let file = answer.parts?.last {
+        if file.bytes != size { problems.append("the file part has \(file.bytes) bytes, sent \(size)") }
+        if file.sha256 != expectedSHA {
+            problems.append("the file part's SHA-256 is \(file.sha256), sent \(expectedSHA)")
+        }
+    }
 }
 let framing =
     answer.contentLength.map { "Content-Length \($0)" } ?? "Transfer-Encoding \(answer.transferEncoding ?? "none")"
+let verdict = expectedSHA == nil ? "byte count" : "SHA-256"
 print(
-    "upload-check: \(strategy) \(size) bytes in \(String(format: "%.2f", seconds)) s "
-        + "(\(String(format: "%.0f", Double(form.contentLength) / seconds / 1e6)) MB/s), \(framing), "
-        + "SHA-256 \(problems.isEmpty ? "matches" : "differs"), peak RSS \(peakResidentMiB()) MiB")
+    "upload-check: \(strategy) \(size) bytes in \(String(format: "%.3f", seconds)) s "
+        + "(\(String(format: "%.0f", Double(bodyLength) / seconds / 1e6)) MB/s), \(framing), "
+        + "\(verdict) \(problems.isEmpty ? "matches" : "differs"), peak RSS \(peakResidentMiB()) MiB")
 for problem in problems { print("FAIL \(problem)") }
 print("\(problems.isEmpty ? 1 : 0) passed, \(problems.isEmpty ? 0 : 1) failed")
 exit(problems.isEmpty ? 0 : 1)
-
-/// `sha256sum` of the file: an implementation independent of everything under test.
-func sha256sum(_ url: URL) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["sha256sum", url.path]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.run()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: output, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
-}
 
 /// VmHWM from /proc/self/status: the most resident memory this process has had.
 func peakResidentMiB() -> Int {

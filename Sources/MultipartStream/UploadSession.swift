@@ -1,0 +1,162 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The private session that carries every upload made through one caller's session, so that they share its
+/// connections, and that hands each task's events to the upload that made the task.
+///
+/// Private, because Linux URLSession sends task events only to the session's delegate (a task's own delegate hears
+/// nothing but `needNewBodyStream`), and an upload needs them all. Made from the caller's configuration when its
+/// first upload starts; invalidated once it has carried no upload for ``idleTimeout``, so it never outlives the
+/// caller's use of it by more than that, whether or not the caller's session was invalidated.
+final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: all mutable state, of every instance and of the registry, is guarded by `lock`.
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var registry: [ObjectIdentifier: UploadSession] = [:]
+    /// How long a session with no upload in flight stays open for the next one. Node and many servers close idle
+    /// connections after 5 seconds; 30 keeps the rest.
+    nonisolated(unsafe) static var idleTimeout: TimeInterval = 30
+
+    /// The caller's session, whose delegate hears authentication challenges; weak, so that dropping it is enough.
+    private(set) weak var callerSession: URLSession?
+    /// The registry's key: the caller session's identity, kept after the session itself is gone.
+    private let key: ObjectIdentifier
+    /// Made on first use, under `lock`: it needs `self` as its delegate.
+    private lazy var session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+    private let configuration: URLSessionConfiguration
+    private var uploads: [Int: MultipartUpload] = [:]
+    /// Changes whenever an upload starts or the last one ends, so that an idle timer knows it is stale.
+    private var generation = 0
+
+    private init(callerSession: URLSession) {
+        self.callerSession = callerSession
+        key = ObjectIdentifier(callerSession)
+        // A background configuration only reaches here for a form that fails when resumed (its appendError says
+        // why); such a session cannot carry stream uploads.
+        configuration = callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
+    }
+
+    /// The task that `make` makes on the private session of `callerSession`, whose events go to `upload`.
+    static func makeTask<Task: URLSessionTask>(
+        for upload: MultipartUpload,
+        of callerSession: URLSession,
+        _ make: (URLSession) -> Task
+    ) -> Task {
+        lock.withLock {
+            let key = ObjectIdentifier(callerSession)
+            let uploadSession: UploadSession
+            if let existing = registry[key], existing.callerSession === callerSession {
+                uploadSession = existing
+            } else {
+                // The identifier of a session that is gone can come back for a new one.
+                registry[key]?.close()
+                uploadSession = UploadSession(callerSession: callerSession)
+                registry[key] = uploadSession
+            }
+            let task = make(uploadSession.session)
+            uploadSession.uploads[task.taskIdentifier] = upload
+            uploadSession.generation += 1
+            return task
+        }
+    }
+
+    /// Whether `callerSession` has a private session open now.
+    static func isOpen(for callerSession: URLSession) -> Bool {
+        lock.withLock { registry[ObjectIdentifier(callerSession)]?.callerSession === callerSession }
+    }
+
+    /// Invalidates the session, which then lets go of this delegate, and forgets it; `lock` held.
+    private func close() {
+        if Self.registry[key] === self { Self.registry[key] = nil }
+        session.finishTasksAndInvalidate()
+    }
+
+    private func upload(for task: URLSessionTask) -> MultipartUpload? {
+        Self.lock.withLock { uploads[task.taskIdentifier] }
+    }
+
+    /// Forgets the task's upload; once none is left, closes the session after ``idleTimeout`` unless another
+    /// starts first.
+    private func taskEnded(_ task: URLSessionTask) {
+        let generation: Int? = Self.lock.withLock {
+            uploads[task.taskIdentifier] = nil
+            guard uploads.isEmpty else { return nil }
+            self.generation += 1
+            return self.generation
+        }
+        guard let generation else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + Self.idleTimeout) { [self] in
+            Self.lock.withLock {
+                if self.generation == generation, uploads.isEmpty { close() }
+            }
+        }
+    }
+
+    // MARK: Events, each handed to the upload of its task
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        guard let upload = upload(for: task) else { return completionHandler(nil) }
+        upload.urlSession(session, task: task, needNewBodyStream: completionHandler)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        upload(for: task)?.urlSession(
+            session, task: task, didSendBodyData: bytesSent, totalBytesSent: totalBytesSent,
+            totalBytesExpectedToSend: totalBytesExpectedToSend)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let upload = upload(for: dataTask) else { return completionHandler(.cancel) }
+        upload.urlSession(session, dataTask: dataTask, didReceive: response, completionHandler: completionHandler)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        upload(for: dataTask)?.urlSession(session, dataTask: dataTask, didReceive: data)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        guard let upload = upload(for: task) else { return completionHandler(nil) }
+        upload.urlSession(
+            session, task: task, willPerformHTTPRedirection: response, newRequest: request,
+            completionHandler: completionHandler)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        guard let upload = upload(for: task) else { return completionHandler(.cancelAuthenticationChallenge, nil) }
+        upload.urlSession(session, task: task, didReceive: challenge, completionHandler: completionHandler)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        // The upload may start its next task (a redirect) first, so the session is never idle in between.
+        upload(for: task)?.urlSession(session, task: task, didCompleteWithError: error)
+        taskEnded(task)
+    }
+}
