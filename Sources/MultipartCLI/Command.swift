@@ -29,10 +29,15 @@ enum Command {
                 return .success
             }
             let form = try makeForm(options)
+            // Where the output goes is settled, and checked against the inputs, before a byte is sent.
+            let inputs = options.fields.compactMap(\.path)
             if let url = options.url {
-                try await upload(form, to: url, options: options)
+                let output = try options.output.map { try OutputFile($0, option: "-o", inputs: inputs) }
+                try await upload(form, to: url, options: options, output: output ?? .standardOutput)
             } else {
-                try write(form, to: options.outputBody ?? options.output!)
+                let option = options.outputBody != nil ? "--output-body" : "-o"
+                let output = try OutputFile(options.outputBody ?? options.output!, option: option, inputs: inputs)
+                try output.write(form, option: option)
                 printError("Content-Type: \(form.contentType)\nContent-Length: \(form.contentLength)")
             }
             return .success
@@ -93,35 +98,7 @@ enum Command {
         return form
     }
 
-    static func write(_ form: MultipartFormData, to path: String) throws {
-        do {
-            if path == "-" {
-                try writeToStandardOutput(form)
-            } else {
-                // Like curl's -o, replace what is there.
-                let url = URL(fileURLWithPath: path)
-                try? FileManager.default.removeItem(at: url)
-                try form.writeEncodedData(to: url)
-            }
-        } catch let error as MultipartError {
-            throw CommandFailure(status: .localFile, message: error.description)
-        }
-    }
-
-    private static func writeToStandardOutput(_ form: MultipartFormData) throws {
-        let stream = form.makeBodyStream()
-        stream.open()
-        defer { stream.close() }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = stream.read(&buffer, maxLength: buffer.count)
-            if count < 0 { throw stream.streamError! }
-            if count == 0 { return }
-            FileHandle.standardOutput.write(Data(buffer[..<count]))
-        }
-    }
-
-    static func upload(_ form: MultipartFormData, to url: URL, options: Options) async throws {
+    static func upload(_ form: MultipartFormData, to url: URL, options: Options, output: OutputFile) async throws {
         var request = URLRequest(url: url)
         request.httpMethod = options.method ?? "POST"
         for header in options.headers {
@@ -160,15 +137,7 @@ enum Command {
                 status: .network,
                 message: "\(url.absoluteString) answered HTTP \(status)\n" + firstLines.joined(separator: "\n"))
         }
-        if let output = options.output, output != "-" {
-            do {
-                try data.write(to: URL(fileURLWithPath: output))
-            } catch {
-                throw CommandFailure(status: .localFile, message: "-o \(output): \(error.localizedDescription)")
-            }
-        } else {
-            FileHandle.standardOutput.write(data)
-        }
+        try output.write(data, option: "-o")
     }
 
     static func printError(_ text: String) {
@@ -181,7 +150,7 @@ extension MultipartError.Reason {
     var isFileProblem: Bool {
         switch self {
         case .notAFileURL, .fileNotFound, .isDirectory, .fileSizeUnavailable, .fileUnreadable, .fileVanished,
-            .fileSizeChanged, .fileReadFailed, .outputFileExists, .outputWriteFailed:
+            .fileSizeChanged, .fileChanged, .fileReadFailed, .outputFileExists, .outputWriteFailed:
             true
         default:
             false

@@ -6,6 +6,14 @@ enum FieldArgument: Equatable {
     case file(name: String, path: String, type: String?, fileName: String?)
     case textFromFile(name: String, path: String, type: String?)
 
+    /// The local file the field reads, if any.
+    var path: String? {
+        switch self {
+        case .file(_, let path, _, _), .textFromFile(_, let path, _): path
+        case .text: nil
+        }
+    }
+
     init(parsing argument: String) throws(UsageError) {
         guard let equals = argument.firstIndex(of: "=") else {
             throw UsageError("-F \(argument): expected name=value, name=@file or name=<file")

@@ -47,7 +47,7 @@ struct Options: Equatable {
             switch argument {
             case "-F", "--form": fields.append(try FieldArgument(parsing: try value(for: argument)))
             case "-H", "--header": headers.append(try Self.header(try value(for: argument)))
-            case "-X", "--request": method = try value(for: argument)
+            case "-X", "--request": method = try Self.method(try value(for: argument))
             case "--boundary": boundary = try value(for: argument)
             case "--strategy": strategy = try Self.strategy(try value(for: argument))
             case "--limit-rate": rateLimit = try Self.rate(try value(for: argument))
@@ -77,12 +77,38 @@ struct Options: Equatable {
         }
     }
 
+    /// `-H 'Name: value'`: a name that is an HTTP token, a value without CR, LF or other controls, so that no
+    /// argument can add a header line of its own.
     private static func header(_ line: String) throws(UsageError) -> Header {
         guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
-            throw UsageError("-H \(line): expected 'Name: value'")
+            throw UsageError("-H \(line.debugDescription): expected 'Name: value'")
         }
-        return Header(
-            name: String(line[..<colon]), value: line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        let name = String(line[..<colon])
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        guard isToken(name) else {
+            throw UsageError("-H \(line.debugDescription): the name must be letters, digits and !#$%&'*+-.^_`|~")
+        }
+        guard value.utf8.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+            throw UsageError("-H \(line.debugDescription): the value holds CR, LF or another control character")
+        }
+        return Header(name: name, value: value)
+    }
+
+    /// `-X METHOD`: an HTTP token, so that it cannot end the request line.
+    private static func method(_ method: String) throws(UsageError) -> String {
+        guard isToken(method) else {
+            throw UsageError("-X \(method.debugDescription): a method must be letters, digits and !#$%&'*+-.^_`|~")
+        }
+        return method
+    }
+
+    /// RFC 9110 `token`.
+    private static func isToken(_ text: String) -> Bool {
+        !text.isEmpty
+            && text.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
     }
 
     private static func strategy(_ name: String) throws(UsageError) -> MultipartUploadStrategy {
@@ -106,6 +132,8 @@ struct Options: Equatable {
         guard let number = Int(digits), number > 0 else {
             throw UsageError("--limit-rate \(text): expected a positive number of bytes per second, like 500K")
         }
-        return number * multiplier
+        let (rate, overflow) = number.multipliedReportingOverflow(by: multiplier)
+        guard !overflow else { throw UsageError("--limit-rate \(text): more bytes per second than can be counted") }
+        return rate
     }
 }

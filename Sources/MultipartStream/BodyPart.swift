@@ -10,14 +10,16 @@ struct BodyPart: Sendable {
     /// Where a part's body bytes come from, and how many there are.
     enum Body: Sendable {
         case bytes(Data)
-        case file(URL, length: UInt64)
+        /// A file, and its identity when it was appended.
+        case file(URL, FileIdentity)
         case stream(OneShotStream, length: UInt64)
         case streamFactory(@Sendable () throws -> InputStream, length: UInt64)
 
         var length: UInt64 {
             switch self {
             case .bytes(let data): UInt64(data.count)
-            case .file(_, let length), .stream(_, let length), .streamFactory(_, let length): length
+            case .file(_, let identity): identity.length
+            case .stream(_, let length), .streamFactory(_, let length): length
             }
         }
 

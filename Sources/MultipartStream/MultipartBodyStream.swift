@@ -14,9 +14,15 @@ public final class MultipartBodyStream: InputStream {
     public let contentLength: UInt64
 
     private let form: MultipartFormData
+    /// Guards `state` and `isReading`; never held while a read runs, so that `close()` (a cancel) never waits for a
+    /// caller stream that blocks.
     private let lock = NSLock()
     private var state: State = .notOpen
-    /// Separate from `lock`, which is held during reads that may block: progress must never wait for a read.
+    /// Whether a `read` is running the reader now, outside the lock. The reader is not thread-safe: while this is
+    /// set, only that read touches it, and it closes the reader's file or stream itself when it finds the stream
+    /// closed or failed on its return.
+    private var isReading = false
+    /// Separate from `lock`: progress must never wait for a state change.
     private let progress = NSLock()
     private var handedOut: UInt64 = 0
     /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
@@ -55,7 +61,7 @@ public final class MultipartBodyStream: InputStream {
             case .open(let reader) where reader.bytesRead == 0:
                 break
             case .open(let reader):
-                reader.fail(MultipartError(.notReplayable))
+                if !isReading { reader.fail(MultipartError(.notReplayable)) }
                 state = restart()
             case .atEnd, .closed:
                 state = restart()
@@ -65,12 +71,13 @@ public final class MultipartBodyStream: InputStream {
         }
     }
 
-    /// Closes the stream and the file or stream of the part it was in. A failed stream stays `.error`.
+    /// Closes the stream and the file or stream of the part it was in, at once: a read blocked in a caller's stream
+    /// returns -1 when that stream comes back. A failed stream stays `.error`.
     public override func close() {
         lock.withLock {
             switch state {
             case .open(let reader):
-                reader.fail(MultipartError(.streamNotOpen))
+                if !isReading { reader.fail(MultipartError(.streamNotOpen)) }
                 state = .closed(finished: false)
             case .atEnd:
                 state = .closed(finished: true)
@@ -101,29 +108,53 @@ public final class MultipartBodyStream: InputStream {
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
         let throttle = form.throttle
         let limit = min(len, throttle?.packetSize ?? len)
+        // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
+        let reader: MultipartReader? = lock.withLock {
+            switch state {
+            case .open(let reader) where !isReading && len >= 0:
+                isReading = true
+                return reader
+            case .open, .notOpen, .closed(finished: false):
+                if len == 0 { return nil }
+                // A negative length, a second thread reading at once, or no open stream.
+                let reason: MultipartError.Reason = len < 0 ? .invalidReadLength(len) : .streamNotOpen
+                if case .open(let reader) = state, !isReading { reader.fail(MultipartError(reason)) }
+                state = .failed(MultipartError(reason))
+                return nil
+            case .atEnd, .closed(finished: true), .failed:
+                return nil
+            }
+        }
+        guard let reader else {
+            return lock.withLock {
+                if case .failed = state { return -1 }
+                return 0
+            }
+        }
+        let result: Result<Int, MultipartError>
+        do throws(MultipartError) {
+            result = .success(try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit)))
+        } catch {
+            result = .failure(error)
+        }
         var total: UInt64 = 0
         let count = lock.withLock { () -> Int in
-            switch state {
-            case .open(let reader):
-                do throws(MultipartError) {
-                    let count = try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit))
-                    if reader.isAtEnd { state = .atEnd }
-                    total = progress.withLock {
-                        handedOut += UInt64(count)
-                        return handedOut
-                    }
-                    return count
-                } catch {
-                    state = .failed(error)
-                    return -1
-                }
-            case .atEnd, .closed(finished: true):
-                return 0
-            case .notOpen, .closed(finished: false):
-                guard limit > 0 else { return 0 }
-                state = .failed(MultipartError(.streamNotOpen))
+            isReading = false
+            guard case .open(let current) = state, current === reader else {
+                // Closed, failed or reopened while the read ran: nothing it read goes out.
+                reader.fail(MultipartError(.streamNotOpen))
                 return -1
-            case .failed:
+            }
+            switch result {
+            case .success(let count):
+                if reader.isAtEnd { state = .atEnd }
+                total = progress.withLock {
+                    handedOut += UInt64(count)
+                    return handedOut
+                }
+                return count
+            case .failure(let error):
+                state = .failed(error)
                 return -1
             }
         }

@@ -38,6 +38,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case invalidHeaderValue(name: String, value: String)
         /// A MIME type is empty or holds CR, LF or another control character.
         case invalidMIMEType(String)
+        /// The part's `partLength` bytes would make the body longer than a `Content-Length` can say (2^63 − 1).
+        case bodyTooLong(partLength: UInt64)
         /// The part's headers or in-memory body hold the text of the boundary you chose: it could end the part early,
         /// and Node's parser rejects such a form. Choose another boundary, or let the form draw a random one.
         case boundaryInPart(String)
@@ -48,6 +50,10 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case fileVanished(URL)
         /// The file's length differs from the one recorded when it was appended.
         case fileSizeChanged(URL, expected: UInt64, actual: UInt64)
+        /// The file has its appended length but is not the file appended: replaced (renamed over, or a link put in
+        /// its place) or modified since. Seen from its device, inode and modification time, so a rewrite that
+        /// restores the modification time goes unseen.
+        case fileChanged(URL)
         /// Reading the file failed; `errno` says why.
         case fileReadFailed(URL, errno: Int32)
         /// The part's stream ended after `received` of its declared `expected` bytes.
@@ -62,6 +68,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case streamAlreadyConsumed
         /// `read` was called on a body stream that is not open (never opened, or closed).
         case streamNotOpen
+        /// `read` was called with a negative `maxLength`.
+        case invalidReadLength(Int)
         /// The body stream was opened again after it handed out bytes, and a part cannot be read twice.
         case notReplayable
 
@@ -117,10 +125,14 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .invalidHeaderValue(let name, let value):
             "header \(name) has a control character in its value \(value.debugDescription)"
         case .invalidMIMEType(let type): "invalid MIME type \(type.debugDescription)"
+        case .bodyTooLong(let partLength):
+            "its \(partLength) bytes would make the body longer than a Content-Length can say (2^63 - 1 bytes)"
+        case .invalidReadLength(let length): "read asked for \(length) bytes; a length must not be negative"
         case .boundaryInPart(let boundary): "the part holds the boundary \"\(boundary)\"; choose another boundary"
         case .fileVanished(let url): "\(url.path) was removed after it was appended"
         case .fileSizeChanged(let url, let expected, let actual):
             "\(url.path) is \(actual) bytes now, \(expected) when it was appended"
+        case .fileChanged(let url): "\(url.path) was replaced or modified after it was appended"
         case .fileReadFailed(let url, let code): "reading \(url.path) failed: \(errnoText(code))"
         case .streamEndedEarly(let expected, let received):
             "stream ended after \(received) of its declared \(expected) bytes"

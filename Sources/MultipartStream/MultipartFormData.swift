@@ -91,8 +91,9 @@ public struct MultipartFormData: Sendable {
     /// Appends the file at `fileURL`, read only when the form is streamed and never held in memory.
     ///
     /// The file name defaults to the URL's last path component and the MIME type to the one of its extension. The
-    /// file must exist, be a regular file and be readable now; its length is recorded, and the stream fails if the
-    /// file differs in length when it is read.
+    /// file must exist, be a regular file and be readable now. Its identity is recorded (which file, its length and
+    /// modification time), and the body fails at this part if the file was replaced, resized or modified when it is
+    /// opened or by the time its last byte is read.
     public mutating func append(
         fileURL: URL,
         name: String,
@@ -100,11 +101,11 @@ public struct MultipartFormData: Sendable {
         mimeType: String? = nil
     ) throws(MultipartError) {
         let index = parts.count
-        let length: UInt64
+        let identity: FileIdentity
         do {
             let file = try RegularFile(opening: fileURL)
             file.close()
-            length = file.length
+            identity = file.identity
         } catch {
             throw MultipartError(error, partIndex: index, partName: name)
         }
@@ -114,7 +115,7 @@ public struct MultipartFormData: Sendable {
             throw MultipartError(.invalidMIMEType(mimeType), partIndex: index, partName: name)
         }
         do {
-            try add(name: name, fileName: fileName, mimeType: mimeType, body: .file(fileURL, length: length))
+            try add(name: name, fileName: fileName, mimeType: mimeType, body: .file(fileURL, identity))
         } catch {
             throw MultipartError(error, partIndex: index, partName: name)
         }
@@ -200,6 +201,12 @@ public struct MultipartFormData: Sendable {
     }
 
     private mutating func add(_ part: BodyPart) throws(MultipartError.Reason) {
+        // A Content-Length is an Int64 to URLSession: the whole body, with a longer boundary drawn, must fit one.
+        let (length, partOverflow) = UInt64(part.headers.bytes.count).addingReportingOverflow(part.body.length)
+        let (sum, formOverflow) = partBytes.addingReportingOverflow(length)
+        guard !partOverflow, !formOverflow, sum <= UInt64(Int64.max) - UInt64(count + 1) * 200 else {
+            throw .bodyTooLong(partLength: part.body.length)
+        }
         if part.contains(boundary) {
             guard !isBoundaryChosen else { throw .boundaryInPart(boundary) }
             // Node's parser rejects a form whose boundary text appears anywhere, even where it is no delimiter.
@@ -207,7 +214,7 @@ public struct MultipartFormData: Sendable {
                 boundary = Boundary.random()
             } while part.contains(boundary) || parts.contains { $0.contains(boundary) }
         }
-        partBytes += part.length
+        partBytes = sum
         parts.append(part)
     }
 }

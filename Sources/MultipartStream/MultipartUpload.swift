@@ -116,14 +116,18 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         return stream
     }
 
-    /// Cancels the task and closes every body stream at once, which closes the file being read.
+    /// Closes every body stream at once, which closes the file being read, and cancels the task. Returns at once:
+    /// Linux URLSession cancels a task on the queue that reads the body, which a caller stream blocked in `read`
+    /// holds until it returns, so the task is cancelled from another thread.
     func cancel() {
         let (task, streams) = lock.withLock {
             isCancelled = true
             return (self.task, self.streams)
         }
-        task?.cancel()
         for stream in streams { stream.close() }
+        if let task {
+            DispatchQueue.global().async { task.cancel() }
+        }
     }
 
     // MARK: Body
@@ -237,8 +241,9 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
 
     #if !canImport(Darwin)
         /// The stored default credential for `space`. swift-corelibs-foundation compares protection spaces by
-        /// identity, so a space equal in every field but made elsewhere finds nothing; match the fields instead, and
-        /// take a space's credential when it has exactly one.
+        /// identity, so a space equal in every field but made elsewhere finds nothing; match the fields instead.
+        /// URLSession stores a second space with the same fields after the first use, so several spaces may match:
+        /// their credentials count as one when they name the same user and password.
         private static func storedCredential(
             for space: URLProtectionSpace,
             in storage: URLCredentialStorage
@@ -249,10 +254,11 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
                     && stored.realm == space.realm && stored.authenticationMethod == space.authenticationMethod
                     && stored.isProxy() == space.isProxy()
             }
-            guard matching.count == 1, let credentials = matching.first?.value, credentials.count == 1 else {
-                return nil
-            }
-            return credentials.first?.value
+            let credentials = matching.values.flatMap(\.values)
+            guard let first = credentials.first,
+                credentials.allSatisfy({ $0.user == first.user && $0.password == first.password })
+            else { return nil }
+            return first
         }
     #endif
 

@@ -3,7 +3,7 @@ import Foundation
 /// The file or stream behind the part the reader is in, opened when the reader reaches the part and closed when it
 /// leaves it, so a form holds at most one descriptor at a time. In-memory bodies need no opening.
 enum OpenPartBody {
-    case file(RegularFile, expectedLength: UInt64)
+    case file(RegularFile, expected: FileIdentity)
     case stream(InputStream, expectedLength: UInt64)
 
     /// Opens the body's source, checking what can be checked before the first byte; `nil` for in-memory bodies.
@@ -11,18 +11,20 @@ enum OpenPartBody {
         switch body {
         case .bytes:
             return nil
-        case .file(let url, let length):
+        case .file(let url, let appended):
             let file: RegularFile
             do {
                 file = try RegularFile(opening: url)
             } catch .fileNotFound {
                 throw .fileVanished(url)
             }
-            guard file.length == length else {
+            do {
+                try file.check(against: appended)
+            } catch {
                 file.close()
-                throw .fileSizeChanged(url, expected: length, actual: file.length)
+                throw error
             }
-            return .file(file, expectedLength: length)
+            return .file(file, expected: appended)
         case .stream(let oneShot, let length):
             guard let stream = oneShot.claim() else { throw .streamAlreadyConsumed }
             return try openStream(stream, length: length)
@@ -49,20 +51,27 @@ enum OpenPartBody {
         return .stream(stream, expectedLength: length)
     }
 
+    /// The stream's error, read only when its status is `.error`: Foundation traps on reading it otherwise (a stream
+    /// that returned -1 without one, or a closed one).
+    private static func failure(of stream: InputStream) -> MultipartError.Reason {
+        .streamFailed(stream.streamStatus == .error ? stream.streamError : nil)
+    }
+
     /// Reads up to `buffer.count` bytes, `read` having been read already; the caller never asks past the length.
     func read(into buffer: UnsafeMutableRawBufferPointer, alreadyRead: UInt64) throws(MultipartError.Reason) -> Int {
         switch self {
         case .file(let file, let expected):
             let count = try file.read(into: buffer)
             guard count > 0 else {
-                throw .fileSizeChanged(file.url, expected: expected, actual: (try? file.currentLength()) ?? alreadyRead)
+                let actual = (try? file.currentLength()) ?? alreadyRead
+                throw .fileSizeChanged(file.url, expected: expected.length, actual: actual)
             }
             return count
         case .stream(let stream, let expected):
             let count = stream.read(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
             if count > 0 { return count }
             if count == 0 { throw .streamEndedEarly(expected: expected, received: alreadyRead) }
-            throw .streamFailed(stream.streamError)
+            throw Self.failure(of: stream)
         }
     }
 
@@ -71,15 +80,20 @@ enum OpenPartBody {
     func finish() throws(MultipartError.Reason) {
         switch self {
         case .file(let file, let expected):
-            let length = try file.currentLength()
-            guard length == expected else { throw .fileSizeChanged(file.url, expected: expected, actual: length) }
+            // Written to while it was read (its length or modification time moved), or replaced at its path.
+            try file.check(against: try file.currentIdentity(), expected: expected)
+            guard file.isStillAtItsPath() else { throw .fileChanged(file.url) }
         case .stream(let stream, let expected):
-            // `hasBytesAvailable` false is the end for the blocking streams URLSession reads; only probe otherwise.
-            guard stream.hasBytesAvailable else { return }
+            // A stream at its end, or one that says it has nothing more (URLSession takes that for the end, and a
+            // blocking stream would block on another read), is done. But a stream still `.notOpen` after we opened
+            // it keeps no state of its own (a subclass that overrides only open, close and read): its
+            // `hasBytesAvailable` is the base class's false and says nothing, so read one byte more.
+            let status = stream.streamStatus
+            guard status != .atEnd, stream.hasBytesAvailable || status == .notOpen else { return }
             var probe: UInt8 = 0
             let count = stream.read(&probe, maxLength: 1)
             if count > 0 { throw .streamLongerThanDeclared(length: expected) }
-            if count < 0 { throw .streamFailed(stream.streamError) }
+            if count < 0 { throw Self.failure(of: stream) }
         }
     }
 
@@ -88,5 +102,21 @@ enum OpenPartBody {
         case .file(let file, _): file.close()
         case .stream(let stream, _): stream.close()
         }
+    }
+}
+
+extension RegularFile {
+    /// Throws unless the file opened is the one appended, unchanged.
+    fileprivate func check(against appended: FileIdentity) throws(MultipartError.Reason) {
+        try check(against: identity, expected: appended)
+    }
+
+    /// Throws unless `current` is `expected`: a length that differs says by how much, anything else that the file
+    /// was replaced or modified.
+    fileprivate func check(against current: FileIdentity, expected: FileIdentity) throws(MultipartError.Reason) {
+        guard current.length == expected.length else {
+            throw .fileSizeChanged(url, expected: expected.length, actual: current.length)
+        }
+        guard current == expected else { throw .fileChanged(url) }
     }
 }

@@ -8,11 +8,37 @@ import Foundation
     import Darwin
 #endif
 
-/// An open descriptor on a regular file, and the file's length when it was opened.
+/// What tells one version of a file from another without reading it: which file (device, inode), its length and
+/// when its contents last changed. A rewrite that restores the modification time, as `touch -r` can, goes unseen.
+struct FileIdentity: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var length: UInt64
+    var modifiedSeconds: Int
+    var modifiedNanoseconds: Int
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        length = UInt64(info.st_size)
+        #if canImport(Darwin)
+            modifiedSeconds = Int(info.st_mtimespec.tv_sec)
+            modifiedNanoseconds = Int(info.st_mtimespec.tv_nsec)
+        #else
+            modifiedSeconds = Int(info.st_mtim.tv_sec)
+            modifiedNanoseconds = Int(info.st_mtim.tv_nsec)
+        #endif
+    }
+}
+
+/// An open descriptor on a regular file, and the file's identity when it was opened.
 struct RegularFile {
     let url: URL
     let descriptor: Int32
-    let length: UInt64
+    let identity: FileIdentity
+
+    /// The file's length when it was opened.
+    var length: UInt64 { identity.length }
 
     /// Opens `url` for reading; fails unless it is a regular file.
     ///
@@ -49,14 +75,27 @@ struct RegularFile {
         #endif
         self.url = url
         self.descriptor = descriptor
-        self.length = UInt64(info.st_size)
+        self.identity = FileIdentity(info)
+    }
+
+    /// The open file's identity now: its length and modification time change if it is written to.
+    func currentIdentity() throws(MultipartError.Reason) -> FileIdentity {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else { throw .fileReadFailed(url, errno: errno) }
+        return FileIdentity(info)
     }
 
     /// The file's length now, which differs from ``length`` if it was truncated or extended since it was opened.
     func currentLength() throws(MultipartError.Reason) -> UInt64 {
+        try currentIdentity().length
+    }
+
+    /// Whether the path still names this file, rather than one renamed over it or a link put in its place.
+    func isStillAtItsPath() -> Bool {
         var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw .fileReadFailed(url, errno: errno) }
-        return UInt64(info.st_size)
+        guard stat(url.path, &info) == 0 else { return false }
+        let current = FileIdentity(info)
+        return current.device == identity.device && current.inode == identity.inode
     }
 
     /// Reads up to `buffer.count` bytes into `buffer`; 0 only at the end of the file.

@@ -7,13 +7,16 @@ import Foundation
 extension URLSession {
     /// Uploads `form` with `request` (POST unless it says otherwise) and returns the response once it has arrived.
     ///
-    /// The body streams lazily (or, with `.file`, from a temporary file that is removed afterwards). `progress` is
-    /// called on URLSession's reading thread as body bytes go out, never twice with the same count, and with 100%
-    /// once; keep it quick. Cancelling the surrounding task cancels the upload at once and closes the file being
-    /// read, and throws `CancellationError`. A part that fails while streaming throws its ``MultipartError``.
+    /// The body streams lazily (or, with `.file`, from a temporary file that is removed afterwards), with its exact
+    /// `Content-Length` and no chunked framing on every platform. `progress` is called on URLSession's reading
+    /// thread as body bytes go out, a bounded number of times, only rising, and with 100% once; keep it quick.
+    /// Cancelling the surrounding task cancels the upload at once and closes the file being read, and throws
+    /// `CancellationError`. A part that fails while streaming throws its ``MultipartError``, and so does a 2xx that
+    /// came before the whole body was handed out
+    /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``).
     ///
-    /// The upload runs on a private session made from this session's configuration; this session's delegate still
-    /// answers authentication challenges. A retry after a 401 or a 307/308 redirect sends the whole body again (on
+    /// The uploads of one session run on one private session made from its configuration, and share its
+    /// connections; this session's delegate still answers authentication challenges. A retry after a 401 or a 307/308 redirect sends the whole body again (on
     /// Linux, a redirect only to the same origin). Background sessions cannot be used: see
     /// ``MultipartUploadStrategy/file``.
     public func upload(
@@ -42,6 +45,9 @@ extension URLSession {
                 try await result.value { task.resume() }
             } onCancel: {
                 upload.cancel()
+                // Answer now: URLSession handles the cancel on the queue that reads the body, which a caller stream
+                // blocked in `read` holds until it returns. The task ends, and closes everything, on its own.
+                result.resolve(.failure(CancellationError()))
             }
         } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
             throw CancellationError()

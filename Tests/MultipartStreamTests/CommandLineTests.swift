@@ -85,7 +85,14 @@ import Testing
         (["--strategy", "fast", "-o", "-"], "expected stream, file or automatic"),
         (["--limit-rate", "fast", "-o", "-"], "expected a positive number"),
         (["--limit-rate", "0", "-o", "-"], "expected a positive number"),
+        (["--limit-rate", "9999999999999999G", "-o", "-"], "more bytes per second than can be counted"),
         (["-H", "NoColon", "-o", "-"], "expected 'Name: value'"),
+        (["-H", "X-A: 1\r\nX-Injected: 2", "-o", "-"], "holds CR, LF or another control character"),
+        (["-H", "X-A: 1\nX-Injected: 2", "-o", "-"], "holds CR, LF or another control character"),
+        (["-H", "X A: 1", "-o", "-"], "the name must be"),
+        (["-H", "X\u{01}A: 1", "-o", "-"], "the name must be"),
+        (["-X", "POST /x HTTP/1.1\r\nX-Injected: 1\r\n", "-o", "-"], "a method must be"),
+        (["-X", "", "-o", "-"], "a method must be"),
         (["--bogus"], "unknown option --bogus"),
         (["ftp://example.com/"], "not an http or https URL"),
         (["http://a.example/", "http://b.example/"], "more than one URL"),
@@ -200,6 +207,43 @@ import Testing
         // `-` is standard output.
         let piped = try run(["-F", "name=Ada", "--output-body", "-", "--boundary", "B0undary"])
         #expect(String(decoding: piped.stdout, as: UTF8.self).hasPrefix("--B0undary\r\nContent-Disposition"))
+    }
+
+    @Test func outputNeverRemovesWhatTheCommandDidNotCreate() throws {
+        let kept = Data("keep me".utf8)
+        try FileManager.default.createDirectory(at: directory.path("d"), withIntermediateDirectories: false)
+        _ = try directory.file("d/keep", contents: kept)
+        _ = try directory.file("in", contents: kept)
+        for arguments in [
+            ["-F", "a=b", "-o", "d"], ["-F", "a=b", "-o", "."], ["-F", "a=b", "--output-body", "d"],
+            ["-F", "x=@in", "-o", "in"], ["-F", "x=<in", "--output-body", "in"],
+        ] {
+            let result = try run(arguments)
+            #expect(result.status == 3, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("is a directory") || result.stderr.contains("an input of the form"))
+        }
+        #expect(try Data(contentsOf: directory.path("d/keep")) == kept)
+        #expect(try Data(contentsOf: directory.path("in")) == kept)
+
+        // A device is written into, not replaced.
+        #expect(try run(["-F", "a=b", "-o", "/dev/null"]).status == 0)
+        let null = try FileManager.default.attributesOfItem(atPath: "/dev/null")
+        #expect(null[.type] as? FileAttributeType == .typeCharacterSpecial)
+
+        // A file is replaced whole, through a link to it; the link stays a link.
+        _ = try directory.file("old.multipart", contents: kept)
+        try FileManager.default.createSymbolicLink(
+            at: directory.path("link.multipart"), withDestinationURL: directory.path("old.multipart"))
+        let replaced = try run(["-F", "a=b", "-o", "link.multipart"])
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        let body = try Data(contentsOf: directory.path("old.multipart"))
+        #expect(replaced.stderr.contains("Content-Length: \(body.count)"))
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: directory.path("link.multipart").path)
+                == directory.path("old.multipart").path)
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+            .filter { $0.contains(".multipart-") }
+        #expect(leftovers.isEmpty, "no temporary file left behind")
     }
 
     @Test func aMissingFileExits3BeforeAnyByteIsSent() async throws {

@@ -282,6 +282,11 @@ import Testing
         #expect(OpenDescriptors.count(under: directory.url) == 1, "the file is open while it is sent")
         upload.cancel()
         await #expect(throws: CancellationError.self) { try await upload.value }
+        // The await returns at once; a read running at that moment closes the file when it returns.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while OpenDescriptors.count(under: directory.url) > 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(OpenDescriptors.count(under: directory.url) == 0, "cancelling closed the file")
         let sentWhenCancelled = reports.values.last?.bytesSent ?? 0
         #expect(sentWhenCancelled < form.contentLength)

@@ -1,0 +1,176 @@
+import Foundation
+import MultipartStream
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where `-o` or `--output-body` writes, decided before a byte is sent: the command never removes anything it did
+/// not create.
+///
+/// A directory, and a file that is one of the form's own inputs, are refused. A character device (`/dev/null`) or a
+/// FIFO is written into as it is. A regular file, or a new one, is written as a temporary file beside it that is
+/// renamed over it only once complete, so a failure leaves what was there as it was (through a symbolic link, the
+/// file it points to is the one replaced).
+enum OutputFile {
+    case standardOutput
+    /// A character device or FIFO, written into.
+    case device(String)
+    /// A regular file, or none yet, at this path with links resolved.
+    case file(String)
+
+    /// The output at `path` (`-` for standard output), refused when it is a directory, another kind of special file,
+    /// or the same file as one of `inputs`.
+    init(_ path: String, option: String, inputs: [String]) throws {
+        if path == "-" {
+            self = .standardOutput
+            return
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            guard errno == ENOENT else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
+            self = .file(Self.resolvingLinks(path))
+            return
+        }
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR:
+            throw CommandFailure(status: .localFile, message: "\(option) \(path): is a directory; give a file name")
+        case S_IFCHR, S_IFIFO:
+            self = .device(path)
+        case S_IFREG:
+            for input in inputs {
+                var inputInfo = stat()
+                if stat(input, &inputInfo) == 0, inputInfo.st_dev == info.st_dev, inputInfo.st_ino == info.st_ino {
+                    throw CommandFailure(
+                        status: .localFile, message: "\(option) \(path): is \(input), an input of the form")
+                }
+            }
+            self = .file(Self.resolvingLinks(path))
+        default:
+            throw CommandFailure(status: .localFile, message: "\(option) \(path): not a regular file or a device")
+        }
+    }
+
+    /// Writes the form's body.
+    func write(_ form: MultipartFormData, option: String) throws {
+        switch self {
+        case .standardOutput:
+            try Self.stream(form, to: FileHandle.standardOutput.fileDescriptor, option: option, path: "-")
+        case .device(let path):
+            let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
+            defer { _ = close(descriptor) }
+            try Self.stream(form, to: descriptor, option: option, path: path)
+        case .file(let path):
+            try Self.replace(path, option: option) { temporary in
+                do throws(MultipartError) {
+                    try form.writeEncodedData(to: URL(fileURLWithPath: temporary))
+                } catch {
+                    throw CommandFailure(status: .localFile, message: "\(option) \(path): \(error.reason)")
+                }
+            }
+        }
+    }
+
+    /// Writes `data` (a response body).
+    func write(_ data: Data, option: String) throws {
+        switch self {
+        case .standardOutput:
+            FileHandle.standardOutput.write(data)
+        case .device(let path):
+            let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
+            defer { _ = close(descriptor) }
+            try Self.write(data, to: descriptor, option: option, path: path)
+        case .file(let path):
+            try Self.replace(path, option: option) { temporary in
+                let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+                guard descriptor >= 0 else {
+                    throw CommandFailure(status: .localFile, message: Self.failure(option, temporary))
+                }
+                defer { _ = close(descriptor) }
+                try Self.write(data, to: descriptor, option: option, path: path)
+            }
+        }
+    }
+
+    /// Has `fill` write a new temporary file beside `path`, then renames it over `path`; on failure removes the
+    /// temporary file, which it made, and nothing else.
+    private static func replace(
+        _ path: String,
+        option: String,
+        fill: (String) throws -> Void
+    ) throws {
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).multipart-\(UUID().uuidString)").path
+        do {
+            try fill(temporary)
+            guard rename(temporary, path) == 0 else {
+                throw CommandFailure(status: .localFile, message: failure(option, path))
+            }
+        } catch {
+            _ = unlink(temporary)
+            throw error
+        }
+    }
+
+    private static func stream(
+        _ form: MultipartFormData,
+        to descriptor: Int32,
+        option: String,
+        path: String
+    ) throws {
+        let stream = form.makeBodyStream()
+        stream.open()
+        defer { stream.close() }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            if count < 0 {
+                // Our own stream: its error is set whenever read returns -1.
+                let reason = (stream.streamError as? MultipartError)?.description ?? "the body failed"
+                throw CommandFailure(status: .localFile, message: reason)
+            }
+            if count == 0 { return }
+            try write(Data(buffer[..<count]), to: descriptor, option: option, path: path)
+        }
+    }
+
+    private static func write(_ data: Data, to descriptor: Int32, option: String, path: String) throws {
+        try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            var written = 0
+            while written < bytes.count {
+                let result = systemWrite(descriptor, bytes.baseAddress! + written, bytes.count - written)
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    throw CommandFailure(status: .localFile, message: failure(option, path))
+                }
+                written += result
+            }
+        }
+    }
+
+    /// `path` with every symbolic link along it resolved, so that a link is written through, not replaced.
+    private static func resolvingLinks(_ path: String) -> String {
+        guard let resolved = realpath(path, nil) else { return path }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    private static func failure(_ option: String, _ path: String) -> String {
+        "\(option) \(path): \(String(cString: strerror(errno)))"
+    }
+}
+
+#if canImport(Darwin)
+    private let systemWrite = Darwin.write
+#elseif canImport(Musl)
+    private let systemWrite = Musl.write
+#else
+    private let systemWrite = Glibc.write
+#endif
