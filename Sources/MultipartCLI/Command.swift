@@ -80,7 +80,9 @@ enum Command {
                 form.append(Data(value.utf8), name: name, mimeType: type)
             case .file(let name, let path, let type, let fileName):
                 do {
-                    try form.append(fileURL: URL(fileURLWithPath: path), name: name, fileName: fileName, mimeType: type)
+                    try form.append(
+                        fileURL: RawArguments.fileURL(path), name: name,
+                        fileName: fileName ?? RawArguments.fileName(path), mimeType: type)
                 } catch let error where error.reason.isFileProblem {
                     throw CommandFailure(
                         status: .localFile, message: "-F \(name)=@\(path): \(error.reason.description)")
@@ -88,7 +90,7 @@ enum Command {
                     throw UsageError("-F \(name): \(error.reason.description)")
                 }
             case .textFromFile(let name, let path, let type):
-                guard let contents = FileManager.default.contents(atPath: path) else {
+                guard let contents = try? Data(contentsOf: RawArguments.fileURL(path)) else {
                     throw CommandFailure(status: .localFile, message: "-F \(name)=<\(path): cannot read \(path)")
                 }
                 form.append(contents, name: name, mimeType: type)

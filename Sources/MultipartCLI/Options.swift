@@ -94,10 +94,16 @@ struct Options: Equatable {
         return Header(name: name, value: value)
     }
 
-    /// `-X METHOD`: an HTTP token, so that it cannot end the request line.
+    /// `-X METHOD`: an HTTP token, so that it cannot end the request line, and one that may carry a body.
     private static func method(_ method: String) throws(UsageError) -> String {
         guard isToken(method) else {
             throw UsageError("-X \(method.debugDescription): a method must be letters, digits and !#$%&'*+-.^_`|~")
+        }
+        // curl sends a body with any method; URLSession refuses one with GET or HEAD, and the form must not turn
+        // into a POST the caller did not ask for.
+        guard !["GET", "HEAD"].contains(method.uppercased()) else {
+            throw UsageError(
+                "-X \(method): URLSession sends no body with \(method.uppercased()); use POST, PUT or PATCH")
         }
         return method
     }

@@ -31,7 +31,7 @@ enum OutputFile {
             return
         }
         var info = stat()
-        guard stat(path, &info) == 0 else {
+        guard stat(cPath(path), &info) == 0 else {
             guard errno == ENOENT else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
             self = .file(Self.resolvingLinks(path))
             return
@@ -44,7 +44,8 @@ enum OutputFile {
         case S_IFREG:
             for input in inputs {
                 var inputInfo = stat()
-                if stat(input, &inputInfo) == 0, inputInfo.st_dev == info.st_dev, inputInfo.st_ino == info.st_ino {
+                if stat(cPath(input), &inputInfo) == 0, inputInfo.st_dev == info.st_dev, inputInfo.st_ino == info.st_ino
+                {
                     throw CommandFailure(
                         status: .localFile, message: "\(option) \(path): is \(input), an input of the form")
                 }
@@ -61,7 +62,7 @@ enum OutputFile {
         case .standardOutput:
             try Self.stream(form, to: FileHandle.standardOutput.fileDescriptor, option: option, path: "-")
         case .device(let path):
-            let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            let descriptor = open(cPath(path), O_WRONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
             defer { _ = close(descriptor) }
             try Self.stream(form, to: descriptor, option: option, path: path)
@@ -82,13 +83,13 @@ enum OutputFile {
         case .standardOutput:
             FileHandle.standardOutput.write(data)
         case .device(let path):
-            let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+            let descriptor = open(cPath(path), O_WRONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
             defer { _ = close(descriptor) }
             try Self.write(data, to: descriptor, option: option, path: path)
         case .file(let path):
             try Self.replace(path, option: option) { temporary in
-                let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+                let descriptor = open(cPath(temporary), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
                 guard descriptor >= 0 else {
                     throw CommandFailure(status: .localFile, message: Self.failure(option, temporary))
                 }
@@ -110,11 +111,11 @@ enum OutputFile {
             .appendingPathComponent(".\(url.lastPathComponent).multipart-\(UUID().uuidString)").path
         do {
             try fill(temporary)
-            guard rename(temporary, path) == 0 else {
+            guard rename(cPath(temporary), cPath(path)) == 0 else {
                 throw CommandFailure(status: .localFile, message: failure(option, path))
             }
         } catch {
-            _ = unlink(temporary)
+            _ = unlink(cPath(temporary))
             throw error
         }
     }
@@ -157,9 +158,9 @@ enum OutputFile {
 
     /// `path` with every symbolic link along it resolved, so that a link is written through, not replaced.
     private static func resolvingLinks(_ path: String) -> String {
-        guard let resolved = realpath(path, nil) else { return path }
+        guard let resolved = realpath(cPath(path), nil) else { return path }
         defer { free(resolved) }
-        return String(cString: resolved)
+        return RawArguments.decode(Array(UnsafeBufferPointer(start: resolved, count: strlen(resolved))))
     }
 
     private static func failure(_ option: String, _ path: String) -> String {
@@ -174,3 +175,8 @@ enum OutputFile {
 #else
     private let systemWrite = Glibc.write
 #endif
+
+/// The bytes a path argument stands for, for the C calls (see ``RawArguments``).
+private func cPath(_ path: String) -> [CChar] {
+    RawArguments.fileSystemRepresentation(path)
+}

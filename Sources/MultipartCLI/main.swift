@@ -1,4 +1,5 @@
 import Foundation
 
-let status = await Command.run(Array(CommandLine.arguments.dropFirst()))
+// Not CommandLine.arguments, which turns bytes that are not UTF-8 into U+FFFD: paths are taken as they are.
+let status = await Command.run(RawArguments.current)
 exit(status.rawValue)

@@ -45,7 +45,10 @@ struct RegularFile {
     /// `O_NONBLOCK` because a path replaced by a FIFO would otherwise block the open until a writer appears.
     init(opening url: URL) throws(MultipartError.Reason) {
         guard url.isFileURL else { throw .notAFileURL(url) }
-        let descriptor = open(url.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        // The file system's own bytes for the path, which need not be UTF-8.
+        let descriptor = url.withUnsafeFileSystemRepresentation { path in
+            path.map { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } ?? -1
+        }
         guard descriptor >= 0 else {
             let code = errno
             switch code {
@@ -93,7 +96,7 @@ struct RegularFile {
     /// Whether the path still names this file, rather than one renamed over it or a link put in its place.
     func isStillAtItsPath() -> Bool {
         var info = stat()
-        guard stat(url.path, &info) == 0 else { return false }
+        guard url.withUnsafeFileSystemRepresentation({ $0.map { stat($0, &info) } }) == 0 else { return false }
         let current = FileIdentity(info)
         return current.device == identity.device && current.inode == identity.inode
     }

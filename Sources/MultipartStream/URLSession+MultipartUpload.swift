@@ -16,9 +16,9 @@ extension URLSession {
     /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``).
     ///
     /// The uploads of one session run on one private session made from its configuration, and share its
-    /// connections; this session's delegate still answers authentication challenges. A retry after a 401 or a 307/308 redirect sends the whole body again (on
-    /// Linux, a redirect only to the same origin). Background sessions cannot be used: see
-    /// ``MultipartUploadStrategy/file``.
+    /// connections; this session's delegate still answers authentication challenges. A retry after a 401 or a
+    /// 307/308 redirect sends the whole body again (on Linux, a redirect only to the same origin). Background
+    /// sessions cannot be used: see ``MultipartUploadStrategy/file``.
     public func upload(
         _ form: MultipartFormData,
         with request: URLRequest,
@@ -39,7 +39,11 @@ extension URLSession {
         let upload = MultipartUpload(
             form: form, bodyFile: bodyFile, callerSession: self, ownsTask: true,
             progress: progress, completion: result.resolve)
-        let task = upload.makeTask(for: request)
+        // Made on a dispatch thread: making a task waits for URLSession's queue, which a caller stream blocked in
+        // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it.
+        let task = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: upload.makeTask(for: request)) }
+        }
         do {
             return try await withTaskCancellationHandler {
                 try await result.value { task.resume() }

@@ -23,9 +23,11 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private(set) weak var callerSession: URLSession?
     /// The registry's key: the caller session's identity, kept after the session itself is gone.
     private let key: ObjectIdentifier
-    /// Made on first use, under `lock`: it needs `self` as its delegate.
-    private lazy var session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
-    private let configuration: URLSessionConfiguration
+    /// Set right after `init`, since it needs `self` as its delegate; it holds this delegate until invalidated.
+    private var madeSession: URLSession?
+    private var session: URLSession { madeSession! }
+    /// Tasks being made now, outside the lock: the session is not idle while there are any.
+    private var pendingTasks = 0
     private var uploads: [Int: MultipartUpload] = [:]
     /// Changes whenever an upload starts or the last one ends, so that an idle timer knows it is stale.
     private var generation = 0
@@ -33,44 +35,71 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private init(callerSession: URLSession) {
         self.callerSession = callerSession
         key = ObjectIdentifier(callerSession)
+    }
+
+    /// A new private session for `callerSession`.
+    private static func makeSession(for callerSession: URLSession) -> UploadSession {
+        let uploadSession = UploadSession(callerSession: callerSession)
         // A background configuration only reaches here for a form that fails when resumed (its appendError says
         // why); such a session cannot carry stream uploads.
-        configuration = callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
+        let configuration =
+            callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
+        uploadSession.madeSession = URLSession(
+            configuration: configuration, delegate: uploadSession, delegateQueue: nil)
+        return uploadSession
     }
 
     /// The task that `make` makes on the private session of `callerSession`, whose events go to `upload`.
+    ///
+    /// URLSession is called outside `lock`: making a task waits for URLSession's queue, which a caller stream
+    /// blocked in `read` may hold, and every other upload's events must go on meanwhile.
     static func makeTask<Task: URLSessionTask>(
         for upload: MultipartUpload,
         of callerSession: URLSession,
         _ make: (URLSession) -> Task
     ) -> Task {
-        lock.withLock {
-            let key = ObjectIdentifier(callerSession)
-            let uploadSession: UploadSession
-            if let existing = registry[key], existing.callerSession === callerSession {
-                uploadSession = existing
-            } else {
+        let key = ObjectIdentifier(callerSession)
+        /// The caller's open session, reserved so that the idle timer leaves it open; `nil` if there is none.
+        func reserveOpenSession() -> UploadSession? {
+            guard let existing = registry[key], existing.callerSession === callerSession else { return nil }
+            existing.pendingTasks += 1
+            existing.generation += 1
+            return existing
+        }
+        var uploadSession: UploadSession
+        if let open = lock.withLock({ reserveOpenSession() }) {
+            uploadSession = open
+        } else {
+            let made = makeSession(for: callerSession)
+            let (open, stale) = lock.withLock { () -> (UploadSession?, UploadSession?) in
+                // Another upload may have made one meanwhile.
+                if let open = reserveOpenSession() { return (open, nil) }
                 // The identifier of a session that is gone can come back for a new one.
-                registry[key]?.close()
-                uploadSession = UploadSession(callerSession: callerSession)
-                registry[key] = uploadSession
+                let stale = registry[key]
+                made.pendingTasks = 1
+                registry[key] = made
+                return (nil, stale)
             }
-            let task = make(uploadSession.session)
+            stale?.session.finishTasksAndInvalidate()
+            if let open {
+                made.session.finishTasksAndInvalidate()
+                uploadSession = open
+            } else {
+                uploadSession = made
+            }
+        }
+        let task = make(uploadSession.session)
+        lock.withLock {
+            uploadSession.pendingTasks -= 1
             uploadSession.uploads[task.taskIdentifier] = upload
             uploadSession.generation += 1
-            return task
         }
+        return task
     }
 
     /// Whether `callerSession` has a private session open now.
     static func isOpen(for callerSession: URLSession) -> Bool {
         lock.withLock { registry[ObjectIdentifier(callerSession)]?.callerSession === callerSession }
-    }
-
-    /// Invalidates the session, which then lets go of this delegate, and forgets it; `lock` held.
-    private func close() {
-        if Self.registry[key] === self { Self.registry[key] = nil }
-        session.finishTasksAndInvalidate()
     }
 
     private func upload(for task: URLSessionTask) -> MultipartUpload? {
@@ -82,15 +111,19 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private func taskEnded(_ task: URLSessionTask) {
         let generation: Int? = Self.lock.withLock {
             uploads[task.taskIdentifier] = nil
-            guard uploads.isEmpty else { return nil }
+            guard uploads.isEmpty, pendingTasks == 0 else { return nil }
             self.generation += 1
             return self.generation
         }
         guard let generation else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + Self.idleTimeout) { [self] in
-            Self.lock.withLock {
-                if self.generation == generation, uploads.isEmpty { close() }
+            let isIdle = Self.lock.withLock {
+                guard self.generation == generation, uploads.isEmpty, pendingTasks == 0 else { return false }
+                if Self.registry[key] === self { Self.registry[key] = nil }
+                return true
             }
+            // Invalidated outside the lock; the session then lets go of this delegate.
+            if isIdle { session.finishTasksAndInvalidate() }
         }
     }
 

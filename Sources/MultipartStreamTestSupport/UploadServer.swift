@@ -147,9 +147,20 @@ public final class UploadServer {
         }
     }
 
-    /// The requests the Node server has seen.
+    /// The requests the Node server has seen, fetched with curl: URLSession's one queue for the process may be held
+    /// by a test's blocked stream.
     public func log() async throws -> [LoggedRequest] {
-        let (data, _) = try await URLSession(configuration: .ephemeral).data(from: url("/log"))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["curl", "-s", "--max-time", "30", url("/log").absoluteString]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        try process.run()
+        let data = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw Peer.Failure(description: "curl \(url("/log")) exited \(process.terminationStatus)")
+        }
         return try JSONDecoder().decode([LoggedRequest].self, from: data)
     }
 }

@@ -246,6 +246,32 @@ import Testing
         #expect(leftovers.isEmpty, "no temporary file left behind")
     }
 
+    @Test func theMethodAskedForIsSent() async throws {
+        let server = try UploadServer()
+        for method in ["PUT", "PATCH", "POST"] {
+            let result = try run(["-X", method, "-F", "a=b", "-s", server.url().absoluteString])
+            #expect(result.status == 0, "\(result.stderr)")
+            let seen = try server.seen(in: result.stdout)
+            #expect(seen.method == method)
+            #expect(seen.parts?.count == 1)
+        }
+        // Never a POST that was not asked for: URLSession sends no body with GET.
+        let get = try run(["-X", "GET", "-F", "a=b", server.url().absoluteString])
+        #expect(get.status == 2)
+        #expect(get.stderr.contains("URLSession sends no body with GET"))
+        #expect(try await server.log().count == 3, "nothing was sent for the GET")
+    }
+
+    @Test func aFileWhoseNameIsNotUTF8IsFound() throws {
+        // caf\xE9.txt: Latin-1, not UTF-8; made and named through bash, which passes the byte as it is.
+        let result = try run(
+            [],
+            shell: "printf 'latin' > $'caf\\xe9.txt' && \(Self.executable.path) -F $'f=@caf\\xe9.txt' -o out.multipart")
+        #expect(result.status == 0, "\(result.stderr)")
+        let body = try Data(contentsOf: directory.path("out.multipart"))
+        #expect(body.range(of: Data("\r\n\r\nlatin\r\n".utf8)) != nil, "the file's bytes are in the body")
+    }
+
     @Test func aMissingFileExits3BeforeAnyByteIsSent() async throws {
         let server = try UploadServer()
         let result = try run(["-F", "a=1", "-F", "f=@missing.bin", server.url().absoluteString])

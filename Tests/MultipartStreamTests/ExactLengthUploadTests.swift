@@ -8,133 +8,139 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The default upload sends the exact `Content-Length` and no chunked framing, so that the servers which lose or
-/// refuse chunked bodies get every byte; a success that came before the body was read is a failure; uploads through
-/// one session share its connections, and its private session closes once idle. Serialized: two tests change the
-/// idle timeout.
-@Suite(.serialized) struct ExactLengthUploadTests {
-    let directory: TemporaryDirectory
-    let form: MultipartFormData
-    let video: URL
+extension URLSessionSuites {
+    /// The default upload sends the exact `Content-Length` and no chunked framing, so that the servers which lose or
+    /// refuse chunked bodies get every byte; a success that came before the body was read is a failure; uploads through
+    /// one session share its connections, and its private session closes once idle. Serialized: two tests change the
+    /// idle timeout.
+    @Suite(.serialized) struct ExactLengthUploadTests {
+        let directory: TemporaryDirectory
+        let form: MultipartFormData
+        let video: URL
 
-    init() throws {
-        directory = try TemporaryDirectory()
-        video = directory.path("holiday.mp4")
-        var generator = SeededGenerator(seed: 9)
-        try generator.writeFile(at: video, size: 48 << 20)
-        var form = MultipartFormData()
-        form.append("Holiday \"2026\" ü", name: "title")
-        try form.append(fileURL: video, name: "video")
-        let log = Data([UInt8].random(count: 300_000, using: &generator))
-        form.append(length: UInt64(log.count), name: "log", fileName: "app.log") { InputStream(data: log) }
-        self.form = form
-    }
-
-    private func expectDjangoGotEverything(_ data: Data, server: UploadServer) throws {
-        let seen = try JSONDecoder().decode(UploadServer.DjangoForm.self, from: data)
-        #expect(seen.contentLength == String(form.contentLength))
-        #expect(seen.transferEncoding == nil)
-        #expect(seen.fields == ["title": ["Holiday \"2026\" ü"]])
-        #expect(
-            seen.files["video"] == [
-                .init(fileName: "holiday.mp4", contentType: "video/mp4", bytes: 48 << 20, sha256: try sha256sum(video))
-            ])
-        #expect(seen.files["log"]?.map(\.bytes) == [300_000])
-    }
-
-    @Test func djangoUnderGunicornReceivesALargeFormByteExact() async throws {
-        // Chunked, this form reached Django as an empty form with a 200.
-        let server = try UploadServer(.django)
-        let (data, response) = try await URLSession(configuration: .ephemeral).upload(
-            form, with: URLRequest(url: server.url()))
-        #expect((response as? HTTPURLResponse)?.statusCode == 200)
-        try expectDjangoGotEverything(data, server: server)
-    }
-
-    @Test func aRequestMadeWithTheFormReachesDjangoByteExact() async throws {
-        let server = try UploadServer(.django)
-        let (data, _) = try await URLSession(configuration: .ephemeral).data(
-            for: URLRequest(url: server.url(), multipartFormData: form))
-        try expectDjangoGotEverything(data, server: server)
-    }
-
-    @Test func aServerThatAnswers411ToChunkedBodiesAcceptsTheUpload() async throws {
-        let server = try UploadServer()
-        let url = server.url("/length-required")
-        let (data, response) = try await URLSession(configuration: .ephemeral).upload(form, with: URLRequest(url: url))
-        #expect((response as? HTTPURLResponse)?.statusCode == 200)
-        #expect(try server.seen(in: data).bytes == Int(form.contentLength))
-        let (plain, plainResponse) = try await URLSession(configuration: .ephemeral).data(
-            for: URLRequest(url: url, multipartFormData: form))
-        #expect((plainResponse as? HTTPURLResponse)?.statusCode == 200)
-        #expect(try server.seen(in: plain).parts?.count == 3)
-    }
-
-    @Test func aSuccessThatComesBeforeTheBodyWasReadIsAnError() async throws {
-        let server = try UploadServer()
-        let request = URLRequest(url: server.url("/early"))
-        let error = try await #require(throws: MultipartError.self) {
-            _ = try await URLSession(configuration: .ephemeral).upload(form, with: request)
+        init() throws {
+            directory = try TemporaryDirectory()
+            video = directory.path("holiday.mp4")
+            var generator = SeededGenerator(seed: 9)
+            try generator.writeFile(at: video, size: 48 << 20)
+            var form = MultipartFormData()
+            form.append("Holiday \"2026\" ü", name: "title")
+            try form.append(fileURL: video, name: "video")
+            let log = Data([UInt8].random(count: 300_000, using: &generator))
+            form.append(length: UInt64(log.count), name: "log", fileName: "app.log") { InputStream(data: log) }
+            self.form = form
         }
-        let reason = error.reason
-        guard case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength) = reason
-        else {
-            Issue.record("\(error)")
-            return
-        }
-        #expect(bytesSent < form.contentLength)
-        #expect(error.description.contains("never received the whole form"))
-    }
 
-    @Test func twentyUploadsThroughOneSessionShareConnections() async throws {
-        let server = try UploadServer()
-        let session = URLSession(configuration: .ephemeral)
-        var small = MultipartFormData()
-        small.append("v", name: "n")
-        for _ in 0..<20 {
-            let (data, _) = try await session.upload(small, with: URLRequest(url: server.url()))
-            #expect(try server.seen(in: data).parts?.count == 1)
+        private func expectDjangoGotEverything(_ data: Data, server: UploadServer) throws {
+            let seen = try JSONDecoder().decode(UploadServer.DjangoForm.self, from: data)
+            #expect(seen.contentLength == String(form.contentLength))
+            #expect(seen.transferEncoding == nil)
+            #expect(seen.fields == ["title": ["Holiday \"2026\" ü"]])
+            #expect(
+                seen.files["video"] == [
+                    .init(
+                        fileName: "holiday.mp4", contentType: "video/mp4", bytes: 48 << 20, sha256: try sha256sum(video)
+                    )
+                ])
+            #expect(seen.files["log"]?.map(\.bytes) == [300_000])
         }
-        let ports = Set(try await server.log().map(\.port))
-        #expect(ports.count <= 2, "\(ports.count) connections for 20 uploads")
-        session.finishTasksAndInvalidate()
-    }
 
-    @Test func thePrivateSessionClosesOnceNoUploadIsLeft() async throws {
-        let saved = UploadSession.idleTimeout
-        UploadSession.idleTimeout = 0.2
-        defer { UploadSession.idleTimeout = saved }
-        let server = try UploadServer()
-        var small = MultipartFormData()
-        small.append("v", name: "n")
-        var session: URLSession? = URLSession(configuration: .ephemeral)
-        _ = try await session!.upload(small, with: URLRequest(url: server.url()))
-        let caller = session!
-        session!.invalidateAndCancel()
-        session = nil
-        let deadline = ContinuousClock.now + .seconds(10)
-        while UploadSession.isOpen(for: caller), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+        @Test func djangoUnderGunicornReceivesALargeFormByteExact() async throws {
+            // Chunked, this form reached Django as an empty form with a 200.
+            let server = try UploadServer(.django)
+            let (data, response) = try await URLSession(configuration: .ephemeral).upload(
+                form, with: URLRequest(url: server.url()))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            try expectDjangoGotEverything(data, server: server)
         }
-        #expect(!UploadSession.isOpen(for: caller), "the private session outlived its caller's")
-    }
 
-    @Test func progressIsReportedAFewHundredTimesAtMost() async throws {
-        let server = try UploadServer(.sink)
-        let reports = ProgressLog()
-        let start = ContinuousClock.now
-        _ = try await URLSession(configuration: .ephemeral).upload(form, with: URLRequest(url: server.url())) {
-            reports.append($0)
+        @Test func aRequestMadeWithTheFormReachesDjangoByteExact() async throws {
+            let server = try UploadServer(.django)
+            let (data, _) = try await URLSession(configuration: .ephemeral).data(
+                for: URLRequest(url: server.url(), multipartFormData: form))
+            try expectDjangoGotEverything(data, server: server)
         }
-        let elapsed = ContinuousClock.now - start
-        let values = reports.values
-        // 128 steps of the body, and one report per 100 ms of a slow transfer.
-        let bound = 128 + 1 + Int(elapsed / .milliseconds(100)) + 1
-        #expect(values.count <= bound, "\(values.count) callbacks for \(form.contentLength) bytes in \(elapsed)")
-        #expect(values.count >= 2)
-        #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesSent < $1.bytesSent })
-        #expect(values.filter { $0.fractionCompleted == 1 }.count == 1)
-        #expect(values.last?.bytesSent == form.contentLength)
+
+        @Test func aServerThatAnswers411ToChunkedBodiesAcceptsTheUpload() async throws {
+            let server = try UploadServer()
+            let url = server.url("/length-required")
+            let (data, response) = try await URLSession(configuration: .ephemeral).upload(
+                form, with: URLRequest(url: url))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength))
+            let (plain, plainResponse) = try await URLSession(configuration: .ephemeral).data(
+                for: URLRequest(url: url, multipartFormData: form))
+            #expect((plainResponse as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.seen(in: plain).parts?.count == 3)
+        }
+
+        @Test func aSuccessThatComesBeforeTheBodyWasReadIsAnError() async throws {
+            let server = try UploadServer()
+            let request = URLRequest(url: server.url("/early"))
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(form, with: request)
+            }
+            let reason = error.reason
+            guard
+                case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength) = reason
+            else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(bytesSent < form.contentLength)
+            #expect(error.description.contains("never received the whole form"))
+        }
+
+        @Test func twentyUploadsThroughOneSessionShareConnections() async throws {
+            let server = try UploadServer()
+            let session = URLSession(configuration: .ephemeral)
+            var small = MultipartFormData()
+            small.append("v", name: "n")
+            for _ in 0..<20 {
+                let (data, _) = try await session.upload(small, with: URLRequest(url: server.url()))
+                #expect(try server.seen(in: data).parts?.count == 1)
+            }
+            let ports = Set(try await server.log().map(\.port))
+            #expect(ports.count <= 2, "\(ports.count) connections for 20 uploads")
+            session.finishTasksAndInvalidate()
+        }
+
+        @Test func thePrivateSessionClosesOnceNoUploadIsLeft() async throws {
+            let saved = UploadSession.idleTimeout
+            UploadSession.idleTimeout = 0.2
+            defer { UploadSession.idleTimeout = saved }
+            let server = try UploadServer()
+            var small = MultipartFormData()
+            small.append("v", name: "n")
+            var session: URLSession? = URLSession(configuration: .ephemeral)
+            _ = try await session!.upload(small, with: URLRequest(url: server.url()))
+            let caller = session!
+            session!.invalidateAndCancel()
+            session = nil
+            let deadline = ContinuousClock.now + .seconds(10)
+            while UploadSession.isOpen(for: caller), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(!UploadSession.isOpen(for: caller), "the private session outlived its caller's")
+        }
+
+        @Test func progressIsReportedAFewHundredTimesAtMost() async throws {
+            let server = try UploadServer(.sink)
+            let reports = ProgressLog()
+            let start = ContinuousClock.now
+            _ = try await URLSession(configuration: .ephemeral).upload(form, with: URLRequest(url: server.url())) {
+                reports.append($0)
+            }
+            let elapsed = ContinuousClock.now - start
+            let values = reports.values
+            // 128 steps of the body, and one report per 100 ms of a slow transfer.
+            let bound = 128 + 1 + Int(elapsed / .milliseconds(100)) + 1
+            #expect(values.count <= bound, "\(values.count) callbacks for \(form.contentLength) bytes in \(elapsed)")
+            #expect(values.count >= 2)
+            #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesSent < $1.bytesSent })
+            #expect(values.filter { $0.fractionCompleted == 1 }.count == 1)
+            #expect(values.last?.bytesSent == form.contentLength)
+        }
     }
 }
 

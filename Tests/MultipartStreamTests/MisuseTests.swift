@@ -7,246 +7,253 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Misuse by careless callers and odd `InputStream` subclasses: files changed in place at the same size, streams
-/// that run long without saying so, that fail without an error or are handed out twice, lengths past any limit,
-/// and a cancel while a caller stream blocks. Each ends in an error that names the part, never a trap, a hang or a
-/// wrong body sent as success.
-@Suite struct MisuseTests {
-    let directory: TemporaryDirectory
+extension URLSessionSuites {
+    /// Misuse by careless callers and odd `InputStream` subclasses: files changed in place at the same size, streams
+    /// that run long without saying so, that fail without an error or are handed out twice, lengths past any limit,
+    /// and a cancel while a caller stream blocks. Each ends in an error that names the part, never a trap, a hang or a
+    /// wrong body sent as success.
+    @Suite struct MisuseTests {
+        let directory: TemporaryDirectory
 
-    init() throws {
-        directory = try TemporaryDirectory()
-    }
+        init() throws {
+            directory = try TemporaryDirectory()
+        }
 
-    // MARK: Files changed at the same size
+        // MARK: Files changed at the same size
 
-    private func form(with file: URL) throws -> MultipartFormData {
-        var form = MultipartFormData()
-        try form.append(fileURL: file, name: "doc")
-        return form
-    }
+        private func form(with file: URL) throws -> MultipartFormData {
+            var form = MultipartFormData()
+            try form.append(fileURL: file, name: "doc")
+            return form
+        }
 
-    private func expectChanged(_ form: MultipartFormData, _ file: URL) {
-        do {
-            _ = try form.encode()
-            Issue.record("a changed file was encoded")
-        } catch {
-            guard case .fileChanged(let url) = error.reason else {
+        private func expectChanged(_ form: MultipartFormData, _ file: URL) {
+            do {
+                _ = try form.encode()
+                Issue.record("a changed file was encoded")
+            } catch {
+                guard case .fileChanged(let url) = error.reason else {
+                    Issue.record("\(error)")
+                    return
+                }
+                #expect(url == file)
+                #expect(error.partName == "doc")
+                #expect(error.description.contains("was replaced or modified after it was appended"))
+            }
+        }
+
+        @Test func aFileRenamedOverByOneOfTheSameSizeFails() throws {
+            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
+            let form = try form(with: file)
+            let other = try directory.file("other.bin", contents: Data(repeating: 2, count: 4_096))
+            #expect(rename(other.path, file.path) == 0)
+            expectChanged(form, file)
+        }
+
+        @Test func aFileSwappedForASymlinkToOneOfTheSameSizeFails() throws {
+            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
+            let form = try form(with: file)
+            let other = try directory.file("other.bin", contents: Data(repeating: 2, count: 4_096))
+            try FileManager.default.removeItem(at: file)
+            try FileManager.default.createSymbolicLink(at: file, withDestinationURL: other)
+            expectChanged(form, file)
+        }
+
+        @Test func aFileOverwrittenInPlaceFails() throws {
+            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
+            let form = try form(with: file)
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.write(contentsOf: Data(repeating: 9, count: 10))
+            try handle.close()
+            expectChanged(form, file)
+        }
+
+        @Test func aFileTruncatedAndRegrownFails() throws {
+            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
+            let form = try form(with: file)
+            #expect(truncate(file.path, 0) == 0)
+            #expect(truncate(file.path, 4_096) == 0)
+            expectChanged(form, file)
+        }
+
+        @Test func aFileOverwrittenWhileItIsReadFailsAtItsLastByte() throws {
+            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 1 << 20))
+            let stream = try form(with: file).makeBodyStream()
+            stream.open()
+            var buffer = [UInt8](repeating: 0, count: 1_024)
+            #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.seek(toOffset: 1 << 19)
+            try handle.write(contentsOf: Data(repeating: 9, count: 10))
+            try handle.close()
+            var last = 0
+            repeat { last = stream.read(&buffer, maxLength: buffer.count) } while last > 0
+            #expect(last == -1)
+            guard case .fileChanged = (stream.streamError as? MultipartError)?.reason else {
+                Issue.record("\(String(describing: stream.streamError))")
+                return
+            }
+        }
+
+        @Test func anUnchangedFileStillStreams() throws {
+            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
+            let form = try form(with: file)
+            let parts = try Peer.node.parse(try form.encode(), contentType: form.contentType)
+            #expect(parts.first?.body == Data(repeating: 1, count: 4_096))
+        }
+
+        // MARK: Odd InputStream subclasses
+
+        @Test func aStreamThatRunsLongWithoutSayingSoFails() throws {
+            // Overrides only open, close and read: its hasBytesAvailable and streamStatus are the base class's.
+            var form = MultipartFormData()
+            form.append(length: 100, name: "log") { BareStream(Array(repeating: 7, count: 110)) }
+            let error = try #require(throws: MultipartError.self) { try form.encode() }
+            guard case .streamLongerThanDeclared(length: 100) = error.reason else {
                 Issue.record("\(error)")
                 return
             }
-            #expect(url == file)
-            #expect(error.partName == "doc")
-            #expect(error.description.contains("was replaced or modified after it was appended"))
+            #expect(error.partName == "log")
+
+            var exact = MultipartFormData()
+            exact.append(length: 110, name: "log") { BareStream(Array(repeating: 7, count: 110)) }
+            #expect(try Peer.node.parse(try exact.encode(), contentType: exact.contentType).first?.body.count == 110)
         }
-    }
 
-    @Test func aFileRenamedOverByOneOfTheSameSizeFails() throws {
-        let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
-        let form = try form(with: file)
-        let other = try directory.file("other.bin", contents: Data(repeating: 2, count: 4_096))
-        #expect(rename(other.path, file.path) == 0)
-        expectChanged(form, file)
-    }
-
-    @Test func aFileSwappedForASymlinkToOneOfTheSameSizeFails() throws {
-        let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
-        let form = try form(with: file)
-        let other = try directory.file("other.bin", contents: Data(repeating: 2, count: 4_096))
-        try FileManager.default.removeItem(at: file)
-        try FileManager.default.createSymbolicLink(at: file, withDestinationURL: other)
-        expectChanged(form, file)
-    }
-
-    @Test func aFileOverwrittenInPlaceFails() throws {
-        let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
-        let form = try form(with: file)
-        let handle = try FileHandle(forWritingTo: file)
-        try handle.write(contentsOf: Data(repeating: 9, count: 10))
-        try handle.close()
-        expectChanged(form, file)
-    }
-
-    @Test func aFileTruncatedAndRegrownFails() throws {
-        let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
-        let form = try form(with: file)
-        #expect(truncate(file.path, 0) == 0)
-        #expect(truncate(file.path, 4_096) == 0)
-        expectChanged(form, file)
-    }
-
-    @Test func aFileOverwrittenWhileItIsReadFailsAtItsLastByte() throws {
-        let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 1 << 20))
-        let stream = try form(with: file).makeBodyStream()
-        stream.open()
-        var buffer = [UInt8](repeating: 0, count: 1_024)
-        #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
-        let handle = try FileHandle(forWritingTo: file)
-        try handle.seek(toOffset: 1 << 19)
-        try handle.write(contentsOf: Data(repeating: 9, count: 10))
-        try handle.close()
-        var last = 0
-        repeat { last = stream.read(&buffer, maxLength: buffer.count) } while last > 0
-        #expect(last == -1)
-        guard case .fileChanged = (stream.streamError as? MultipartError)?.reason else {
-            Issue.record("\(String(describing: stream.streamError))")
-            return
+        @Test func aStreamThatFailsWithoutAnErrorFailsThePart() throws {
+            var form = MultipartFormData()
+            form.append(length: 100, name: "log") { BareStream(Array(repeating: 7, count: 10), thenFail: true) }
+            let error = try #require(throws: MultipartError.self) { try form.encode() }
+            guard case .streamFailed(nil) = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(error.description.contains("stream failed without saying why"))
         }
-    }
 
-    @Test func anUnchangedFileStillStreams() throws {
-        let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
-        let form = try form(with: file)
-        let parts = try Peer.node.parse(try form.encode(), contentType: form.contentType)
-        #expect(parts.first?.body == Data(repeating: 1, count: 4_096))
-    }
-
-    // MARK: Odd InputStream subclasses
-
-    @Test func aStreamThatRunsLongWithoutSayingSoFails() throws {
-        // Overrides only open, close and read: its hasBytesAvailable and streamStatus are the base class's.
-        var form = MultipartFormData()
-        form.append(length: 100, name: "log") { BareStream(Array(repeating: 7, count: 110)) }
-        let error = try #require(throws: MultipartError.self) { try form.encode() }
-        guard case .streamLongerThanDeclared(length: 100) = error.reason else {
-            Issue.record("\(error)")
-            return
+        @Test func aFactoryThatHandsOutTheSameStreamTwiceFailsTheSecondTime() throws {
+            // As a careless caller writes it: one stream made outside the closure, returned on every call.
+            nonisolated(unsafe) let shared = InputStream(data: Data(repeating: 5, count: 100))
+            var form = MultipartFormData()
+            form.append(length: 100, name: "log") { shared }
+            #expect(try form.encode().count == Int(form.contentLength))
+            #expect(throws: MultipartError.self) { try form.encode() }
         }
-        #expect(error.partName == "log")
 
-        var exact = MultipartFormData()
-        exact.append(length: 110, name: "log") { BareStream(Array(repeating: 7, count: 110)) }
-        #expect(try Peer.node.parse(try exact.encode(), contentType: exact.contentType).first?.body.count == 110)
-    }
-
-    @Test func aStreamThatFailsWithoutAnErrorFailsThePart() throws {
-        var form = MultipartFormData()
-        form.append(length: 100, name: "log") { BareStream(Array(repeating: 7, count: 10), thenFail: true) }
-        let error = try #require(throws: MultipartError.self) { try form.encode() }
-        guard case .streamFailed(nil) = error.reason else {
-            Issue.record("\(error)")
-            return
-        }
-        #expect(error.description.contains("stream failed without saying why"))
-    }
-
-    @Test func aFactoryThatHandsOutTheSameStreamTwiceFailsTheSecondTime() throws {
-        // As a careless caller writes it: one stream made outside the closure, returned on every call.
-        nonisolated(unsafe) let shared = InputStream(data: Data(repeating: 5, count: 100))
-        var form = MultipartFormData()
-        form.append(length: 100, name: "log") { shared }
-        #expect(try form.encode().count == Int(form.contentLength))
-        #expect(throws: MultipartError.self) { try form.encode() }
-    }
-
-    @Test func aStreamClosedBeforeItWasAppendedFails() throws {
-        let stream = InputStream(data: Data(repeating: 5, count: 100))
-        stream.open()
-        stream.close()
-        var form = MultipartFormData()
-        form.append(stream, length: 100, name: "log")
-        #expect(throws: MultipartError.self) { try form.encode() }
-    }
-
-    // MARK: Numbers past any limit
-
-    @Test func aLengthPastWhatContentLengthCanSayIsRefused() throws {
-        var form = MultipartFormData()
-        form.append("a", name: "first")
-        form.append(InputStream(data: Data()), length: UInt64.max - 10, name: "huge")
-        guard case .bodyTooLong(partLength: UInt64.max - 10) = form.appendError?.reason else {
-            Issue.record("\(String(describing: form.appendError))")
-            return
-        }
-        #expect(form.appendError?.partName == "huge")
-        #expect(form.count == 1, "the part was not added")
-        #expect(throws: MultipartError.self) { try form.encode() }
-
-        var factories = MultipartFormData()
-        factories.append(length: UInt64(Int64.max) / 2, name: "a") { InputStream(data: Data()) }
-        factories.append(length: UInt64(Int64.max) / 2, name: "b") { InputStream(data: Data()) }
-        #expect(factories.appendError?.partName == "b")
-    }
-
-    @Test func aNegativeReadLengthFailsTheStream() {
-        var form = MultipartFormData()
-        form.append("v", name: "n")
-        let stream = form.makeBodyStream()
-        stream.open()
-        var byte: UInt8 = 0
-        #expect(stream.read(&byte, maxLength: -1) == -1)
-        #expect(stream.streamStatus == .error)
-        guard case .invalidReadLength(-1) = (stream.streamError as? MultipartError)?.reason else {
-            Issue.record("\(String(describing: stream.streamError))")
-            return
-        }
-    }
-
-    // MARK: Cancel while a caller stream blocks
-
-    @Test func closeReturnsAtOnceWhileAReadIsBlockedAndTheReadThenFails() async throws {
-        let blocked = BlockingStream()
-        let gate = blocked.gate
-        var form = MultipartFormData()
-        form.append(blocked, length: 100, name: "slow")
-        // Used from two threads at once, as URLSession and a cancel do; its state is behind its lock. The threads
-        // are threads of their own: blocking the concurrency pool's few could starve the other suites.
-        nonisolated(unsafe) let stream = form.makeBodyStream()
-        stream.open()
-        let read = Outcome()
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: 256)
-            read.set(stream.read(&buffer, maxLength: buffer.count))
-        }
-        #expect(await gate.entered.waitOffThePool())
-        let closed = Outcome()
-        Thread.detachNewThread {
+        @Test func aStreamClosedBeforeItWasAppendedFails() throws {
+            let stream = InputStream(data: Data(repeating: 5, count: 100))
+            stream.open()
             stream.close()
-            closed.set(0)
+            var form = MultipartFormData()
+            form.append(stream, length: 100, name: "log")
+            #expect(throws: MultipartError.self) { try form.encode() }
         }
-        #expect(await closed.done.waitOffThePool(seconds: 10), "close() waited for the blocked read")
-        #expect(stream.streamStatus == .closed)
-        gate.release.signal()
-        #expect(await read.done.waitOffThePool())
-        #expect(read.value == -1, "the read that was blocked hands out nothing")
-    }
 
-    @Test func cancellingAnUploadWhoseStreamBlocksReturnsAtOnce() async throws {
-        let server = try UploadServer()
-        let blocked = BlockingStream()
-        let gate = blocked.gate
-        var form = MultipartFormData()
-        form.append(blocked, length: 100, name: "slow")
-        let session = URLSession(configuration: .ephemeral)
-        let request = URLRequest(url: server.url())
-        let upload = Task { [form] in try await session.upload(form, with: request) }
-        #expect(await gate.entered.waitOffThePool())
-        let start = ContinuousClock.now
-        upload.cancel()
-        await #expect(throws: CancellationError.self) { try await upload.value }
-        #expect(ContinuousClock.now - start < .seconds(5), "the cancel waited for the blocked stream")
-        gate.release.signal()
-    }
+        // MARK: Numbers past any limit
 
-    // MARK: Credentials
+        @Test func aLengthPastWhatContentLengthCanSayIsRefused() throws {
+            var form = MultipartFormData()
+            form.append("a", name: "first")
+            form.append(InputStream(data: Data()), length: UInt64.max - 10, name: "huge")
+            guard case .bodyTooLong(partLength: UInt64.max - 10) = form.appendError?.reason else {
+                Issue.record("\(String(describing: form.appendError))")
+                return
+            }
+            #expect(form.appendError?.partName == "huge")
+            #expect(form.count == 1, "the part was not added")
+            #expect(throws: MultipartError.self) { try form.encode() }
 
-    @Test func aStoredCredentialAnswersEveryUploadNotOnlyTheFirst() async throws {
-        let server = try UploadServer()
-        let url = server.url("/auth")
-        let configuration = URLSessionConfiguration.ephemeral
-        let storage = URLCredentialStorage()
-        let space = URLProtectionSpace(
-            host: url.host!, port: url.port!, protocol: "http", realm: "uploads",
-            authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
-        storage.setDefaultCredential(URLCredential(user: "u", password: "p", persistence: .forSession), for: space)
-        configuration.urlCredentialStorage = storage
-        var form = MultipartFormData()
-        form.append("v", name: "n")
-        for attempt in 1...3 {
-            let (data, response) = try await URLSession(configuration: configuration).upload(
-                form, with: URLRequest(url: url))
-            #expect((response as? HTTPURLResponse)?.statusCode == 200, "upload \(attempt)")
-            #expect(try server.seen(in: data).parts?.count == 1, "upload \(attempt)")
+            var factories = MultipartFormData()
+            factories.append(length: UInt64(Int64.max) / 2, name: "a") { InputStream(data: Data()) }
+            factories.append(length: UInt64(Int64.max) / 2, name: "b") { InputStream(data: Data()) }
+            #expect(factories.appendError?.partName == "b")
+        }
+
+        @Test func aNegativeReadLengthFailsTheStream() {
+            var form = MultipartFormData()
+            form.append("v", name: "n")
+            let stream = form.makeBodyStream()
+            stream.open()
+            var byte: UInt8 = 0
+            #expect(stream.read(&byte, maxLength: -1) == -1)
+            #expect(stream.streamStatus == .error)
+            guard case .invalidReadLength(-1) = (stream.streamError as? MultipartError)?.reason else {
+                Issue.record("\(String(describing: stream.streamError))")
+                return
+            }
+        }
+
+        // MARK: Cancel while a caller stream blocks
+
+        @Test func closeReturnsAtOnceWhileAReadIsBlockedAndTheReadThenFails() async throws {
+            let blocked = BlockingStream()
+            let gate = blocked.gate
+            var form = MultipartFormData()
+            form.append(blocked, length: 100, name: "slow")
+            // Used from two threads at once, as URLSession and a cancel do; its state is behind its lock. The threads
+            // are threads of their own: blocking the concurrency pool's few could starve the other suites.
+            nonisolated(unsafe) let stream = form.makeBodyStream()
+            stream.open()
+            let read = Outcome()
+            Thread.detachNewThread {
+                var buffer = [UInt8](repeating: 0, count: 256)
+                read.set(stream.read(&buffer, maxLength: buffer.count))
+            }
+            #expect(await gate.entered.waitOffThePool())
+            let closed = Outcome()
+            Thread.detachNewThread {
+                stream.close()
+                closed.set(0)
+            }
+            #expect(await closed.done.waitOffThePool(seconds: 10), "close() waited for the blocked read")
+            #expect(stream.streamStatus == .closed)
+            gate.release.signal()
+            #expect(await read.done.waitOffThePool())
+            #expect(read.value == -1, "the read that was blocked hands out nothing")
+        }
+
+        @Test func cancellingAnUploadWhoseStreamBlocksReturnsAtOnce() async throws {
+            let server = try UploadServer()
+            let blocked = BlockingStream()
+            let gate = blocked.gate
+            var form = MultipartFormData()
+            form.append(blocked, length: 100, name: "slow")
+            let session = URLSession(configuration: .ephemeral)
+            let request = URLRequest(url: server.url())
+            let upload = Task { [form] in try await session.upload(form, with: request) }
+            #expect(await gate.entered.waitOffThePool())
+            // Lets the stream go after 20 s whatever happens, from a thread of its own, so nothing can hang.
+            let watchdog = Outcome()
+            DispatchQueue.global().asyncAfter(deadline: .now() + 20) {
+                watchdog.set(1)
+                gate.release.signal()
+            }
+            upload.cancel()
+            await #expect(throws: CancellationError.self) { try await upload.value }
+            #expect(watchdog.value == nil, "the cancel waited for the blocked stream")
+            gate.release.signal()
+        }
+
+        // MARK: Credentials
+
+        @Test func aStoredCredentialAnswersEveryUploadNotOnlyTheFirst() async throws {
+            let server = try UploadServer()
+            let url = server.url("/auth")
+            let configuration = URLSessionConfiguration.ephemeral
+            let storage = URLCredentialStorage()
+            let space = URLProtectionSpace(
+                host: url.host!, port: url.port!, protocol: "http", realm: "uploads",
+                authenticationMethod: NSURLAuthenticationMethodHTTPBasic)
+            storage.setDefaultCredential(URLCredential(user: "u", password: "p", persistence: .forSession), for: space)
+            configuration.urlCredentialStorage = storage
+            var form = MultipartFormData()
+            form.append("v", name: "n")
+            for attempt in 1...3 {
+                let (data, response) = try await URLSession(configuration: configuration).upload(
+                    form, with: URLRequest(url: url))
+                #expect((response as? HTTPURLResponse)?.statusCode == 200, "upload \(attempt)")
+                #expect(try server.seen(in: data).parts?.count == 1, "upload \(attempt)")
+            }
         }
     }
 }
@@ -306,16 +313,17 @@ private final class BlockingStream: InputStream {
 
 /// A value set once on another thread.
 private final class Outcome: @unchecked Sendable {
-    // @unchecked: `stored` is written once, before `done` is signalled, and read after.
+    // @unchecked: `stored` is guarded by `lock`.
     let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
     private var stored: Int?
 
     func set(_ value: Int) {
-        stored = value
+        lock.withLock { stored = value }
         done.signal()
     }
 
-    var value: Int? { stored }
+    var value: Int? { lock.withLock { stored } }
 }
 
 extension DispatchSemaphore {

@@ -180,42 +180,44 @@ import Testing
     }
 }
 
-/// Many threads and tasks at once; run under ThreadSanitizer in CI.
-@Suite struct ConcurrencyTests {
-    @Test func oneFormStreamedFromManyThreadsAtOnce() throws {
-        let directory = try TemporaryDirectory()
-        var form = MultipartFormData()
-        form.append("field", name: "a")
-        try form.append(fileURL: directory.file("f.bin", contents: Data(repeating: 3, count: 300_000)), name: "f")
-        form.append(length: 5, name: "s") { InputStream(data: Data("12345".utf8)) }
-        let expected = try form.encode()
-        let results = Results(count: 16)
-        DispatchQueue.concurrentPerform(iterations: 16) { [form] index in
-            results.set(index, form.makeBodyStream().drain(readSize: 1_000 + index).bytes)
-        }
-        #expect(results.all.allSatisfy { $0 == expected })
-    }
-
-    @Test func eightUploadsAtOnce() async throws {
-        let server = try UploadServer()
-        let url = server.url()
-        try await withThrowingTaskGroup(of: (Int, UploadServer.Seen?).self) { group in
-            for index in 0..<8 {
-                group.addTask {
-                    var form = MultipartFormData()
-                    form.append("upload \(index)", name: "index")
-                    form.append(
-                        Data(repeating: UInt8(index), count: 200_000 * (index + 1)), name: "f", fileName: "f.bin")
-                    let strategy: MultipartUploadStrategy = index.isMultiple(of: 2) ? .stream : .file
-                    let (data, _) = try await URLSession(configuration: .ephemeral).upload(
-                        form, with: URLRequest(url: url), strategy: strategy)
-                    return (index, try JSONDecoder().decode(UploadServer.Seen.self, from: data))
-                }
+extension URLSessionSuites {
+    /// Many threads and tasks at once; run under ThreadSanitizer in CI.
+    @Suite struct ConcurrencyTests {
+        @Test func oneFormStreamedFromManyThreadsAtOnce() throws {
+            let directory = try TemporaryDirectory()
+            var form = MultipartFormData()
+            form.append("field", name: "a")
+            try form.append(fileURL: directory.file("f.bin", contents: Data(repeating: 3, count: 300_000)), name: "f")
+            form.append(length: 5, name: "s") { InputStream(data: Data("12345".utf8)) }
+            let expected = try form.encode()
+            let results = Results(count: 16)
+            DispatchQueue.concurrentPerform(iterations: 16) { [form] index in
+                results.set(index, form.makeBodyStream().drain(readSize: 1_000 + index).bytes)
             }
-            for try await (index, seen) in group {
-                let parts = try #require(seen?.parts)
-                #expect(parts.first?.body == Data("upload \(index)".utf8))
-                #expect(parts.last?.body == Data(repeating: UInt8(index), count: 200_000 * (index + 1)))
+            #expect(results.all.allSatisfy { $0 == expected })
+        }
+
+        @Test func eightUploadsAtOnce() async throws {
+            let server = try UploadServer()
+            let url = server.url()
+            try await withThrowingTaskGroup(of: (Int, UploadServer.Seen?).self) { group in
+                for index in 0..<8 {
+                    group.addTask {
+                        var form = MultipartFormData()
+                        form.append("upload \(index)", name: "index")
+                        form.append(
+                            Data(repeating: UInt8(index), count: 200_000 * (index + 1)), name: "f", fileName: "f.bin")
+                        let strategy: MultipartUploadStrategy = index.isMultiple(of: 2) ? .stream : .file
+                        let (data, _) = try await URLSession(configuration: .ephemeral).upload(
+                            form, with: URLRequest(url: url), strategy: strategy)
+                        return (index, try JSONDecoder().decode(UploadServer.Seen.self, from: data))
+                    }
+                }
+                for try await (index, seen) in group {
+                    let parts = try #require(seen?.parts)
+                    #expect(parts.first?.body == Data("upload \(index)".utf8))
+                    #expect(parts.last?.body == Data(repeating: UInt8(index), count: 200_000 * (index + 1)))
+                }
             }
         }
     }
