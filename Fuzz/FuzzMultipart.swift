@@ -94,7 +94,90 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         UInt64(streamed.count) == form.contentLength, "contentLength \(form.contentLength), streamed \(streamed.count)")
     check(streamed == Array(try! form.encode()), "encode() differs from the stream")
     verify(streamed, against: sent, boundariesInStreams: boundariesInStreams)
+    fuzzMisbehavingSources(&input)
     return 0
+}
+
+/// Sources that misbehave as careless callers make them: a subclass that overrides only open, close and read and
+/// holds more or fewer bytes than declared, one stream instance that a factory hands out every time, and a file
+/// changed at the same size between append and read. Each must stream exactly or fail with a MultipartError: never
+/// trap, never send a wrong body.
+private func fuzzMisbehavingSources(_ input: inout Input) {
+    let body = input.take(Int(input.byte()))
+    let inStream = occurrences(of: Array("--\(boundary)".utf8), in: body)
+    func expect(_ form: MultipartFormData, streams: Bool, _ what: String) {
+        let encoded = try? form.encode()
+        check((encoded != nil) == streams, "\(what): \(encoded == nil ? "failed" : "streamed")")
+        if let encoded {
+            let sent = Sent.field(name: "p", fileName: "p.bin", type: "application/octet-stream", body: body)
+            verify(Array(encoded), against: [sent], boundariesInStreams: what.hasPrefix("file") ? 0 : inStream)
+        }
+    }
+
+    let declared = max(0, body.count + Int(input.byte() % 5) - 2)
+    var bare = try! MultipartFormData(boundary: boundary)
+    bare.append(length: UInt64(declared), name: "p", fileName: "p.bin") { BareStream(body) }
+    expect(bare, streams: declared == body.count, "a bare stream of \(body.count) bytes declared as \(declared)")
+
+    nonisolated(unsafe) let shared = InputStream(data: Data(body))
+    var sharing = try! MultipartFormData(boundary: boundary)
+    sharing.append(length: UInt64(body.count), name: "p", fileName: "p.bin") { shared }
+    expect(sharing, streams: true, "a shared stream, first time")
+    expect(sharing, streams: body.isEmpty, "a shared stream, second time")
+
+    guard !body.isEmpty, !holdsBoundary([], body) else { return }
+    let url = scratch.appendingPathComponent("p.bin")
+    try! Data(body).write(to: url)
+    // An hour old, so that a change made now moves the modification time (see FileIdentity).
+    try! FileManager.default.setAttributes(
+        [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: url.path)
+    var file = try! MultipartFormData(boundary: boundary)
+    try! file.append(fileURL: url, name: "p", mimeType: "application/octet-stream")
+    switch input.byte() % 3 {
+    case 0:
+        expect(file, streams: true, "file unchanged")
+    case 1:
+        let handle = try! FileHandle(forWritingTo: url)
+        try! handle.seek(toOffset: UInt64(input.byte()) % UInt64(body.count))
+        try! handle.write(contentsOf: [input.byte()])
+        try! handle.close()
+        expect(file, streams: false, "file overwritten in place")
+    default:
+        let other = scratch.appendingPathComponent("other.bin")
+        try! Data(body).write(to: other)
+        check(rename(other.path, url.path) == 0, "rename")
+        expect(file, streams: false, "file replaced by one of the same size")
+    }
+}
+
+/// A directory of this process's own for the files the fuzzer changes.
+private let scratch: URL = {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("multipart-fuzz-\(getpid())")
+    try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}()
+
+/// A subclass that overrides only open, close and read: its `streamStatus` and `hasBytesAvailable` are the base
+/// class's.
+private final class BareStream: InputStream {
+    private let bytes: [UInt8]
+    private var offset = 0
+
+    init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        super.init(data: Data())
+    }
+
+    override func open() {}
+    override func close() {}
+
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
+        let count = min(len, bytes.count - offset)
+        guard count > 0 else { return 0 }
+        bytes.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress! + offset, count: count) }
+        offset += count
+        return count
+    }
 }
 
 private func check(_ condition: Bool, _ message: @autoclosure () -> String) {

@@ -51,8 +51,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// The file's length differs from the one recorded when it was appended.
         case fileSizeChanged(URL, expected: UInt64, actual: UInt64)
         /// The file has its appended length but is not the file appended: replaced (renamed over, or a link put in
-        /// its place) or modified since. Seen from its device, inode and modification time, so a rewrite that
-        /// restores the modification time goes unseen.
+        /// its place) or modified since. Seen from its device, inode, and modification and change times, so a
+        /// change within one tick of the file system's clock of the previous one goes unseen.
         case fileChanged(URL)
         /// Reading the file failed; `errno` says why.
         case fileReadFailed(URL, errno: Int32)

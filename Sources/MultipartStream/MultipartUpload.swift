@@ -19,6 +19,11 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private let form: MultipartFormData
     /// The `.file` strategy's temporary file, removed when the task ends.
     private let bodyFile: URL?
+    /// Whether `bodyFile` is written when the task first asks for its body rather than before the task is made:
+    /// a task handed to the caller may never be resumed, and must then leave no file behind.
+    private let writesBodyFileOnStart: Bool
+    /// Whether `bodyFile` has been written, or is being written (guarded by `lock`).
+    private var isBodyFileWritten = false
     private let progress: ProgressCoalescer?
     /// The caller's session: its private session carries the tasks, and its delegate hears challenges.
     private let callerSession: URLSession
@@ -46,6 +51,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     init(
         form: MultipartFormData,
         bodyFile: URL?,
+        writesBodyFileOnStart: Bool,
         callerSession: URLSession,
         ownsTask: Bool,
         progress: (@Sendable (MultipartUploadProgress) -> Void)?,
@@ -54,6 +60,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         self.ownsTask = ownsTask
         self.form = form
         self.bodyFile = bodyFile
+        self.writesBodyFileOnStart = writesBodyFileOnStart
         self.callerSession = callerSession
         self.progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         self.completion = completion
@@ -72,7 +79,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     func makeUploadTask(for request: URLRequest) -> URLSessionUploadTask {
         let request = prepared(request)
         let task = UploadSession.makeTask(for: self, of: callerSession) { session -> URLSessionUploadTask in
-            if let bodyFile {
+            if let bodyFile, !writesBodyFileOnStart {
                 session.uploadTask(with: request, fromFile: bodyFile)
             } else {
                 session.uploadTask(withStreamedRequest: request)
@@ -137,7 +144,22 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         task: URLSessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
     ) {
-        completionHandler(makeStream())
+        guard let bodyFile, writesBodyFileOnStart else { return completionHandler(makeStream()) }
+        // Written outside the lock, which cancel() must never wait for; the delegate queue is serial, so a second
+        // ask (a resend) comes after this one.
+        let needsWriting = lock.withLock {
+            defer { isBodyFileWritten = true }
+            return !isBodyFileWritten
+        }
+        do throws(MultipartError) {
+            if needsWriting { try form.writeEncodedData(to: bodyFile) }
+            completionHandler(InputStream(url: bodyFile))
+        } catch {
+            // A stream that fails at once with the reason, so that the task fails and reports it.
+            var failing = form
+            failing.appendError = error
+            completionHandler(failing.makeBodyStream())
+        }
     }
 
     func urlSession(

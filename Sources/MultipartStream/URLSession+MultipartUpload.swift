@@ -37,7 +37,7 @@ extension URLSession {
         }
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, callerSession: self, ownsTask: true,
+            form: form, bodyFile: bodyFile, writesBodyFileOnStart: false, callerSession: self, ownsTask: true,
             progress: progress, completion: result.resolve)
         // Made on a dispatch thread: making a task waits for URLSession's queue, which a caller stream blocked in
         // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it.
@@ -61,8 +61,8 @@ extension URLSession {
     /// A suspended upload task for `form` (call `resume()`); `completionHandler` gets the response as
     /// `dataTask(with:completionHandler:)` would, or the error, a ``MultipartError`` when a part failed.
     ///
-    /// With `.file` the body is written to a temporary file before this returns; if that fails the task fails with
-    /// the error when resumed. `progress` is called as in ``upload(_:with:strategy:progress:)``. Cancelling the
+    /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
+    /// none) and removed when it ends; if writing fails, the task fails with the error. `progress` is called as in ``upload(_:with:strategy:progress:)``. Cancelling the
     /// task stops reading at once and closes any open file. On Linux a 307/308 redirect fails the task with
     /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``, since the task cannot be replaced.
     public func multipartUploadTask(
@@ -74,20 +74,12 @@ extension URLSession {
     ) -> URLSessionUploadTask {
         // What keeps the body from being sent goes into the form's appendError: the task fails with it when resumed.
         var form = form
-        var bodyFile: URL?
         if configuration.identifier != nil {
             form.appendError = MultipartError(.backgroundSession)
-        } else if form.appendError == nil, strategy.resolved == .file {
-            let url = Self.temporaryBodyURL()
-            do {
-                try form.writeEncodedData(to: url)
-                bodyFile = url
-            } catch {
-                form.appendError = error
-            }
         }
+        let bodyFile = strategy.resolved == .file && form.appendError == nil ? Self.temporaryBodyURL() : nil
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, callerSession: self, ownsTask: false,
+            form: form, bodyFile: bodyFile, writesBodyFileOnStart: true, callerSession: self, ownsTask: false,
             progress: progress
         ) { result in
             switch result {

@@ -364,6 +364,28 @@ extension URLSessionSuites {
             }
             #expect(try temporaryBodies() == before, "after cancel")
         }
+
+        @Test func aFileTaskWritesItsBodyOnlyOnceResumedAndRemovesItAfter() async throws {
+            let before = try temporaryBodies()
+            let server = try UploadServer()
+            let session = URLSession(configuration: .ephemeral)
+            let request = URLRequest(url: server.url())
+            let abandoned = session.multipartUploadTask(with: request, form: form, strategy: .file) { _, _, _ in }
+            #expect(abandoned.state == .suspended)
+            #expect(try temporaryBodies() == before, "a task never resumed leaves no file")
+
+            let form = form
+            let (data, error) = await withCheckedContinuation { continuation in
+                session.multipartUploadTask(with: request, form: form, strategy: .file) { data, _, error in
+                    continuation.resume(returning: (data, error))
+                }.resume()
+            }
+            #expect(error == nil)
+            let seen = try server.seen(in: try #require(data))
+            #expect(seen.parts == sent.map { $0.seen(by: .node) })
+            #expect(seen.contentLength == String(form.contentLength))
+            #expect(try temporaryBodies() == before, "removed when the task ended")
+        }
     }
 }
 
