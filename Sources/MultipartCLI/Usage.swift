@@ -14,16 +14,19 @@ let usage = """
 
     Request:
       -H, --header 'Name: value'                   a request header, e.g. -H 'Authorization: Bearer T'
-      -X, --request METHOD                         the method (default POST), e.g. -X PUT
+      -X, --request METHOD                         the method (default POST; not GET or HEAD, which carry no
+                                                   body in URLSession), e.g. -X PUT
       --boundary B                                 the boundary (default: 128 random bits), e.g. --boundary XyZ
-      --strategy stream|file|automatic             stream the body (default on Apple platforms and Linux
-                                                   without -H Content-Length), or send it from a temporary
-                                                   file with an exact Content-Length, e.g. --strategy file
+      --strategy stream|file|automatic             stream the body (the default), or write it to a temporary
+                                                   file first and send that; both send the exact
+                                                   Content-Length, e.g. --strategy file
       --limit-rate RATE                            bytes per second, K, M or G suffixes, e.g. --limit-rate 500K
 
     Output:
       -o, --output FILE                            the response body to FILE (- for standard output, the
-                                                   default); without a URL, the encoded body, e.g. -o body.bin
+                                                   default); without a URL, the encoded body, e.g. -o body.bin.
+                                                   A device is written into; a file is replaced only once
+                                                   complete; a directory or an input file is refused
       --output-body FILE                           write the encoded body to FILE (- for standard output)
                                                    instead of uploading, e.g. --output-body form.multipart
       -s, --silent                                 no progress and no summary
