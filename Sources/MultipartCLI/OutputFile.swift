@@ -58,35 +58,28 @@ enum OutputFile {
 
     /// Writes the form's body.
     func write(_ form: MultipartFormData, option: String) throws {
-        switch self {
-        case .standardOutput:
-            try Self.stream(form, to: FileHandle.standardOutput.fileDescriptor, option: option, path: "-")
-        case .device(let path):
-            let descriptor = open(cPath(path), O_WRONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
-            defer { _ = close(descriptor) }
+        try write(option: option) { descriptor, path in
             try Self.stream(form, to: descriptor, option: option, path: path)
-        case .file(let path):
-            try Self.replace(path, option: option) { temporary in
-                do throws(MultipartError) {
-                    try form.writeEncodedData(to: URL(fileURLWithPath: temporary))
-                } catch {
-                    throw CommandFailure(status: .localFile, message: "\(option) \(path): \(error.reason)")
-                }
-            }
         }
     }
 
     /// Writes `data` (a response body).
     func write(_ data: Data, option: String) throws {
+        try write(option: option) { descriptor, path in try Self.write(data, to: descriptor, option: option, path: path)
+        }
+    }
+
+    /// Has `fill` write to the output's descriptor: standard output, the device, or a new temporary file beside the
+    /// file, renamed over it once `fill` is done.
+    private func write(option: String, fill: (Int32, String) throws -> Void) throws {
         switch self {
         case .standardOutput:
-            FileHandle.standardOutput.write(data)
+            try fill(FileHandle.standardOutput.fileDescriptor, "-")
         case .device(let path):
             let descriptor = open(cPath(path), O_WRONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
             defer { _ = close(descriptor) }
-            try Self.write(data, to: descriptor, option: option, path: path)
+            try fill(descriptor, path)
         case .file(let path):
             try Self.replace(path, option: option) { temporary in
                 let descriptor = open(cPath(temporary), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
@@ -94,7 +87,7 @@ enum OutputFile {
                     throw CommandFailure(status: .localFile, message: Self.failure(option, temporary))
                 }
                 defer { _ = close(descriptor) }
-                try Self.write(data, to: descriptor, option: option, path: path)
+                try fill(descriptor, path)
             }
         }
     }

@@ -126,7 +126,7 @@ extension URLSessionSuites {
 
         @Test func progressIsReportedAFewHundredTimesAtMost() async throws {
             let server = try UploadServer(.sink)
-            let reports = ProgressLog()
+            let reports = ProgressReports()
             let start = ContinuousClock.now
             _ = try await URLSession(configuration: .ephemeral).upload(form, with: URLRequest(url: server.url())) {
                 reports.append($0)
@@ -141,20 +141,5 @@ extension URLSessionSuites {
             #expect(values.filter { $0.fractionCompleted == 1 }.count == 1)
             #expect(values.last?.bytesSent == form.contentLength)
         }
-    }
-}
-
-/// Progress reports, collected from URLSession's threads.
-private final class ProgressLog: @unchecked Sendable {
-    // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
-    private var collected: [MultipartUploadProgress] = []
-
-    func append(_ progress: MultipartUploadProgress) {
-        lock.withLock { collected.append(progress) }
-    }
-
-    var values: [MultipartUploadProgress] {
-        lock.withLock { collected }
     }
 }

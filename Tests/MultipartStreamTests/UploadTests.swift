@@ -95,7 +95,7 @@ extension URLSessionSuites {
         @Test(arguments: [MultipartUploadStrategy.stream, .file])
         func progressRisesToExactlyOneHundredPercentOnce(strategy: MultipartUploadStrategy) async throws {
             let server = try UploadServer()
-            let reports = Reports()
+            let reports = ProgressReports()
             _ = try await session().upload(form, with: URLRequest(url: server.url()), strategy: strategy) {
                 reports.append($0)
             }
@@ -276,7 +276,7 @@ extension URLSessionSuites {
             let server = try UploadServer()
             var form = MultipartFormData()
             try form.append(fileURL: directory.file("big.bin", contents: Data(count: 64 << 20)), name: "big")
-            let reports = Reports()
+            let reports = ProgressReports()
             let session = session()
             let request = URLRequest(url: server.url("/slow"))
             let upload = Task { [form] in
@@ -389,20 +389,6 @@ extension URLSessionSuites {
     }
 }
 
-/// Progress reports, collected from URLSession's threads.
-private final class Reports: @unchecked Sendable {
-    // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
-    private var collected: [MultipartUploadProgress] = []
-
-    func append(_ progress: MultipartUploadProgress) {
-        lock.withLock { collected.append(progress) }
-    }
-
-    var values: [MultipartUploadProgress] {
-        lock.withLock { collected }
-    }
-}
 
 /// A caller's session delegate that answers Basic challenges with u:p.
 private final class CredentialDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {

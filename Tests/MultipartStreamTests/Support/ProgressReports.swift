@@ -1,0 +1,17 @@
+import Foundation
+import MultipartStream
+
+/// Progress reports, collected from URLSession's threads.
+final class ProgressReports: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var collected: [MultipartUploadProgress] = []
+
+    func append(_ progress: MultipartUploadProgress) {
+        lock.withLock { collected.append(progress) }
+    }
+
+    var values: [MultipartUploadProgress] {
+        lock.withLock { collected }
+    }
+}
