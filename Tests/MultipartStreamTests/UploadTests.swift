@@ -389,7 +389,6 @@ extension URLSessionSuites {
     }
 }
 
-
 /// A caller's session delegate that answers Basic challenges with u:p.
 private final class CredentialDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     // @unchecked: guarded by `lock`.
