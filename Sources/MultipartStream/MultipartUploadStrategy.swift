@@ -8,19 +8,15 @@ import Foundation
 public enum MultipartUploadStrategy: Sendable, Equatable {
     /// ``stream``.
     case automatic
-    /// Streams the form lazily with ``MultipartBodyStream`` from `uploadTask(withStreamedRequest:)`, with its
-    /// exact `Content-Length` and no chunked framing on every platform: no copy of the body anywhere. A retry
-    /// (authentication, redirect) gets a fresh stream of the same bytes.
+    /// Streams the form lazily with a ``MultipartBodyStream`` (the body stream of a data task for the async
+    /// `upload`, `uploadTask(withStreamedRequest:)` for `multipartUploadTask`), with its exact `Content-Length` and
+    /// no chunked framing on every platform: no copy of the body anywhere. A retry (authentication, redirect) gets a
+    /// fresh stream of the same bytes.
     case stream
     /// Writes the body to a temporary file first, then `uploadTask(with:fromFile:)`: for whoever wants the body
     /// fixed before the first byte goes out. The file is removed when the task ends, whatever the outcome.
     /// Background sessions upload only from files: write the body with `writeEncodedData(to:)` for them.
     case file
-
-    /// `.stream` or `.file`.
-    var resolved: MultipartUploadStrategy {
-        self == .automatic ? .stream : self
-    }
 }
 
 /// How far an upload has come, from the bytes the body stream has handed to URLSession (on Linux URLSession's own

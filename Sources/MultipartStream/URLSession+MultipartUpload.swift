@@ -28,7 +28,7 @@ extension URLSession {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
         if let appendError = form.appendError { throw appendError }
         var bodyFile: URL?
-        if strategy.resolved == .file {
+        if strategy == .file {
             bodyFile = try await Self.writeTemporaryFile(of: form)
         }
         if Task.isCancelled {
@@ -62,8 +62,8 @@ extension URLSession {
     /// `dataTask(with:completionHandler:)` would, or the error, a ``MultipartError`` when a part failed.
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
-    /// none) and removed when it ends; if writing fails, the task fails with the error. `progress` is called as in ``upload(_:with:strategy:progress:)``. Cancelling the
-    /// task stops reading at once and closes any open file. On Linux a 307/308 redirect fails the task with
+    /// none) and removed when it ends; if writing fails, the task fails with the error. `progress` is called as in
+    /// ``upload(_:with:strategy:progress:)``. Cancelling the task stops reading at once and closes any open file. On Linux a 307/308 redirect fails the task with
     /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``, since the task cannot be replaced.
     public func multipartUploadTask(
         with request: URLRequest,
@@ -77,7 +77,7 @@ extension URLSession {
         if configuration.identifier != nil {
             form.appendError = MultipartError(.backgroundSession)
         }
-        let bodyFile = strategy.resolved == .file && form.appendError == nil ? Self.temporaryBodyURL() : nil
+        let bodyFile = strategy == .file && form.appendError == nil ? Self.temporaryBodyURL() : nil
         let upload = MultipartUpload(
             form: form, bodyFile: bodyFile, writesBodyFileOnStart: true, callerSession: self, ownsTask: false,
             progress: progress
