@@ -88,7 +88,7 @@ struct Options: Equatable {
         guard isToken(name) else {
             throw UsageError("-H \(line.debugDescription): the name must be letters, digits and !#$%&'*+-.^_`|~")
         }
-        guard value.utf8.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
+        guard PartHeaders.isValidValue(value) else {
             throw UsageError("-H \(line.debugDescription): the value holds CR, LF or another control character")
         }
         return Header(name: name, value: value)
@@ -110,11 +110,7 @@ struct Options: Equatable {
 
     /// RFC 9110 `token`.
     private static func isToken(_ text: String) -> Bool {
-        !text.isEmpty
-            && text.utf8.allSatisfy { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-            }
+        !text.isEmpty && text.utf8.allSatisfy(Boundary.isTokenCharacter)
     }
 
     private static func strategy(_ name: String) throws(UsageError) -> MultipartUploadStrategy {

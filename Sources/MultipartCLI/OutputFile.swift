@@ -59,7 +59,11 @@ enum OutputFile {
     /// Writes the form's body.
     func write(_ form: MultipartFormData, option: String) throws {
         try write(option: option) { descriptor, path in
-            try Self.stream(form, to: descriptor, option: option, path: path)
+            do throws(MultipartError) {
+                try form.writeBody(to: descriptor, at: URL(fileURLWithPath: path))
+            } catch {
+                throw CommandFailure(status: .localFile, message: error.description)
+            }
         }
     }
 
@@ -110,28 +114,6 @@ enum OutputFile {
         } catch {
             _ = unlink(cPath(temporary))
             throw error
-        }
-    }
-
-    private static func stream(
-        _ form: MultipartFormData,
-        to descriptor: Int32,
-        option: String,
-        path: String
-    ) throws {
-        let stream = form.makeBodyStream()
-        stream.open()
-        defer { stream.close() }
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        while true {
-            let count = stream.read(&buffer, maxLength: buffer.count)
-            if count < 0 {
-                // Our own stream: its error is set whenever read returns -1.
-                let reason = (stream.streamError as? MultipartError)?.description ?? "the body failed"
-                throw CommandFailure(status: .localFile, message: reason)
-            }
-            if count == 0 { return }
-            try write(Data(buffer[..<count]), to: descriptor, option: option, path: path)
         }
     }
 

@@ -1,5 +1,5 @@
 /// The delimiter between parts (RFC 2046 §5.1.1).
-enum Boundary {
+package enum Boundary {
     /// A boundary with 128 random bits from the system's cryptographic source (`getrandom`, `SecRandom`),
     /// so no body can contain it by accident or by an attacker's guess.
     static func random() -> String {
@@ -38,8 +38,8 @@ enum Boundary {
             || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
     }
 
-    /// RFC 9110 `tchar`.
-    static func isTokenCharacter(_ byte: UInt8) -> Bool {
+    /// RFC 9110 `tchar`; also what the `multipart` command allows in `-H` names and `-X` methods.
+    package static func isTokenCharacter(_ byte: UInt8) -> Bool {
         isAlphanumeric(byte) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
     }
 }

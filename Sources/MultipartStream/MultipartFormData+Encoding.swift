@@ -64,7 +64,9 @@ extension MultipartFormData {
         }
     }
 
-    private func writeBody(to descriptor: Int32, at fileURL: URL) throws(MultipartError) {
+    /// Writes the body to `descriptor`, from the first byte to the last; failures to write name `fileURL`. Also how
+    /// the `multipart` command writes to standard output, devices and its temporary files.
+    package func writeBody(to descriptor: Int32, at fileURL: URL) throws(MultipartError) {
         let reader = MultipartReader(self)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 1)
         defer { buffer.deallocate() }

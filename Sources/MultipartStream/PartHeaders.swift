@@ -1,5 +1,5 @@
 /// The header block of one part, encoded once when the part is appended: each line `Name: value\r\n`, then `\r\n`.
-struct PartHeaders: Sendable {
+package struct PartHeaders: Sendable {
     private(set) var bytes: [UInt8] = []
 
     /// `Content-Disposition: form-data; name="…"[; filename="…"]`, plus `Content-Type` when there is one.
@@ -37,8 +37,9 @@ struct PartHeaders: Sendable {
     }
 
     /// A header value may hold any byte but the controls (horizontal tab aside): CR and LF would start a new
-    /// header line or end the block, and NUL truncates values in C servers.
-    static func isValidValue(_ value: String) -> Bool {
+    /// header line or end the block, and NUL truncates values in C servers. Also the `multipart` command's check of
+    /// `-H` values.
+    package static func isValidValue(_ value: String) -> Bool {
         value.utf8.allSatisfy { $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }
     }
 
