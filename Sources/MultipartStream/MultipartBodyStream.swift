@@ -109,28 +109,26 @@ public final class MultipartBodyStream: InputStream {
         let throttle = form.throttle
         let limit = min(len, throttle?.packetSize ?? len)
         // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
-        let reader: MultipartReader? = lock.withLock {
+        // Without a reader to run, the answer is known at once.
+        let (reader, answer): (MultipartReader?, Int) = lock.withLock {
             switch state {
             case .open(let reader) where !isReading && len >= 0:
                 isReading = true
-                return reader
+                return (reader, 0)
             case .open, .notOpen, .closed(finished: false):
-                if len == 0 { return nil }
+                if len == 0 { return (nil, 0) }
                 // A negative length, a second thread reading at once, or no open stream.
                 let reason: MultipartError.Reason = len < 0 ? .invalidReadLength(len) : .streamNotOpen
                 if case .open(let reader) = state, !isReading { reader.fail(MultipartError(reason)) }
                 state = .failed(MultipartError(reason))
-                return nil
-            case .atEnd, .closed(finished: true), .failed:
-                return nil
+                return (nil, -1)
+            case .atEnd, .closed(finished: true):
+                return (nil, 0)
+            case .failed:
+                return (nil, -1)
             }
         }
-        guard let reader else {
-            return lock.withLock {
-                if case .failed = state { return -1 }
-                return 0
-            }
-        }
+        guard let reader else { return answer }
         let result: Result<Int, MultipartError>
         do throws(MultipartError) {
             result = .success(try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit)))

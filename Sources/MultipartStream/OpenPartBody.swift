@@ -19,7 +19,7 @@ enum OpenPartBody {
                 throw .fileVanished(url)
             }
             do {
-                try file.check(against: appended)
+                try file.check(file.identity, against: appended)
             } catch {
                 file.close()
                 throw error
@@ -81,7 +81,7 @@ enum OpenPartBody {
         switch self {
         case .file(let file, let expected):
             // Written to while it was read (its length or modification time moved), or replaced at its path.
-            try file.check(against: try file.currentIdentity(), expected: expected)
+            try file.check(try file.currentIdentity(), against: expected)
             guard file.isStillAtItsPath() else { throw .fileChanged(file.url) }
         case .stream(let stream, let expected):
             // A stream at its end, or one that says it has nothing more (URLSession takes that for the end, and a
@@ -106,14 +106,9 @@ enum OpenPartBody {
 }
 
 extension RegularFile {
-    /// Throws unless the file opened is the one appended, unchanged.
-    fileprivate func check(against appended: FileIdentity) throws(MultipartError.Reason) {
-        try check(against: identity, expected: appended)
-    }
-
-    /// Throws unless `current` is `expected`: a length that differs says by how much, anything else that the file
-    /// was replaced or modified.
-    fileprivate func check(against current: FileIdentity, expected: FileIdentity) throws(MultipartError.Reason) {
+    /// Throws unless `current` (the file's identity when opened, or now) is `expected`, the one appended: a length
+    /// that differs says by how much, anything else that the file was replaced or modified.
+    fileprivate func check(_ current: FileIdentity, against expected: FileIdentity) throws(MultipartError.Reason) {
         guard current.length == expected.length else {
             throw .fileSizeChanged(url, expected: expected.length, actual: current.length)
         }
