@@ -4,7 +4,8 @@
 //                     authorization, bytes, parts: [{name, fileName, contentType, body (base64)}]}; 400 with
 //                     {error} when the body does not parse
 //   /auth             401 (Basic realm="uploads") until the request carries Authorization: Basic dTpw (u:p)
-//   /redirect/CODE    answers CODE with Location: /upload
+//   /redirect/CODE    answers CODE with Location: /upload, or the path given as ?to=; with ?early, before
+//                     reading the body, closing the connection
 //   /elsewhere/CODE   answers CODE with Location: http://localhost:PORT/upload, another origin than 127.0.0.1
 //   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
 //   /echo             answers {contentType, body (base64)}: the raw request body, for byte comparisons
@@ -62,6 +63,12 @@ async function handle(request, response) {
     response.end(JSON.stringify(log));
     return;
   }
+  const query = new URL(request.url, 'http://localhost').searchParams;
+  if (path.startsWith('/redirect/') && query.has('early')) {
+    response.writeHead(Number(path.slice('/redirect/'.length)), { location: query.get('to') ?? '/upload', connection: 'close' });
+    response.end();
+    return;
+  }
   if (path === '/early') {
     response.writeHead(200, { 'content-type': 'text/plain', connection: 'close' });
     response.end('thanks, but I did not read it\n');
@@ -90,7 +97,7 @@ async function handle(request, response) {
     response.writeHead(Number(path.slice('/elsewhere/'.length)), { location });
     response.end();
   } else if (path.startsWith('/redirect/')) {
-    response.writeHead(Number(path.slice('/redirect/'.length)), { location: '/upload' });
+    response.writeHead(Number(path.slice('/redirect/'.length)), { location: query.get('to') ?? '/upload' });
     response.end();
   } else if (path === '/auth' && request.headers['authorization'] !== 'Basic dTpw') {
     response.writeHead(401, { 'www-authenticate': 'Basic realm="uploads"', 'content-type': 'text/plain' });

@@ -40,8 +40,6 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private var received = Data()
     /// Body bytes of the current task that URLSession reported sent (`.file`, where it counts them).
     private var fileBytesSent: UInt64 = 0
-    /// Whether a redirect turned the request into a GET, which sends no body.
-    private var bodyDropped = false
     private var stopReason: MultipartError?
     /// A 307 or 308 to send again, to the new URL, once the current task has ended.
     private var pendingRedirect: URLRequest?
@@ -212,10 +210,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
                 // The GET has no body, but swift-corelibs-foundation keeps the headers that described it: a
                 // Content-Length left on it would make the server wait for bytes that never come.
                 var request = request
-                if request.httpMethod == "GET" || request.httpMethod == "HEAD" {
-                    request.removeBodyHeaders()
-                    lock.withLock { bodyDropped = true }
-                }
+                if request.httpMethod == "GET" || request.httpMethod == "HEAD" { request.removeBodyHeaders() }
                 return completionHandler(request)
             }
             let current = task.currentRequest ?? task.originalRequest
@@ -313,14 +308,13 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (streams, data, stopReason, isCancelled, redirect, bodyDropped, fileBytesSent) = lock.withLock {
+        let (streams, data, stopReason, isCancelled, redirect, fileBytesSent) = lock.withLock {
             let redirect = error == nil && !self.isCancelled ? pendingRedirect : nil
             pendingRedirect = nil
             if redirect != nil { redirectCount += 1 }
             defer { self.streams = [] }
             return (
-                self.streams, received, self.stopReason, self.isCancelled, redirect, self.bodyDropped,
-                self.fileBytesSent
+                self.streams, received, self.stopReason, self.isCancelled, redirect, self.fileBytesSent
             )
         }
         // A failed stream's error names the part and the reason; URLSession only says the upload was aborted.
@@ -349,9 +343,11 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         } else if let error {
             completion(.failure(error))
         } else if let response = task.response as? HTTPURLResponse, (200..<300).contains(response.statusCode),
-            !bodyDropped, bodyBytesSent < form.contentLength
+            bodyBytesSent < form.contentLength
         {
-            // The server cannot have read bytes it was never given: it answered without the form.
+            // The server cannot have read bytes it was never given: it answered without the form. After a 301-303
+            // the count is the first request's (the GET reads no stream): a server that redirected without reading
+            // the form never got it either.
             let reason = MultipartError.Reason.answeredBeforeBodySent(
                 statusCode: response.statusCode, bytesSent: bodyBytesSent, contentLength: form.contentLength)
             completion(.failure(MultipartError(reason)))

@@ -91,6 +91,23 @@ extension URLSessionSuites {
             #expect(error.description.contains("never received the whole form"))
         }
 
+        @Test func aRedirectAnsweredBeforeTheBodyWasReadIsAnErrorToo() async throws {
+            // POST /upload → 303 /login without reading the form → GET /login → 200: the form never arrived.
+            let server = try UploadServer()
+            let request = URLRequest(url: server.url("/redirect/303?early&to=/status/200"))
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(form, with: request)
+            }
+            guard
+                case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength) =
+                    error.reason
+            else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(bytesSent < form.contentLength)
+        }
+
         @Test func twentyUploadsThroughOneSessionShareConnections() async throws {
             let server = try UploadServer()
             let session = URLSession(configuration: .ephemeral)

@@ -268,6 +268,11 @@ extension URLSessionSuites {
                 form, with: URLRequest(url: server.url("/redirect/\(code)")))
             #expect((response as? HTTPURLResponse)?.statusCode == 400, "the GET has no form to parse")
             #expect(try server.seen(in: data).method == "GET")
+            // A 2xx to the GET is the answer: the form went to the first URL, and the GET was never to carry it.
+            let (page, pageResponse) = try await session().upload(
+                form, with: URLRequest(url: server.url("/redirect/\(code)?to=/status/200")))
+            #expect((pageResponse as? HTTPURLResponse)?.statusCode == 200)
+            #expect(String(decoding: page, as: UTF8.self).hasPrefix("the server says no"))
         }
 
         // MARK: Cancellation
