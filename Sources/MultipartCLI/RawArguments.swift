@@ -43,6 +43,11 @@ enum RawArguments {
 
     /// The bytes `string` stands for, escapes turned back, NUL-terminated for the C calls that take a path.
     static func fileSystemRepresentation(_ string: String) -> [CChar] {
+        bytes(of: string).map { CChar(bitPattern: $0) } + [0]
+    }
+
+    /// The bytes `string` stands for, escapes turned back.
+    private static func bytes(of string: String) -> [UInt8] {
         var bytes: [UInt8] = []
         for scalar in string.unicodeScalars {
             if (escapeBase...escapeBase + 0xFF).contains(scalar.value) {
@@ -51,7 +56,7 @@ enum RawArguments {
                 bytes += String(scalar).utf8
             }
         }
-        return bytes.map { CChar(bitPattern: $0) } + [0]
+        return bytes
     }
 
     /// A file URL for the path `string` stands for.
@@ -60,10 +65,9 @@ enum RawArguments {
     /// through its descriptor's `/dev/fd` entry, which stays open while the command runs. One that cannot be opened
     /// gets its lossy path, which the error then names.
     static func fileURL(_ string: String) -> URL {
-        let bytes = fileSystemRepresentation(string)
-        let pathBytes = bytes.dropLast().map { UInt8(bitPattern: $0) }
+        let pathBytes = bytes(of: string)
         guard String(validating: pathBytes, as: UTF8.self) == nil else { return URL(fileURLWithPath: string) }
-        let descriptor = open(bytes, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        let descriptor = open(fileSystemRepresentation(string), O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else {
             return URL(fileURLWithPath: String(decoding: pathBytes, as: UTF8.self))
         }
@@ -72,8 +76,7 @@ enum RawArguments {
 
     /// The file name to send for the path `string`: its last component, with bytes that are not UTF-8 as U+FFFD.
     static func fileName(_ string: String) -> String {
-        let bytes = fileSystemRepresentation(string).dropLast().map { UInt8(bitPattern: $0) }
-        let last = bytes.split(separator: UInt8(ascii: "/")).last ?? []
+        let last = bytes(of: string).split(separator: UInt8(ascii: "/")).last ?? []
         return String(decoding: last, as: UTF8.self)
     }
 }
