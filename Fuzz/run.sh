@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 mkdir -p .build
-swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name MultipartFuzz \
+swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name MultipartFuzz -package-name MultipartFuzz \
     Sources/MultipartStream/*.swift Fuzz/FuzzMultipart.swift -o .build/fuzz-multipart
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
