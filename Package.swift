@@ -3,8 +3,8 @@ import PackageDescription
 
 let package = Package(
     name: "MultipartStream",
-    // NSLock.withLock and the Swift 6 concurrency checks set the floor.
-    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17), .watchOS(.v10), .visionOS(.v1)],
+    // Swift concurrency's own floor. APIs newer than it are behind `@available` where they are used.
+    platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6), .visionOS(.v1)],
     products: [
         .library(name: "MultipartStream", targets: ["MultipartStream"]),
         // `swift run multipart -F name=value -F 'file=@photo.jpg' URL`: curl's -F, streaming from disk.

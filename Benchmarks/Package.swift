@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Benchmarks and peer interop for MultipartStream. A separate package, so that the library itself depends on
-// nothing: this one brings the benchmark harness and vapor/multipart-kit as a peer parser and encoder.
+// nothing: this one brings the benchmark harness, vapor/multipart-kit as a peer parser and encoder, and the HTTP
+// clients that upload-check sends through (AsyncHTTPClient, swift-openapi-runtime's HTTPBody).
 let package = Package(
     name: "MultipartStreamBenchmarks",
     platforms: [.macOS(.v14)],
@@ -10,6 +11,9 @@ let package = Package(
         .package(name: "MultipartStream", path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark", exact: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/vapor/multipart-kit", exact: "4.7.1"),
+        // Other HTTP clients that take a form's bodyChunks(): AsyncHTTPClient, and OpenAPI's HTTPBody.
+        .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", exact: "1.13.4"),
     ],
     targets: [
         .executableTarget(
@@ -35,6 +39,8 @@ let package = Package(
         .executableTarget(
             name: "upload-check",
             dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
                 .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
             ],

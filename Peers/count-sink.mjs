@@ -4,13 +4,26 @@
 // when stdin closes.
 import http from 'node:http';
 
+// Also {firstChunk, seconds}: the first chunk's size and the time from its arrival to the last byte's, so that a
+// test can measure the rate at which the body arrived.
 const server = http.createServer((request, response) => {
   let bytes = 0;
-  request.on('data', (chunk) => { bytes += chunk.length; });
+  let firstChunk = 0;
+  let first = null;
+  request.on('data', (chunk) => {
+    if (first === null) {
+      first = process.hrtime.bigint();
+      firstChunk = chunk.length;
+    }
+    bytes += chunk.length;
+  });
   request.on('end', () => {
+    const seconds = first === null ? 0 : Number(process.hrtime.bigint() - first) / 1e9;
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify({
       bytes,
+      firstChunk,
+      seconds,
       contentLength: request.headers['content-length'] ?? null,
       transferEncoding: request.headers['transfer-encoding'] ?? null,
     }));

@@ -2,7 +2,9 @@
 
 Usage: python3 parse_werkzeug.py MANIFEST.json
   MANIFEST: [{"path": "...", "contentType": "multipart/form-data; boundary=..."}]
-  Prints, for each body in order, {"parts": [{name, fileName, contentType, body (base64)}]} or {"error": "..."}.
+  Prints, for each body in order, {"parts": [{name, fileName, contentType, headers, body (base64)}]} or
+  {"error": "..."}; headers are [name, value] pairs in order. Other multipart/ subtypes are parsed by Python's
+  own email package; a part with no name parameter gets the name "".
 Usage: python3 parse_werkzeug.py serve
   Serves on 127.0.0.1 with Werkzeug's own HTTP server, printing its port on the first line; each request is
   answered with {method, transferEncoding, contentLength, contentType, bytes, parts} (400 with {error}).
@@ -18,8 +20,10 @@ from werkzeug.sansio.multipart import Data, Epilogue, Field, File, MultipartDeco
 
 def parse(body, content_type):
     mimetype, options = parse_options_header(content_type)
-    if mimetype != "multipart/form-data" or "boundary" not in options:
+    if not mimetype.startswith("multipart/") or "boundary" not in options:
         raise ValueError(f"not a multipart content type: {content_type}")
+    if mimetype != "multipart/form-data":
+        return parse_email(body, content_type)
     decoder = MultipartDecoder(options["boundary"].encode())
     decoder.receive_data(body)
     decoder.receive_data(None)
@@ -27,7 +31,11 @@ def parse(body, content_type):
     while True:
         event = decoder.next_event()
         if isinstance(event, (Field, File)):
-            current = {"name": event.name, "contentType": event.headers.get("Content-Type")}
+            current = {
+                "name": event.name or "",
+                "contentType": event.headers.get("Content-Type"),
+                "headers": [[name, value] for name, value in event.headers.items()],
+            }
             if isinstance(event, File):
                 current["fileName"] = event.filename
             chunks = []
@@ -40,6 +48,28 @@ def parse(body, content_type):
             return parts
         elif isinstance(event, NeedData):
             raise ValueError("body ended before the close delimiter")
+
+
+def parse_email(body, content_type):
+    """Other subtypes (mixed, related, alternative…) with Python's own email package: Werkzeug reads form-data only."""
+    import email
+    import email.policy
+
+    message = email.message_from_bytes(
+        b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + body, policy=email.policy.compat32
+    )
+    if not message.is_multipart() or message.defects:
+        raise ValueError(f"email could not parse the body: {message.defects}")
+    parts = []
+    for part in message.get_payload():
+        parts.append({
+            "name": part.get_param("name", header="content-disposition") or "",
+            "fileName": part.get_filename(),
+            "contentType": part.get("Content-Type"),
+            "headers": [[name, str(value)] for name, value in part.items()],
+            "body": base64.b64encode(part.get_payload(decode=True) or b"").decode(),
+        })
+    return parts
 
 
 def parse_files(manifest_path):

@@ -1,8 +1,11 @@
 // An upload target on 127.0.0.1 for the tests: parses each request body with Response.formData() (undici) and
 // answers with what it saw. Prints its port on the first line of stdout; exits when stdin closes.
 //   /upload           parse and answer {method, transferEncoding, contentLength, contentType, expect,
-//                     authorization, bytes, parts: [{name, fileName, contentType, body (base64)}]}; 400 with
-//                     {error} when the body does not parse
+//                     authorization, userAgent, bytes, parts: [{name, fileName, contentType, body (base64)}]};
+//                     400 with {error} when the body does not parse
+//   /flaky/N          reads the body, then answers 503 to the first N requests with the same query, then as
+//                     /upload (the query tells tests apart)
+//   /silent           reads the body and never answers
 //   /auth             401 (Basic realm="uploads") until the request carries Authorization: Basic dTpw (u:p)
 //   /redirect/CODE    answers CODE with Location: /upload, or the path given as ?to=; with ?early, before
 //                     reading the body, closing the connection
@@ -19,6 +22,7 @@ import http from 'node:http';
 import { formDataParts } from './formdata-parts.mjs';
 
 const log = [];
+const flakyAnswers = new Map();
 
 async function readBody(request, slow) {
   const chunks = [];
@@ -41,6 +45,7 @@ async function describe(request, body) {
     contentType: request.headers['content-type'] ?? null,
     expect: request.headers['expect'] ?? null,
     authorization: request.headers['authorization'] ?? null,
+    userAgent: request.headers['user-agent'] ?? null,
     bytes: body.length,
   };
   try {
@@ -86,6 +91,19 @@ async function handle(request, response) {
     transferEncoding: request.headers['transfer-encoding'] ?? null,
     port: request.socket.remotePort,
   });
+  if (path === '/silent') {
+    return;
+  }
+  if (path.startsWith('/flaky/')) {
+    const key = request.url;
+    const count = flakyAnswers.get(key) ?? 0;
+    flakyAnswers.set(key, count + 1);
+    if (count < Number(path.slice('/flaky/'.length))) {
+      response.writeHead(503, { 'content-type': 'text/plain' });
+      response.end('try again\n');
+      return;
+    }
+  }
   if (path === '/echo') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify({ contentType: request.headers['content-type'] ?? null, body: body.toString('base64') }));

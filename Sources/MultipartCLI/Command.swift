@@ -22,13 +22,21 @@ struct CommandFailure: Error {
 /// Runs the command: builds the form from the options, then uploads it or writes it.
 enum Command {
     static func run(_ arguments: [String]) async -> ExitStatus {
+        let options: Options
         do {
-            let options = try Options(parsing: arguments)
-            if options.help {
-                print(usage)
-                return .success
-            }
-            let form = try makeForm(options)
+            options = try Options(parsing: arguments)
+        } catch {
+            printUsageError(error)
+            return .usage
+        }
+        if options.help {
+            print(usage)
+            return .success
+        }
+        do {
+            // `@-` is copied to a file that lives until the command ends: the form reads it when it is sent.
+            let spool = try options.fields.contains { $0.readsStandardInput && $0.isFile } ? StandardInputSpool() : nil
+            let form = try makeForm(options, standardInput: spool)
             // Where the output goes is settled, and checked against the inputs, before a byte is sent.
             let inputs = options.fields.compactMap(\.path)
             if let url = options.url {
@@ -40,23 +48,30 @@ enum Command {
                 try output.write(form, option: option)
                 printError("Content-Type: \(form.contentType)\nContent-Length: \(form.contentLength)")
             }
+            withExtendedLifetime(spool) {}
             return .success
         } catch let error as UsageError {
-            printError(
-                "multipart: \(error.message)\nusage: multipart [-F name=value|name=@file|name=<file]... [options] [URL] (see --help)"
-            )
+            printUsageError(error)
             return .usage
         } catch let failure as CommandFailure {
-            printError("multipart: \(failure.message)")
+            // curl's -s silences errors too, and -S brings them back.
+            if !options.silent || options.showError { printError("multipart: \(failure.message)") }
             return failure.status
         } catch {
-            printError("multipart: \(error)")
+            if !options.silent || options.showError { printError("multipart: \(error)") }
             return .network
         }
     }
 
+    private static func printUsageError(_ error: UsageError) {
+        printError(
+            "multipart: \(error.message)\nusage: multipart [-F name=value|name=@file|name=<file]... [options] [URL] "
+                + "(see --help)")
+    }
+
     /// The form the `-F` arguments describe. Every file is checked here, before a byte is sent.
-    static func makeForm(_ options: Options) throws -> MultipartFormData {
+    static func makeForm(_ options: Options, standardInput spool: StandardInputSpool? = nil) throws -> MultipartFormData
+    {
         var form: MultipartFormData
         if let boundary = options.boundary {
             do {
@@ -68,41 +83,113 @@ enum Command {
             form = MultipartFormData()
         }
         if let rate = options.rateLimit {
-            // Packets of a tenth of a second, at most 64 KiB, each followed by the pause that keeps the rate.
+            // Reads of a tenth of a second of the rate, at most 64 KiB, started evenly apart.
             let packet = max(1, min(64 << 10, rate / 10))
             form.throttleBandwidth(packetSize: packet, delay: Double(packet) / Double(rate))
         }
         for field in options.fields {
             switch field {
-            case .text(let name, let value, nil):
-                form.append(value, name: name)
-            case .text(let name, let value, let type?):
-                form.append(Data(value.utf8), name: name, mimeType: type)
-            case .file(let name, let path, let type, let fileName):
+            case .text(let name, let value, let type, let headers):
+                try append(Data(value.utf8), to: &form, name: name, type: type, headers: headers)
+            case .file(let name, let path, let type, let fileName, let headers):
+                let isStandardInput = path == FieldArgument.standardInput
+                let source = isStandardInput ? spool!.path : path
+                let fileURL = RawArguments.fileURL(source)
+                let sentName = fileName ?? (isStandardInput ? "-" : RawArguments.fileName(path))
+                let lines =
+                    headers.isEmpty
+                    ? nil
+                    : try partHeaders(
+                        name: name, fileName: sentName,
+                        type: type ?? MultipartFormData.mimeType(forFileName: sentName), headers: headers)
                 do {
-                    try form.append(
-                        fileURL: RawArguments.fileURL(path), name: name,
-                        fileName: fileName ?? RawArguments.fileName(path), mimeType: type)
+                    if let lines {
+                        try form.append(headers: lines, fileURL: fileURL)
+                    } else {
+                        try form.append(fileURL: fileURL, name: name, fileName: sentName, mimeType: type)
+                    }
                 } catch let error where error.reason.isFileProblem {
                     throw CommandFailure(
                         status: .localFile, message: "-F \(name)=@\(path): \(error.reason.description)")
                 } catch {
                     throw UsageError("-F \(name): \(error.reason.description)")
                 }
-            case .textFromFile(let name, let path, let type):
-                guard let contents = try? Data(contentsOf: RawArguments.fileURL(path)) else {
-                    throw CommandFailure(status: .localFile, message: "-F \(name)=<\(path): cannot read \(path)")
+            case .textFromFile(let name, let path, let type, let headers):
+                let contents: Data
+                if path == FieldArgument.standardInput {
+                    contents = try StandardInputSpool.readAll()
+                } else {
+                    guard let read = try? Data(contentsOf: RawArguments.fileURL(path)) else {
+                        throw CommandFailure(status: .localFile, message: "-F \(name)=<\(path): cannot read \(path)")
+                    }
+                    contents = read
                 }
-                form.append(contents, name: name, mimeType: type)
+                try append(contents, to: &form, name: name, type: type, headers: headers)
             }
         }
         if let error = form.appendError { throw UsageError("-F \(error.partName ?? ""): \(error.reason.description)") }
         return form
     }
 
+    /// A text field, with its `;headers=` lines when it has any.
+    private static func append(
+        _ value: Data, to form: inout MultipartFormData, name: String, type: String?,
+        headers: [FieldArgument.PartHeader]
+    ) throws {
+        guard !headers.isEmpty else {
+            // A field with a type is sent as curl sends it: a Content-Type line, no filename.
+            return form.append(value, name: name, mimeType: type)
+        }
+        let lines = try partHeaders(name: name, fileName: nil, type: type, headers: headers)
+        do {
+            try form.append(headers: lines, body: value)
+        } catch {
+            throw UsageError("-F \(name): \(error.reason.description)")
+        }
+    }
+
+    /// The part's header lines as curl writes them: `Content-Disposition`, `Content-Type`, then the `;headers=`
+    /// lines in order, those of a `headers=@file` being its lines but blank ones and `#` comments.
+    private static func partHeaders(
+        name: String, fileName: String?, type: String?, headers: [FieldArgument.PartHeader]
+    ) throws -> [(name: String, value: String)] {
+        let disposition = PartHeaders.formDataDisposition(name: name, fileName: fileName)
+        var lines = [(name: "Content-Disposition", value: String(decoding: disposition, as: UTF8.self))]
+        if let type { lines.append((name: "Content-Type", value: type)) }
+        for header in headers {
+            let texts: [Substring]
+            switch header {
+            case .line(let line):
+                texts = [Substring(line)]
+            case .file(let path):
+                guard let contents = try? String(contentsOf: RawArguments.fileURL(path), encoding: .utf8) else {
+                    throw CommandFailure(
+                        status: .localFile, message: "-F \(name): cannot read the headers file \(path)")
+                }
+                texts = contents.split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r\n" }
+                    .map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
+                    .filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty && !$0.hasPrefix("#") }
+            }
+            for text in texts {
+                guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
+                    throw UsageError("-F \(name): header \(String(text).debugDescription) is not 'Name: value'")
+                }
+                lines.append(
+                    (
+                        name: String(text[..<colon]),
+                        value: text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                    ))
+            }
+        }
+        return lines
+    }
+
     static func upload(_ form: MultipartFormData, to url: URL, options: Options, output: OutputFile) async throws {
         var request = URLRequest(url: url)
         request.httpMethod = options.method ?? "POST"
+        if let user = options.user {
+            request.setValue("Basic " + Data(user.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        }
         for header in options.headers {
             request.addValue(header.value, forHTTPHeaderField: header.name)
         }
@@ -114,32 +201,50 @@ enum Command {
             printError(
                 "> Content-Type: \(form.contentType)\n> (body: \(form.count) parts, \(form.contentLength) bytes)")
         }
-        let progress = ProgressReporter(silent: options.silent)
-        let data: Data
-        let response: URLResponse
+        var report = TransferReport(effectiveURL: url.absoluteString)
         do {
-            (data, response) = try await URLSession.shared.upload(
-                form, with: request, strategy: options.strategy, progress: progress.report)
-        } catch let error as MultipartError {
-            progress.finish(outcome: "failed")
-            throw CommandFailure(status: error.reason.isFileProblem ? .localFile : .network, message: error.description)
-        } catch {
-            progress.finish(outcome: "failed")
-            throw CommandFailure(status: .network, message: "\(url.absoluteString): \(error.localizedDescription)")
+            let answer = try await Transfer(form: form, request: request, options: options).run(report: &report)
+            let http = answer.response
+            if options.verbose {
+                printError("< HTTP \(http.statusCode)")
+                for (name, value) in http.allHeaderFields { printError("< \(name): \(value)") }
+            }
+            guard http.statusCode < 400 else {
+                let firstLines = String(decoding: answer.data.prefix(2_000), as: UTF8.self).split(separator: "\n")
+                    .prefix(5)
+                throw CommandFailure(
+                    status: .network,
+                    message: "\(report.effectiveURL) answered HTTP \(http.statusCode)\n"
+                        + firstLines.joined(separator: "\n"))
+            }
+            let head = options.includeHeaders ? statusAndHeaders(of: http) : Data()
+            try output.write(head + answer.data, option: "-o")
+            writeOut(options, report)
+        } catch let failure as CommandFailure {
+            report.exitCode = failure.status.rawValue
+            writeOut(options, report)
+            throw failure
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        progress.finish(outcome: "HTTP \(status)")
-        if options.verbose, let http = response as? HTTPURLResponse {
-            printError("< HTTP \(status)")
-            for (name, value) in http.allHeaderFields { printError("< \(name): \(value)") }
-        }
-        guard status < 400 else {
-            let firstLines = String(decoding: data.prefix(2_000), as: UTF8.self).split(separator: "\n").prefix(5)
-            throw CommandFailure(
-                status: .network,
-                message: "\(url.absoluteString) answered HTTP \(status)\n" + firstLines.joined(separator: "\n"))
-        }
-        try output.write(data, option: "-o")
+    }
+
+    /// `-i`: a status line and the response's headers, sorted, then an empty line. URLSession tells neither the HTTP
+    /// version nor the reason phrase: the line is `HTTP/1.1 CODE` and the standard phrase.
+    private static func statusAndHeaders(of response: HTTPURLResponse) -> Data {
+        let capitalized = HTTPURLResponse.localizedString(forStatusCode: response.statusCode).capitalized
+        let phrase = capitalized == "Ok" ? "OK" : capitalized
+        var text = "HTTP/1.1 \(response.statusCode) \(phrase)\r\n"
+        let fields = response.allHeaderFields.map { ("\($0.key)", "\($0.value)") }.sorted { $0.0 < $1.0 }
+        for (name, value) in fields { text += "\(name): \(value)\r\n" }
+        return Data((text + "\r\n").utf8)
+    }
+
+    /// `-w`: the report in the format asked, on standard output after the body.
+    private static func writeOut(_ options: Options, _ report: TransferReport) {
+        guard let format = options.writeOut else { return }
+        var warnings: [String] = []
+        let text = report.render(format, warnings: &warnings)
+        for warning in warnings { printError("multipart: \(warning)") }
+        FileHandle.standardOutput.write(Data(text.utf8))
     }
 
     static func printError(_ text: String) {

@@ -1,17 +1,53 @@
 /// One `-F` argument, in curl's grammar: `name=value`, `name=@file` (a file part) or `name=<file` (a text field
-/// read from a file), each optionally followed by `;type=MIME` and, for files, `;filename=NAME`. A value or
-/// parameter may be double-quoted, with `\"` and `\\` inside, to hold `;` or start with `@` or `<`.
+/// read from a file), `-` being standard input, each optionally followed by `;type=MIME`, for files
+/// `;filename=NAME`, and any number of `;headers="Name: value"` or `;headers=@file`. A value or parameter may be
+/// double-quoted, with `\"` and `\\` inside, to hold `;` or start with `@` or `<`.
 enum FieldArgument: Equatable {
-    case text(name: String, value: String, type: String?)
-    case file(name: String, path: String, type: String?, fileName: String?)
-    case textFromFile(name: String, path: String, type: String?)
+    case text(name: String, value: String, type: String?, headers: [PartHeader] = [])
+    case file(name: String, path: String, type: String?, fileName: String?, headers: [PartHeader] = [])
+    case textFromFile(name: String, path: String, type: String?, headers: [PartHeader] = [])
 
-    /// The local file the field reads, if any.
+    /// A header line of the part's own, from `;headers=`.
+    enum PartHeader: Equatable {
+        /// `headers="Name: value"`.
+        case line(String)
+        /// `headers=@file`: the file's lines, blank lines and `#` comments left out.
+        case file(String)
+    }
+
+    /// The path curl's grammar gives standard input.
+    static let standardInput = "-"
+
+    /// The local file the field reads, if any, standard input aside.
     var path: String? {
         switch self {
-        case .file(_, let path, _, _), .textFromFile(_, let path, _): path
+        case .file(_, let path, _, _, _), .textFromFile(_, let path, _, _):
+            path == Self.standardInput ? nil : path
         case .text: nil
         }
+    }
+
+    /// Whether the field is a file part (`@`).
+    var isFile: Bool {
+        if case .file = self { return true }
+        return false
+    }
+
+    /// Whether the field reads standard input (`@-` or `<-`), which can be read once.
+    var readsStandardInput: Bool {
+        switch self {
+        case .file(_, let path, _, _, _), .textFromFile(_, let path, _, _): path == Self.standardInput
+        case .text: false
+        }
+    }
+
+    /// `--form-string name=value`: the value as it is, with no `@`, `<`, quote or `;` meaning.
+    init(literal argument: String) throws(UsageError) {
+        guard let equals = argument.firstIndex(of: "="), equals != argument.startIndex else {
+            throw UsageError("--form-string \(argument): expected name=value")
+        }
+        self = .text(
+            name: String(argument[..<equals]), value: String(argument[argument.index(after: equals)...]), type: nil)
     }
 
     init(parsing argument: String) throws(UsageError) {
@@ -25,19 +61,21 @@ enum FieldArgument: Equatable {
         case "@":
             scanner.advance()
             let path = try scanner.value(in: argument)
-            let parameters = try scanner.parameters(in: argument, allowed: ["type", "filename"])
+            let parameters = try scanner.parameters(in: argument, allowed: ["type", "filename", "headers"])
             guard !path.isEmpty else { throw UsageError("-F \(argument): no file after @") }
-            self = .file(name: name, path: path, type: parameters["type"], fileName: parameters["filename"])
+            self = .file(
+                name: name, path: path, type: parameters.last("type"), fileName: parameters.last("filename"),
+                headers: parameters.headers)
         case "<":
             scanner.advance()
             let path = try scanner.value(in: argument)
-            let parameters = try scanner.parameters(in: argument, allowed: ["type"])
+            let parameters = try scanner.parameters(in: argument, allowed: ["type", "headers"])
             guard !path.isEmpty else { throw UsageError("-F \(argument): no file after <") }
-            self = .textFromFile(name: name, path: path, type: parameters["type"])
+            self = .textFromFile(name: name, path: path, type: parameters.last("type"), headers: parameters.headers)
         default:
             let value = try scanner.value(in: argument)
-            let parameters = try scanner.parameters(in: argument, allowed: ["type"])
-            self = .text(name: name, value: value, type: parameters["type"])
+            let parameters = try scanner.parameters(in: argument, allowed: ["type", "headers"])
+            self = .text(name: name, value: value, type: parameters.last("type"), headers: parameters.headers)
         }
     }
 }
@@ -92,9 +130,9 @@ private struct Scanner {
         throw UsageError("-F \(argument): a quote is not closed")
     }
 
-    /// `;key=value` pairs up to the end.
-    mutating func parameters(in argument: String, allowed: Set<String>) throws(UsageError) -> [String: String] {
-        var parameters: [String: String] = [:]
+    /// `;key=value` pairs up to the end, in order.
+    mutating func parameters(in argument: String, allowed: Set<String>) throws(UsageError) -> [(String, String)] {
+        var parameters: [(String, String)] = []
         while !rest.isEmpty {
             guard rest.first == ";", let equals = rest.firstIndex(of: "=") else {
                 throw UsageError("-F \(argument): unexpected text \"\(rest)\"")
@@ -106,8 +144,29 @@ private struct Scanner {
                 )
             }
             rest = rest[rest.index(after: equals)...]
-            parameters[key] = try value(in: argument)
+            let quoted = rest.first == "\""
+            let value = try value(in: argument)
+            // `headers=@file` names a file unless the value was quoted.
+            parameters.append((key == "headers" && !quoted && value.hasPrefix("@") ? "headers@" : key, value))
         }
         return parameters
+    }
+}
+
+extension [(String, String)] {
+    /// The last value given for `key`, as curl keeps the last.
+    fileprivate func last(_ key: String) -> String? {
+        last { $0.0 == key }?.1
+    }
+
+    /// The `headers=` values, in order.
+    fileprivate var headers: [FieldArgument.PartHeader] {
+        compactMap { key, value in
+            switch key {
+            case "headers": .line(value)
+            case "headers@": .file(String(value.dropFirst()))
+            default: nil
+            }
+        }
     }
 }

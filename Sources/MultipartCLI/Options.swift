@@ -23,7 +23,25 @@ struct Options: Equatable {
     var output: String?
     /// `--output-body`: the encoded body, not uploaded; `-` is standard output.
     var outputBody: String?
+    /// `-u user:password`, sent as `Authorization: Basic`.
+    var user: String?
+    /// `-i`: the status line and response headers before the body.
+    var includeHeaders = false
+    /// `-w`: printed on standard output once the transfer ends.
+    var writeOut: String?
+    /// `-L`: follow redirects.
+    var followRedirects = false
+    /// `--max-time`, seconds for each attempt.
+    var maxTime: Double?
+    /// `--connect-timeout`, seconds until the server takes the first body byte.
+    var connectTimeout: Double?
+    /// `--retry`: attempts after the first.
+    var retries = 0
+    /// `--retry-delay`, seconds; `nil` (or 0) for curl's doubling backoff from 1 s.
+    var retryDelay: Double?
     var silent = false
+    /// `-S`: error messages even with `-s`.
+    var showError = false
     var verbose = false
     var help = false
     var url: URL?
@@ -36,36 +54,54 @@ struct Options: Equatable {
 
     init() {}
 
-    /// Parses the arguments after the program name.
+    /// Options that take a value, by their long names; short ones are mapped to these.
+    private static let valueOptions: Set<String> = [
+        "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
+        "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
+        "--retry-delay",
+    ]
+    private static let shortOptions: [Character: String] = [
+        "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
+        "w": "--write-out", "m": "--max-time", "s": "--silent", "S": "--show-error", "v": "--verbose", "h": "--help",
+        "i": "--include", "L": "--location", "k": "--insecure",
+    ]
+
+    /// Parses the arguments after the program name, as curl does: short flags combine (`-sSL`), the last one may
+    /// take its value attached or from the next argument (`-Fa=1`, `-so out`), long options take theirs after `=` or
+    /// as the next argument, and `--` ends the options.
     init(parsing arguments: [String]) throws(UsageError) {
         var rest = arguments[...]
-        func value(for option: String) throws(UsageError) -> String {
-            guard let value = rest.popFirst() else { throw UsageError("\(option) needs a value") }
-            return value
-        }
+        var optionsEnded = false
         while let argument = rest.popFirst() {
-            switch argument {
-            case "-F", "--form": fields.append(try FieldArgument(parsing: try value(for: argument)))
-            case "-H", "--header": headers.append(try Self.header(try value(for: argument)))
-            case "-X", "--request": method = try Self.method(try value(for: argument))
-            case "--boundary": boundary = try value(for: argument)
-            case "--strategy": strategy = try Self.strategy(try value(for: argument))
-            case "--limit-rate": rateLimit = try Self.rate(try value(for: argument))
-            case "-o", "--output": output = try value(for: argument)
-            case "--output-body": outputBody = try value(for: argument)
-            case "-s", "--silent": silent = true
-            case "-v", "--verbose": verbose = true
-            case "-h", "--help": help = true
-            case _ where argument.hasPrefix("-F") && argument.count > 2:
-                fields.append(try FieldArgument(parsing: String(argument.dropFirst(2))))
-            case _ where argument.hasPrefix("-") && argument != "-":
-                throw UsageError("unknown option \(argument)")
-            default:
-                guard url == nil else { throw UsageError("more than one URL: \(url!.absoluteString) and \(argument)") }
-                guard let parsed = URL(string: argument), let scheme = parsed.scheme?.lowercased(),
-                    ["http", "https"].contains(scheme), parsed.host != nil
-                else { throw UsageError("not an http or https URL: \(argument)") }
-                url = parsed
+            if optionsEnded || argument == "-" || !argument.hasPrefix("-") {
+                try setURL(argument)
+            } else if argument == "--" {
+                optionsEnded = true
+            } else if argument.hasPrefix("--") {
+                let equals = argument.firstIndex(of: "=")
+                let name = String(argument[..<(equals ?? argument.endIndex)])
+                let attached = equals.map { String(argument[argument.index(after: $0)...]) }
+                if Self.valueOptions.contains(name) {
+                    guard let value = attached ?? rest.popFirst() else { throw UsageError("\(name) needs a value") }
+                    try apply(name, value: value)
+                } else {
+                    guard attached == nil else { throw UsageError("\(name) takes no value") }
+                    try apply(name)
+                }
+            } else {
+                var letters = argument.dropFirst()
+                while let letter = letters.popFirst() {
+                    guard let name = Self.shortOptions[letter] else {
+                        throw UsageError("unknown option -\(letter)\(argument.count > 2 ? " in \(argument)" : "")")
+                    }
+                    if Self.valueOptions.contains(name) {
+                        let value = letters.isEmpty ? rest.popFirst() : String(letters)
+                        guard let value else { throw UsageError("-\(letter) needs a value") }
+                        try apply(name, value: value)
+                        break
+                    }
+                    try apply(name)
+                }
             }
         }
         guard !help else { return }
@@ -75,6 +111,75 @@ struct Options: Equatable {
         if url != nil, outputBody != nil {
             throw UsageError("--output-body writes the body instead of uploading it: leave out the URL")
         }
+        if fields.filter(\.readsStandardInput).count > 1 {
+            throw UsageError("standard input can be read once: only one -F may use @- or <-")
+        }
+    }
+
+    /// Sets the option `name` (long form) that takes `value`.
+    private mutating func apply(_ name: String, value: String) throws(UsageError) {
+        switch name {
+        case "--form": fields.append(try FieldArgument(parsing: value))
+        case "--form-string": fields.append(try FieldArgument(literal: value))
+        case "--header": headers.append(try Self.header(value))
+        case "--request": method = try Self.method(value)
+        case "--boundary": boundary = value
+        case "--strategy": strategy = try Self.strategy(value)
+        case "--limit-rate": rateLimit = try Self.rate(value)
+        case "--output": output = value
+        case "--output-body": outputBody = value
+        case "--user":
+            guard value.contains(":") else {
+                throw UsageError("-u \(value): give user:password (there is no password prompt)")
+            }
+            user = value
+        case "--user-agent": headers.append(try Self.header("User-Agent: \(value)"))
+        case "--write-out": writeOut = value
+        case "--max-time": maxTime = try Self.seconds(value, option: name)
+        case "--connect-timeout": connectTimeout = try Self.seconds(value, option: name)
+        case "--retry":
+            guard let count = Int(value), (0...1_000).contains(count) else {
+                throw UsageError("--retry \(value): expected a number of retries from 0 to 1000")
+            }
+            retries = count
+        default:  // --retry-delay
+            retryDelay = try Self.seconds(value, option: name, allowingZero: true)
+        }
+    }
+
+    /// Sets the flag `name` (long form).
+    private mutating func apply(_ name: String) throws(UsageError) {
+        switch name {
+        case "--silent": silent = true
+        case "--show-error": showError = true
+        case "--verbose": verbose = true
+        case "--help": help = true
+        case "--include": includeHeaders = true
+        case "--location": followRedirects = true
+        case "--insecure":
+            throw UsageError(
+                "-k: URLSession on Linux checks certificates inside libcurl and never asks its delegate, so it cannot "
+                    + "skip the check; trust the server's certificate authority instead (SSL_CERT_FILE)")
+        default: throw UsageError("unknown option \(name)")
+        }
+    }
+
+    /// The one URL.
+    private mutating func setURL(_ argument: String) throws(UsageError) {
+        guard url == nil else { throw UsageError("more than one URL: \(url!.absoluteString) and \(argument)") }
+        guard let parsed = URL(string: argument), let scheme = parsed.scheme?.lowercased(),
+            ["http", "https"].contains(scheme), parsed.host != nil
+        else { throw UsageError("not an http or https URL: \(argument)") }
+        url = parsed
+    }
+
+    /// A number of seconds: positive (or zero, where it means "the default"), finite, at most a year.
+    private static func seconds(_ text: String, option: String, allowingZero: Bool = false) throws(UsageError) -> Double
+    {
+        guard let seconds = Double(text), seconds.isFinite, seconds <= 31_536_000,
+            allowingZero ? seconds >= 0 : seconds > 0
+        else { throw UsageError("\(option) \(text): expected a number of seconds, like 2.5") }
+        return seconds
     }
 
     /// `-H 'Name: value'`: a name that is an HTTP token, a value without CR, LF or other controls, so that no

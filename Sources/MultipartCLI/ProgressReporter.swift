@@ -11,32 +11,34 @@ import MultipartStream
 /// line at the end.
 final class ProgressReporter: @unchecked Sendable {
     // @unchecked: mutable state is guarded by `lock`; reports arrive on URLSession's thread.
-    private let lock = NSLock()
+    private let lock = Lock()
     private let isTerminal: Bool
     private let isSilent: Bool
-    private let clock = ContinuousClock()
-    private let start: ContinuousClock.Instant
-    private var lastDraw: ContinuousClock.Instant?
+    /// Monotonic nanoseconds (DispatchTime, not ContinuousClock, which needs macOS 13 and iOS 16).
+    private let start = DispatchTime.now().uptimeNanoseconds
+    private var lastDraw: UInt64?
     private var latest = MultipartUploadProgress(bytesSent: 0, totalBytes: 0)
     private var drewBar = false
 
     init(silent: Bool, terminal: Bool = isatty(STDERR_FILENO) == 1) {
         isSilent = silent
         isTerminal = terminal
-        start = clock.now
     }
 
+    /// Body bytes handed out so far, silent or not.
+    var bytesSent: UInt64 { lock.withLock { latest.bytesSent } }
+
     func report(_ progress: MultipartUploadProgress) {
-        guard !isSilent else { return }
         let line: String? = lock.withLock {
             latest = progress
-            guard isTerminal else { return nil }
-            let now = clock.now
+            guard isTerminal, !isSilent else { return nil }
+            let now = DispatchTime.now().uptimeNanoseconds
             let isLast = progress.bytesSent == progress.totalBytes
-            if let lastDraw, now - lastDraw < .milliseconds(100), !isLast { return nil }
+            if let lastDraw, now - lastDraw < 100_000_000, !isLast { return nil }
             lastDraw = now
             drewBar = true
-            return "\r" + Self.bar(progress, elapsed: now - start)
+            // Erase to the end of the line: a shorter line than the last one would keep its tail (`ETA 0:01`).
+            return "\r" + Self.bar(progress, elapsed: Double(now - start) / 1e9) + Self.eraseToEndOfLine
         }
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
     }
@@ -45,15 +47,18 @@ final class ProgressReporter: @unchecked Sendable {
     func finish(outcome: String) {
         guard !isSilent else { return }
         let (progress, drewBar) = lock.withLock { (latest, self.drewBar) }
-        let elapsed = clock.now - start
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         let summary =
             "multipart: sent \(Self.bytes(progress.bytesSent)) in \(Self.seconds(elapsed)) s "
             + "(\(Self.bytes(Self.rate(progress.bytesSent, elapsed)))/s), \(outcome)\n"
         FileHandle.standardError.write(Data(((drewBar ? "\n" : "") + summary).utf8))
     }
 
-    /// `[#########           ]  45%  1.2 GiB / 2.0 GiB  85.3 MB/s  ETA 0:09`
-    static func bar(_ progress: MultipartUploadProgress, elapsed: Duration) -> String {
+    /// ANSI "erase in line", from the cursor to the end.
+    static let eraseToEndOfLine = "\u{1B}[K"
+
+    /// `[#########           ]  45%  1.2 GiB / 2.0 GiB  85.3 MB/s  ETA 0:09`, `elapsed` in seconds.
+    static func bar(_ progress: MultipartUploadProgress, elapsed: Double) -> String {
         let width = 24
         let fraction = min(1, max(0, progress.fractionCompleted))
         let filled = Int(fraction * Double(width))
@@ -81,12 +86,11 @@ final class ProgressReporter: @unchecked Sendable {
         return unit == 0 ? "\(Int(value)) B" : String(format: "%.1f %@", value, units[unit])
     }
 
-    private static func rate(_ bytes: UInt64, _ elapsed: Duration) -> Double {
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return seconds > 0 ? Double(bytes) / seconds : 0
+    private static func rate(_ bytes: UInt64, _ seconds: Double) -> Double {
+        seconds > 0 ? Double(bytes) / seconds : 0
     }
 
-    private static func seconds(_ elapsed: Duration) -> String {
-        String(format: "%.2f", Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    private static func seconds(_ elapsed: Double) -> String {
+        String(format: "%.2f", elapsed)
     }
 }

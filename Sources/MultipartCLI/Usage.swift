@@ -2,7 +2,9 @@
 let usage = """
     usage: multipart [options] [URL]
     Builds a multipart/form-data body, as curl -F does, and uploads it to URL streaming from disk,
-    or writes it to a file with -o when there is no URL.
+    or writes it to a file with -o when there is no URL. Options read as curl's: short flags combine
+    (-sSL), a value may follow its flag (-Fa=1, -so out) or a long option's = (--form=a=1), and --
+    ends the options.
 
     Fields (curl's -F grammar; quote a value with "..." to hold ; or start with @ or <):
       -F, --form 'name=value'                     a text field
@@ -11,16 +13,36 @@ let usage = """
       -F 'doc=@a.pdf;type=application/pdf;filename=b.pdf'
                                                    a file with its type and name given
       -F 'note=<notes.txt'                         a text field read from a file
+      -F 'f=@a.txt;headers="X-Tag: v"'             header lines of the part's own, as many as given;
+      -F 'f=@a.txt;headers=@headers.txt'           headers=@FILE takes FILE's lines (# starts a comment)
+      -F 'log=@-', -F 'note=<-'                    standard input, once per command. @- is copied to a
+                                                   temporary file first (removed at the end), so that the
+                                                   Content-Length is exact; <- is read into memory
+      --form-string 'name=value'                   a text field taken literally: no @, <, quotes or ;type=
 
     Request:
       -H, --header 'Name: value'                   a request header, e.g. -H 'Authorization: Bearer T'
+      -u, --user USER:PASSWORD                     Basic authentication, e.g. -u ada:secret
+      -A, --user-agent AGENT                       the User-Agent header, e.g. -A 'backup/2.1'
       -X, --request METHOD                         the method (default POST; not GET or HEAD, which carry no
                                                    body in URLSession), e.g. -X PUT
+      -L, --location                               follow redirects (not without it, as curl); a 307 or 308
+                                                   sends the whole form again, a 301-303 turns into a GET
+      --max-time S                                 end an attempt after S seconds, exit 4, e.g. --max-time 30
+      --connect-timeout S                          end an attempt that has no connection after S seconds
+                                                   (no body byte taken), exit 4, e.g. --connect-timeout 5
+      --retry N                                    retry up to N times on a connection failure, a timeout, or
+                                                   HTTP 408, 429, 500, 502, 503, 504, sending the form again
+                                                   from its first byte, e.g. --retry 3
+      --retry-delay S                              seconds between retries (default: the server's Retry-After,
+                                                   else 1 s doubling), e.g. --retry-delay 2
       --boundary B                                 the boundary (default: 128 random bits), e.g. --boundary XyZ
       --strategy stream|file|automatic             stream the body (the default), or write it to a temporary
                                                    file first and send that; both send the exact
                                                    Content-Length, e.g. --strategy file
-      --limit-rate RATE                            bytes per second, K, M or G suffixes, e.g. --limit-rate 500K
+      --limit-rate RATE                            bytes per second, K, M or G suffixes (1024s), e.g.
+                                                   --limit-rate 500K
+      -k, --insecure                               refused: URLSession on Linux cannot skip certificate checks
 
     Output:
       -o, --output FILE                            the response body to FILE (- for standard output, the
@@ -29,14 +51,24 @@ let usage = """
                                                    complete; a directory or an input file is refused
       --output-body FILE                           write the encoded body to FILE (- for standard output)
                                                    instead of uploading, e.g. --output-body form.multipart
-      -s, --silent                                 no progress and no summary
+      -i, --include                                the status line and response headers before the body
+      -w, --write-out FORMAT                       print FORMAT on standard output at the end, with
+                                                   %{http_code}, %{time_total}, %{size_upload},
+                                                   %{speed_upload}, %{url_effective}, %{size_download},
+                                                   %{content_type}, %{exitcode}, and \\n, \\t, %%,
+                                                   e.g. -w '%{http_code} %{time_total}\\n'
+      -s, --silent                                 no progress, no summary and no error messages
+      -S, --show-error                             error messages even with -s, e.g. -sS
       -v, --verbose                                print the request and response headers on stderr
       -h, --help                                   this text
 
     Progress goes to stderr: a bar when stderr is a terminal, else a summary line.
-    Exit status: 0 success, 2 usage error, 3 a local file problem, 4 a network or HTTP failure (4xx, 5xx).
+    Exit status: 0 success, 2 usage error, 3 a local file problem (named before any byte is sent),
+    4 a network or HTTP failure. Unlike curl, HTTP 400 and above exit 4 with the status and the first
+    lines of the response on stderr (curl needs --fail-with-body), and a 3xx without -L exits 0.
 
     Examples:
       multipart -F title=Holiday -F 'video=@beach.mov' https://example.com/upload
+      tar c photos | multipart -sS --retry 3 -F 'backup=@-;filename=photos.tar' https://example.com/backup
       multipart -F 'a=1' -F 'f=@notes.txt' -o form.multipart
     """

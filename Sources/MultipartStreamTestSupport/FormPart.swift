@@ -10,6 +10,9 @@ public struct FormPart: Codable, Equatable, Sendable, CustomStringConvertible {
     public var contentType: String?
     /// The body bytes.
     public var body: Data
+    /// Every header line as `[name, value]`, in order, when the parser reports them (Werkzeug does); not compared
+    /// by `==`.
+    public var headers: [[String]]?
 
     /// Creates a part.
     public init(name: String, fileName: String? = nil, contentType: String? = nil, body: Data) {
@@ -17,6 +20,11 @@ public struct FormPart: Codable, Equatable, Sendable, CustomStringConvertible {
         self.fileName = fileName
         self.contentType = contentType
         self.body = body
+    }
+
+    /// Name, file name, content type and body are equal; ``headers`` are not compared.
+    public static func == (lhs: FormPart, rhs: FormPart) -> Bool {
+        (lhs.name, lhs.fileName, lhs.contentType, lhs.body) == (rhs.name, rhs.fileName, rhs.contentType, rhs.body)
     }
 
     /// The part in one line, without its body.

@@ -40,7 +40,8 @@ extension SeededGenerator {
         while remaining > 0 {
             for index in words.indices { words[index] = next() }
             let count = Int(min(remaining, UInt64(words.count * 8)))
-            try words.withUnsafeBytes { try handle.write(contentsOf: UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            // write(_:), not write(contentsOf:), which needs macOS 10.15.4: the package's floor is 10.15.
+            words.withUnsafeBytes { handle.write(Data($0[..<count])) }
             remaining -= UInt64(count)
         }
     }

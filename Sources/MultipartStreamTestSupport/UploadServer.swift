@@ -19,6 +19,11 @@ public final class UploadServer {
         /// Django under gunicorn (installed from PyPI when missing), which reads only bodies with a
         /// `Content-Length`; answers ``DjangoForm``. `Peers/django_server.py`.
         case django
+        /// Node counting body bytes and timing their arrival, doing nothing else; answers ``Counted``.
+        /// `Peers/count-sink.mjs`, the upload benchmark's sink.
+        case countSink
+        /// A listener that never accepts, its backlog full, so that connecting to it hangs; `Peers/full-backlog.py`.
+        case fullBacklog
 
         /// The server's name.
         public var description: String { rawValue }
@@ -38,12 +43,26 @@ public final class UploadServer {
         public var expect: String?
         /// The `Authorization` header (Node only).
         public var authorization: String?
+        /// The `User-Agent` header (Node only).
+        public var userAgent: String?
         /// How many body bytes arrived.
         public var bytes: Int
         /// The parts, when the body parsed.
         public var parts: [FormPart]?
         /// Why the body did not parse.
         public var error: String?
+    }
+
+    /// What the counting sink saw of one request.
+    public struct Counted: Decodable, Sendable {
+        /// Body bytes that arrived.
+        public var bytes: Int
+        /// The size of the first chunk of the body that arrived.
+        public var firstChunk: Int
+        /// Seconds from the first chunk's arrival to the last byte's.
+        public var seconds: Double
+        /// The `Content-Length` header.
+        public var contentLength: String?
     }
 
     /// What Django made of one request: `request.POST` and `request.FILES`.
@@ -112,6 +131,8 @@ public final class UploadServer {
         case .werkzeug: process.arguments = ["python3", peerScript("parse_werkzeug.py").path, "serve"]
         case .sink: process.arguments = ["node", peerScript("upload-sink.mjs").path]
         case .django: process.arguments = ["python3", peerScript("django_server.py").path]
+        case .countSink: process.arguments = ["node", peerScript("count-sink.mjs").path]
+        case .fullBacklog: process.arguments = ["python3", peerScript("full-backlog.py").path]
         }
         process.standardInput = stdin
         process.standardOutput = stdout

@@ -94,7 +94,7 @@ import Testing
     @Test func theTableKnowsAtLeastSixtyExtensions() throws {
         let source = try String(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../../Sources/MultipartStream/MIMEType.swift").standardized,
+                .appendingPathComponent("../../Sources/MultipartStream/Form/MIMEType.swift").standardized,
             encoding: .utf8
         )
         let entries = source.components(separatedBy: "\": \"").count - 1

@@ -67,7 +67,7 @@ extension URLSessionSuites {
             let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 4_096))
             let form = try form(with: file)
             let handle = try FileHandle(forWritingTo: file)
-            try handle.write(contentsOf: Data(repeating: 9, count: 10))
+            handle.write(Data(repeating: 9, count: 10))
             try handle.close()
             expectChanged(form, file)
         }
@@ -80,7 +80,7 @@ extension URLSessionSuites {
             // on Linux) of the append; this test is about the change time, so it starts on a later tick.
             Thread.sleep(forTimeInterval: 0.02)
             let handle = try FileHandle(forWritingTo: file)
-            try handle.write(contentsOf: Data(repeating: 9, count: 10))
+            handle.write(Data(repeating: 9, count: 10))
             try handle.close()
             // As `touch -r` does: the old modification time, but the inode's change time moves.
             try FileManager.default.setAttributes([.modificationDate: appended as Any], ofItemAtPath: file.path)
@@ -102,8 +102,8 @@ extension URLSessionSuites {
             var buffer = [UInt8](repeating: 0, count: 1_024)
             #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
             let handle = try FileHandle(forWritingTo: file)
-            try handle.seek(toOffset: 1 << 19)
-            try handle.write(contentsOf: Data(repeating: 9, count: 10))
+            handle.seek(toFileOffset: 1 << 19)
+            handle.write(Data(repeating: 9, count: 10))
             try handle.close()
             var last = 0
             repeat { last = stream.read(&buffer, maxLength: buffer.count) } while last > 0
@@ -334,7 +334,7 @@ private final class BlockingStream: InputStream {
 private final class Outcome: @unchecked Sendable {
     // @unchecked: `stored` is guarded by `lock`.
     let done = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
+    private let lock = Lock()
     private var stored: Int?
 
     func set(_ value: Int) {

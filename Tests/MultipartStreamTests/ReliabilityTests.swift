@@ -226,7 +226,7 @@ extension URLSessionSuites {
 /// Results written by concurrent workers.
 private final class Results: @unchecked Sendable {
     // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var values: [Data]
 
     init(count: Int) {

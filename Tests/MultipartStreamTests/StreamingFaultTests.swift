@@ -132,8 +132,8 @@ import Testing
         var buffer = [UInt8](repeating: 0, count: 1_000)
         #expect(stream.read(&buffer, maxLength: 1_000) == 1_000)
         let handle = try FileHandle(forWritingTo: fileURL)
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data(repeating: 2, count: 10))
+        handle.seekToEndOfFile()
+        handle.write(Data(repeating: 2, count: 10))
         try handle.close()
         let error = try #require(stream.drain(readSize: 1_000).error)
         guard case .fileSizeChanged(_, expected: 100_000, actual: 100_010) = error.reason else {

@@ -218,6 +218,17 @@ extension URLSessionSuites {
             #expect(log.filter { $0.path == "/upload" }.map(\.contentLength) == [String(form.contentLength)])
         }
 
+        @Test(arguments: [302, 307])
+        func theCallersDelegateMayKeepARedirectAsTheAnswer(code: Int) async throws {
+            let server = try UploadServer()
+            let url = URL(string: server.url("/redirect/\(code)").absoluteString + "?to=/status/200")!
+            let (_, response) = try await session(delegate: NoRedirects()).upload(form, with: URLRequest(url: url))
+            #expect((response as? HTTPURLResponse)?.statusCode == code)
+            let log = try await server.log()
+            #expect(log.map(\.path) == ["/redirect/\(code)"])
+            #expect(log.first.map { String($0.bytes) == $0.contentLength } == true, "the form was sent once, whole")
+        }
+
         @Test(arguments: [307, 308])
         func aRedirectElsewhereOrFromATaskNeverDeliversAnEmptyBody(code: Int) async throws {
             let server = try UploadServer()
@@ -287,15 +298,12 @@ extension URLSessionSuites {
             let upload = Task { [form] in
                 try await session.upload(form, with: request) { reports.append($0) }
             }
-            while reports.values.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+            while reports.values.isEmpty { try await Task.sleep(nanoseconds: 5_000_000) }
             #expect(OpenDescriptors.count(under: directory.url) == 1, "the file is open while it is sent")
             upload.cancel()
             await #expect(throws: CancellationError.self) { try await upload.value }
             // The await returns at once; a read running at that moment closes the file when it returns.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while OpenDescriptors.count(under: directory.url) > 0, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(5))
-            }
+            try await Stopwatch.wait(atMost: 5, polling: 0.005) { OpenDescriptors.count(under: directory.url) > 0 }
             #expect(OpenDescriptors.count(under: directory.url) == 0, "cancelling closed the file")
             let sentWhenCancelled = reports.values.last?.bytesSent ?? 0
             #expect(sentWhenCancelled < form.contentLength)
@@ -359,14 +367,11 @@ extension URLSessionSuites {
                 try await URLSession(configuration: .ephemeral).upload(
                     form, with: URLRequest(url: server.url("/slow")), strategy: .file)
             }
-            try await Task.sleep(for: .milliseconds(100))
+            try await Task.sleep(nanoseconds: 100_000_000)
             upload.cancel()
             _ = try? await upload.value
             // The cancel answers at once; the task removes its file when it ends, moments later.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while try temporaryBodies() != before, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            try await Stopwatch.wait(atMost: 10) { try temporaryBodies() != before }
             #expect(try temporaryBodies() == before, "after cancel")
         }
 
@@ -395,9 +400,22 @@ extension URLSessionSuites {
 }
 
 /// A caller's session delegate that answers Basic challenges with u:p.
+/// Answers every redirect with `nil`: the 3xx is the answer.
+private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
+    }
+}
+
 private final class CredentialDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var count = 0
 
     var challenges: Int { lock.withLock { count } }

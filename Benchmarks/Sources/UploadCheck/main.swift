@@ -1,6 +1,9 @@
+import AsyncHTTPClient
 import Foundation
 import MultipartStream
 import MultipartStreamTestSupport
+import NIOCore
+import OpenAPIRuntime
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -8,9 +11,14 @@ import MultipartStreamTestSupport
 
 // Uploads a large file (2 GiB by default) through URLSession to a Node server on 127.0.0.1 and checks that every
 // byte arrived. Reports the time and this process's peak resident memory, so run one upload per process.
-// Usage: upload-check [--size BYTES] [--strategy stream|file|floor] [--file PATH] [--url URL]
+// Usage: upload-check [--size BYTES] [--strategy stream|file|floor|async-http-client|httpbody] [--file PATH]
+//                     [--url URL] [--max-rss MIB]
 //   --strategy floor  URLSession's own floor: the file itself as a plain InputStream(fileAtPath:) body with its
 //                     Content-Length, no multipart, no MultipartStream
+//   --strategy async-http-client  AsyncHTTPClient sends form.bodyChunks() with its known length
+//   --strategy httpbody  swift-openapi-runtime's HTTPBody over form.bodyChunks() with its known length, sent by
+//                     AsyncHTTPClient as swift-openapi-async-http-client sends an HTTPBody
+//   --max-rss MIB     fail if this process's peak resident memory passed MIB
 //   --file PATH       upload this file (its size wins over --size) instead of writing a random one
 //   --url URL         a byte-counting sink that is already running (Peers/count-sink.mjs): only the byte count is
 //                     checked. Without it, the upload goes to a sink of its own that hashes every part, and the file
@@ -18,12 +26,15 @@ import MultipartStreamTestSupport
 
 enum Strategy: String {
     case stream, file, floor
+    case asyncHTTPClient = "async-http-client"
+    case httpBody = "httpbody"
 }
 
 var size: UInt64 = 2 << 30
 var strategy = Strategy.stream
 var givenFile: URL?
 var sinkURL: URL?
+var maxResidentMiB: Int?
 var arguments = CommandLine.arguments.dropFirst()
 while let option = arguments.popFirst() {
     switch (option, arguments.popFirst()) {
@@ -31,10 +42,13 @@ while let option = arguments.popFirst() {
     case ("--strategy", let value?) where Strategy(rawValue: value) != nil: strategy = Strategy(rawValue: value)!
     case ("--file", let value?): givenFile = URL(fileURLWithPath: value)
     case ("--url", let value?) where URL(string: value) != nil: sinkURL = URL(string: value)
+    case ("--max-rss", let value?) where Int(value) != nil: maxResidentMiB = Int(value)
     default:
+        let strategies = "stream|file|floor|async-http-client|httpbody"
         FileHandle.standardError.write(
             Data(
-                "usage: upload-check [--size BYTES] [--strategy stream|file|floor] [--file PATH] [--url URL]\n".utf8))
+                ("usage: upload-check [--size BYTES] [--strategy \(strategies)] [--file PATH] [--url URL] "
+                    + "[--max-rss MIB]\n").utf8))
         exit(2)
     }
 }
@@ -92,6 +106,8 @@ case .floor:
         request.setValue(" ", forHTTPHeaderField: "Expect")
     #endif
     (data, _) = try await session.data(for: request)
+case .asyncHTTPClient, .httpBody:
+    data = try await sendWithAsyncHTTPClient(form, to: url, asHTTPBody: strategy == .httpBody)
 }
 let elapsed = clock.now - start
 let answer = try JSONDecoder().decode(SinkAnswer.self, from: data)
@@ -119,9 +135,42 @@ print(
     "upload-check: \(strategy) \(size) bytes in \(String(format: "%.3f", seconds)) s "
         + "(\(String(format: "%.0f", Double(bodyLength) / seconds / 1e6)) MB/s), \(framing), "
         + "\(verdict) \(problems.isEmpty ? "matches" : "differs"), peak RSS \(peakResidentMiB()) MiB")
+if let maxResidentMiB, peakResidentMiB() > maxResidentMiB {
+    problems.append("peak RSS \(peakResidentMiB()) MiB is over the \(maxResidentMiB) MiB allowed")
+}
 for problem in problems { print("FAIL \(problem)") }
 print("\(problems.isEmpty ? 1 : 0) passed, \(problems.isEmpty ? 0 : 1) failed")
 exit(problems.isEmpty ? 0 : 1)
+
+/// Sends the form with AsyncHTTPClient, its body the form's chunks with their known length: directly, or wrapped
+/// in an OpenAPI `HTTPBody` first (the README's two recipes). Returns the answer's body.
+func sendWithAsyncHTTPClient(_ form: MultipartFormData, to url: URL, asHTTPBody: Bool) async throws -> Data {
+    var request = HTTPClientRequest(url: url.absoluteString)
+    request.method = .POST
+    request.headers.add(name: "Content-Type", value: form.contentType)
+    if asHTTPBody {
+        let body = HTTPBody(form.bodyChunks(), length: .known(Int64(form.contentLength)), iterationBehavior: .multiple)
+        request.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
+    } else {
+        request.body = .stream(
+            form.bodyChunks().map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
+    }
+    let client = HTTPClient(eventLoopGroupProvider: .singleton)
+    do {
+        let response = try await client.execute(request, timeout: .minutes(30))
+        let answer = try await response.body.collect(upTo: 1 << 20)
+        try await client.shutdown()
+        guard response.status == .ok else { throw ClientFailure(status: Int(response.status.code)) }
+        return Data(answer.readableBytesView)
+    } catch {
+        try? await client.shutdown()
+        throw error
+    }
+}
+
+struct ClientFailure: Error {
+    var status: Int
+}
 
 /// VmHWM from /proc/self/status: the most resident memory this process has had.
 func peakResidentMiB() -> Int {

@@ -4,7 +4,7 @@ import MultipartStream
 /// Progress reports, collected from URLSession's threads.
 final class ProgressReports: @unchecked Sendable {
     // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var collected: [MultipartUploadProgress] = []
 
     func append(_ progress: MultipartUploadProgress) {

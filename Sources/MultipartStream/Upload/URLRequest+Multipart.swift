@@ -9,6 +9,11 @@ extension URLRequest {
     ///
     /// Sets `httpBodyStream` to a new ``MultipartBodyStream``, `Content-Type` and the exact `Content-Length`; see
     /// ``setMultipartFormData(_:)``.
+    ///
+    /// - Parameters:
+    ///   - url: Where the form goes.
+    ///   - method: The HTTP method; not GET or HEAD, whose bodies URLSession does not send.
+    ///   - multipartFormData: The form to stream.
     public init(url: URL, method: String = "POST", multipartFormData: MultipartFormData) {
         self.init(url: url)
         httpMethod = method
@@ -24,6 +29,8 @@ extension URLRequest {
     /// request into a GET, and Linux URLSession keeps the `Content-Length` on it: give the session a delegate that
     /// removes it in `willPerformHTTPRedirection`, or upload with `URLSession.upload(_:with:strategy:progress:)`,
     /// which does.
+    ///
+    /// - Parameter form: The form to stream; a new body stream is made from it each time this is called.
     public mutating func setMultipartFormData(_ form: MultipartFormData) {
         httpBodyStream = form.makeBodyStream()
         setValue(form.contentType, forHTTPHeaderField: "Content-Type")

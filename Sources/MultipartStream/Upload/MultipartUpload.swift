@@ -34,7 +34,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private let ownsTask: Bool
     private let completion: Completion
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var task: URLSessionTask?
     private var streams: [MultipartBodyStream] = []
     private var received = Data()
@@ -198,6 +198,19 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        // The caller's delegate decides first, as it would for its own tasks: `nil` keeps the 3xx as the answer.
+        Self.forward(redirect: response, to: request, task: task, to: callerSession) { request in
+            guard let request else { return completionHandler(nil) }
+            self.redirect(response, to: request, task: task, completionHandler: completionHandler)
+        }
+    }
+
+    private func redirect(
+        _ response: HTTPURLResponse,
+        to request: URLRequest,
+        task: URLSessionTask,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
         #if canImport(Darwin)
             // Apple's URLSession resends the body: it asks for a new stream, or reads the file again.
             completionHandler(request)
@@ -278,6 +291,28 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             return first
         }
     #endif
+
+    /// Asks the caller's session delegate whether to follow a redirect; without an opinion it answers `request`.
+    private static func forward(
+        redirect response: HTTPURLResponse,
+        to request: URLRequest,
+        task: URLSessionTask,
+        to callerSession: URLSession,
+        answer: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        guard let delegate = callerSession.delegate as? URLSessionTaskDelegate else { return answer(request) }
+        #if canImport(Darwin)
+            // Delegate methods are optional in Objective-C.
+            guard let method = delegate.urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)
+            else { return answer(request) }
+            method(callerSession, task, response, request, answer)
+        #else
+            // In swift-corelibs-foundation the protocol's default follows the redirect.
+            delegate.urlSession(
+                callerSession, task: task, willPerformHTTPRedirection: response, newRequest: request,
+                completionHandler: answer)
+        #endif
+    }
 
     /// Asks the caller's session delegate, which answers `.performDefaultHandling` when it has no opinion.
     private static func forward(

@@ -16,15 +16,18 @@ public final class MultipartBodyStream: InputStream {
     private let form: MultipartFormData
     /// Guards `state` and `isReading`; never held while a read runs, so that `close()` (a cancel) never waits for a
     /// caller stream that blocks.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var state: State = .notOpen
     /// Whether a `read` is running the reader now, outside the lock. The reader is not thread-safe: while this is
     /// set, only that read touches it, and it closes the reader's file or stream itself when it finds the stream
     /// closed or failed on its return.
     private var isReading = false
     /// Separate from `lock`: progress must never wait for a state change.
-    private let progress = NSLock()
+    private let progress = Lock()
     private var handedOut: UInt64 = 0
+    /// When the next throttled read may start, in uptime nanoseconds. Touched only by the read in progress, of which
+    /// `isReading` allows one at a time.
+    private var nextReadDue: UInt64?
     /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
     var progressHandler: (@Sendable (UInt64) -> Void)?
 
@@ -129,6 +132,7 @@ public final class MultipartBodyStream: InputStream {
             }
         }
         guard let reader else { return answer }
+        let readStart = throttle.map(waitForTurn)
         let result: Result<Int, MultipartError>
         do throws(MultipartError) {
             result = .success(try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit)))
@@ -157,12 +161,29 @@ public final class MultipartBodyStream: InputStream {
             }
         }
         if count > 0 {
+            if let throttle, let readStart { schedule(after: count, startedAt: readStart, throttle) }
             progressHandler?(total)
-            if let delay = throttle?.delay, delay > 0 {
-                Thread.sleep(forTimeInterval: delay)
-            }
         }
         return count
+    }
+
+    /// Sleeps until the throttle lets the next read start, and returns when it started.
+    private func waitForTurn(_ throttle: Throttle) -> UInt64 {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard let due = nextReadDue, due > now else { return now }
+        Thread.sleep(forTimeInterval: Double(due - now) / 1e9)
+        return DispatchTime.now().uptimeNanoseconds
+    }
+
+    /// Makes the next read due `delay` after this one was (scaled for a short read), so that the time spent reading
+    /// and sending counts toward the pause and the rate holds however fast the reads are. Reads that fell behind
+    /// (a stall of the reading thread) may catch up by at most a tenth of a second, so a slow consumer never gets a
+    /// longer burst than that.
+    private func schedule(after count: Int, startedAt readStart: UInt64, _ throttle: Throttle) {
+        let pause = UInt64(throttle.delay * 1e9 * Double(count) / Double(throttle.packetSize))
+        let catchUp: UInt64 = 100_000_000
+        let earliest = readStart - min(readStart, catchUp)
+        nextReadDue = Swift.max(nextReadDue ?? readStart, earliest) + pause
     }
 
     /// True until the last byte has been handed out, and while failed, so that URLSession reads the -1 instead of

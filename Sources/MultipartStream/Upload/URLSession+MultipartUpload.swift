@@ -16,9 +16,21 @@ extension URLSession {
     /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``).
     ///
     /// The uploads of one session run on one private session made from its configuration, and share its
-    /// connections; this session's delegate still answers authentication challenges. A retry after a 401 or a
+    /// connections; this session's delegate still answers authentication challenges, and decides redirects (`nil`
+    /// from `willPerformHTTPRedirection` makes the 3xx the answer). A retry after a 401 or a
     /// 307/308 redirect sends the whole body again (on Linux, a redirect only to the same origin). Background
     /// sessions cannot be used: see ``MultipartUploadStrategy/file``.
+    ///
+    /// - Parameters:
+    ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
+    ///   - request: The URL, method (POST when it is GET) and other headers.
+    ///   - strategy: `.stream` (the default) reads the parts as they are sent; `.file` writes the body to a
+    ///     temporary file first.
+    ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
+    /// - Returns: The response's body and the response, whatever its status.
+    /// - Throws: ``MultipartError`` when a part fails, the form has an ``MultipartFormData/appendError``, the
+    ///   session is a background one, or the server answered before the body was sent; `CancellationError` when the
+    ///   task is cancelled; URLSession's error when the transfer fails.
     public func upload(
         _ form: MultipartFormData,
         with request: URLRequest,
@@ -63,8 +75,18 @@ extension URLSession {
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
     /// none) and removed when it ends; if writing fails, the task fails with the error. `progress` is called as in
-    /// ``upload(_:with:strategy:progress:)``. Cancelling the task stops reading at once and closes any open file. On Linux a 307/308 redirect fails the task with
+    /// ``upload(_:with:strategy:progress:)``. Cancelling the task stops reading at once and closes any open file.
+    /// On Linux a 307/308 redirect fails the task with
     /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``, since the task cannot be replaced.
+    ///
+    /// - Parameters:
+    ///   - request: The URL, method (POST when it is GET) and other headers.
+    ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
+    ///   - strategy: `.stream` (the default) or `.file`, as in ``upload(_:with:strategy:progress:)``.
+    ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
+    ///   - completionHandler: Called once with the body and response, or with the error: a ``MultipartError`` when a
+    ///     part failed or the form cannot be sent.
+    /// - Returns: The task, suspended.
     public func multipartUploadTask(
         with request: URLRequest,
         form: MultipartFormData,
@@ -119,7 +141,7 @@ private final class PendingResponse: @unchecked Sendable {
         case resolved(Result<(Data, URLResponse), any Error>)
     }
 
-    private let lock = NSLock()
+    private let lock = Lock()
     private var state = State.waiting
 
     /// Suspends until the result arrives; `start` runs once the continuation is in place.

@@ -13,7 +13,7 @@ import Foundation
 /// caller's use of it by more than that, whether or not the caller's session was invalidated.
 final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: all mutable state, of every instance and of the registry, is guarded by `lock`.
-    private static let lock = NSLock()
+    private static let lock = Lock()
     nonisolated(unsafe) private static var registry: [ObjectIdentifier: UploadSession] = [:]
     /// How long a session with no upload in flight stays open for the next one. Node and many servers close idle
     /// connections after 5 seconds; 30 keeps the rest.

@@ -1,4 +1,9 @@
-/// MIME types by file extension: Linux has no UTType, so the package carries the common ones.
+#if canImport(UniformTypeIdentifiers)
+    import UniformTypeIdentifiers
+#endif
+
+/// MIME types by file extension: the system's UTType where there is one, else the package's table of common types
+/// (Linux has no UTType).
 enum MIMEType {
     static let fallback = "application/octet-stream"
 
@@ -6,6 +11,14 @@ enum MIMEType {
     static func forFileName(_ fileName: String) -> String {
         guard let dot = fileName.lastIndex(of: "."), dot != fileName.startIndex else { return fallback }
         let pathExtension = fileName[fileName.index(after: dot)...].lowercased()
+        #if canImport(UniformTypeIdentifiers)
+            // Apple platforms only, from iOS 14 and macOS 11; the table below stands in on older ones.
+            if #available(macOS 11, iOS 14, tvOS 14, watchOS 7, *),
+                let type = UTType(filenameExtension: pathExtension)?.preferredMIMEType
+            {
+                return type
+            }
+        #endif
         return byExtension[pathExtension] ?? fallback
     }
 
@@ -19,11 +32,13 @@ enum MIMEType {
         "jpg": "image/jpeg", "jpeg": "image/jpeg", "jpe": "image/jpeg", "png": "image/png", "gif": "image/gif",
         "webp": "image/webp", "heic": "image/heic", "heif": "image/heif", "avif": "image/avif", "bmp": "image/bmp",
         "tif": "image/tiff", "tiff": "image/tiff", "svg": "image/svg+xml", "ico": "image/vnd.microsoft.icon",
-        "dng": "image/x-adobe-dng",
+        "dng": "image/x-adobe-dng", "heics": "image/heic-sequence", "jxl": "image/jxl", "apng": "image/apng",
+        "psd": "image/vnd.adobe.photoshop", "cr2": "image/x-canon-cr2", "nef": "image/x-nikon-nef",
         // Video
         "mp4": "video/mp4", "m4v": "video/x-m4v", "mov": "video/quicktime", "webm": "video/webm",
         "mkv": "video/x-matroska", "avi": "video/x-msvideo", "mpeg": "video/mpeg", "mpg": "video/mpeg",
-        "3gp": "video/3gpp", "ts": "video/mp2t", "wmv": "video/x-ms-wmv", "flv": "video/x-flv",
+        "3gp": "video/3gpp", "m3u8": "application/vnd.apple.mpegurl", "ts": "video/mp2t", "wmv": "video/x-ms-wmv",
+        "flv": "video/x-flv",
         // Audio
         "mp3": "audio/mpeg", "m4a": "audio/mp4", "aac": "audio/aac", "wav": "audio/wav", "flac": "audio/flac",
         "ogg": "audio/ogg", "oga": "audio/ogg", "opus": "audio/opus", "weba": "audio/webm", "aif": "audio/aiff",
@@ -46,7 +61,8 @@ enum MIMEType {
         "xml": "application/xml", "json": "application/json", "jsonl": "application/jsonl",
         "ndjson": "application/x-ndjson", "yaml": "application/yaml", "yml": "application/yaml",
         "toml": "application/toml", "ics": "text/calendar", "vcf": "text/vcard", "sql": "application/sql",
-        "wasm": "application/wasm", "swift": "text/x-swift",
+        "wasm": "application/wasm", "swift": "text/x-swift", "vtt": "text/vtt", "srt": "application/x-subrip",
+        "eml": "message/rfc822", "ps": "application/postscript", "eps": "application/postscript",
         // Archives and packages
         "zip": "application/zip", "gz": "application/gzip", "tgz": "application/gzip", "bz2": "application/x-bzip2",
         "xz": "application/x-xz", "zst": "application/zstd", "tar": "application/x-tar",
@@ -57,7 +73,12 @@ enum MIMEType {
         "ttf": "font/ttf", "otf": "font/otf", "woff": "font/woff", "woff2": "font/woff2",
         // Other binary
         "bin": "application/octet-stream", "sqlite": "application/vnd.sqlite3", "db": "application/octet-stream",
-        "pem": "application/x-pem-file", "p12": "application/x-pkcs12", "glb": "model/gltf-binary",
+        "plist": "application/x-plist", "mobileconfig": "application/x-apple-aspen-config",
+        // Certificates and keys, as AFNetworking sent them
+        "cer": "application/x-x509-ca-cert", "crt": "application/x-x509-ca-cert", "der": "application/x-x509-ca-cert",
+        "pem": "application/x-pem-file", "p12": "application/x-pkcs12", "pfx": "application/x-pkcs12",
+        "p7b": "application/x-pkcs7-certificates", "p7c": "application/pkcs7-mime", "crl": "application/pkix-crl",
+        "glb": "model/gltf-binary",
         "gltf": "model/gltf+json", "usdz": "model/vnd.usdz+zip",
     ]
 }

@@ -32,6 +32,10 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case fileUnreadable(URL, errno: Int32)
         /// The boundary is not 1 to 70 characters of RFC 2046 `bchars`, or ends in a space.
         case invalidBoundary(String)
+        /// The `multipart/` subtype is empty or holds a character outside RFC 9110's `token`.
+        case invalidSubtype(String)
+        /// The `JSONEncoder` of a JSON part threw this error.
+        case jsonEncodingFailed(any Error)
         /// A custom header name is empty or holds a character outside RFC 9110's `token`.
         case invalidHeaderName(String)
         /// A header value holds CR, LF or another control character, which would forge headers.
@@ -121,6 +125,9 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .invalidBoundary(let boundary):
             "invalid boundary \"\(boundary)\": it must be 1 to 70 characters of letters, digits and '()+_,-./:=? "
                 + "and must not end in a space"
+        case .invalidSubtype(let subtype):
+            "invalid multipart subtype \(subtype.debugDescription): it must be a non-empty HTTP token, such as mixed"
+        case .jsonEncodingFailed(let underlying): "encoding the JSON value failed: \(underlying)"
         case .invalidHeaderName(let name): "invalid header name \"\(name)\": it must be a non-empty HTTP token"
         case .invalidHeaderValue(let name, let value):
             "header \(name) has a control character in its value \(value.debugDescription)"

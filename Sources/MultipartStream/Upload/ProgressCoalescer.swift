@@ -8,7 +8,7 @@ import Foundation
 /// reported before, so 100% comes exactly once.
 final class ProgressCoalescer: @unchecked Sendable {
     // @unchecked: the counters are guarded by `lock`.
-    private let lock = NSLock()
+    private let lock = Lock()
     private let totalBytes: UInt64
     private let step: UInt64
     private let handler: @Sendable (MultipartUploadProgress) -> Void

@@ -2,8 +2,10 @@ import Foundation
 
 /// One part of a form: its encoded header block and where its body comes from.
 struct BodyPart: Sendable {
-    /// The field name, kept to name the part in errors.
+    /// The field name, kept to name the part in errors and in ``MultipartFormData/parts``.
     var name: String?
+    /// The file name as given (the header holds it escaped).
+    var fileName: String?
     var headers: PartHeaders
     var body: Body
 
@@ -64,7 +66,7 @@ struct BodyPart: Sendable {
 /// A caller's `InputStream`, which can be read once: the first reader to reach the part claims it.
 final class OneShotStream: @unchecked Sendable {
     // @unchecked: the stream is touched only by the one reader that claimed it, and the claim is locked.
-    private let lock = NSLock()
+    private let lock = Lock()
     private var stream: InputStream?
 
     init(_ stream: InputStream) {

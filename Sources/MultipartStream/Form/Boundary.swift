@@ -21,11 +21,11 @@ package enum Boundary {
         return bytes.allSatisfy(isBoundaryCharacter)
     }
 
-    /// `multipart/form-data; boundary=B`, quoting B only when it is not a token: some servers cannot parse a
+    /// `multipart/SUBTYPE; boundary=B`, quoting B only when it is not a token: some servers cannot parse a
     /// quoted boundary, and RFC 2045 requires the quotes for the rest.
-    static func contentType(for boundary: String) -> String {
+    static func contentType(for boundary: String, subtype: String) -> String {
         let value = boundary.utf8.allSatisfy(isTokenCharacter) ? boundary : "\"\(boundary)\""
-        return "multipart/form-data; boundary=\(value)"
+        return "multipart/\(subtype); boundary=\(value)"
     }
 
     private static func isBoundaryCharacter(_ byte: UInt8) -> Bool {

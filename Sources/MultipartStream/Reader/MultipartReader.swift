@@ -23,10 +23,10 @@ final class MultipartReader {
     let contentLength: UInt64
 
     init(_ form: MultipartFormData) {
-        parts = form.parts
+        parts = form.bodyParts
         delimiter = Array("\r\n--\(form.boundary)\r\n".utf8)
         closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
-        position = .start(partCount: form.parts.count)
+        position = .start(partCount: form.bodyParts.count)
         contentLength = form.contentLength
     }
 

@@ -1,0 +1,196 @@
+import Foundation
+import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One upload as curl's options shape it: redirects followed only with `-L`, each attempt bounded by `--max-time`
+/// and `--connect-timeout`, and `--retry` on the failures curl calls transient. Every attempt sends the form from
+/// its first byte.
+struct Transfer {
+    let form: MultipartFormData
+    let request: URLRequest
+    let options: Options
+
+    /// The last attempt's answer.
+    struct Answer {
+        var data: Data
+        var response: HTTPURLResponse
+    }
+
+    /// HTTP statuses curl's `--retry` retries.
+    static let retriedStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+
+    /// Runs the attempts and fills `report`; returns the last answer, or throws the last failure.
+    func run(report: inout TransferReport) async throws -> Answer {
+        let session = URLSession(
+            configuration: .default, delegate: RedirectPolicy(follows: options.followRedirects), delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        let start = DispatchTime.now().uptimeNanoseconds
+        defer { report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+        var attempt = 0
+        while true {
+            let progress = ProgressReporter(silent: options.silent)
+            let retryAfter: Double?
+            let problem: String
+            do {
+                let answer = try await send(with: session, progress: progress)
+                report.statusCode = answer.response.statusCode
+                report.bytesUploaded = progress.bytesSent
+                report.bytesDownloaded = answer.data.count
+                report.effectiveURL = answer.response.url?.absoluteString ?? report.effectiveURL
+                report.contentType = answer.response.value(forHTTPHeaderField: "Content-Type")
+                let status = answer.response.statusCode
+                progress.finish(outcome: "HTTP \(status)")
+                guard Self.retriedStatuses.contains(status), attempt < options.retries else { return answer }
+                retryAfter = answer.response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
+                problem = "HTTP \(status)"
+            } catch let failure as AttemptFailure {
+                report.bytesUploaded = progress.bytesSent
+                progress.finish(outcome: "failed")
+                guard failure.isTransient, attempt < options.retries else { throw failure.commandFailure }
+                retryAfter = nil
+                problem = failure.commandFailure.message
+            }
+            let delay = retryDelay(attempt: attempt, retryAfter: retryAfter)
+            let left = options.retries - attempt
+            if !options.silent {
+                Command.printError(
+                    "multipart: \(problem); retrying in \(Self.seconds(delay)) s (\(left) "
+                        + "\(left == 1 ? "retry" : "retries") left)")
+            }
+            try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            attempt += 1
+        }
+    }
+
+    /// `--retry-delay` when given, else the server's `Retry-After` (up to 10 minutes), else curl's backoff: 1 s,
+    /// doubling, at most 10 minutes.
+    private func retryDelay(attempt: Int, retryAfter: Double?) -> Double {
+        if let delay = options.retryDelay, delay > 0 { return delay }
+        if let retryAfter, retryAfter.isFinite, retryAfter >= 0 { return min(retryAfter, 600) }
+        return min(Double(1 << min(attempt, 10)), 600)
+    }
+
+    private static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value)
+    }
+
+    /// One attempt, cancelled by the `--max-time` and `--connect-timeout` timers.
+    private func send(with session: URLSession, progress: ProgressReporter) async throws -> Answer {
+        let watchdog = Watchdog()
+        let (form, request, strategy) = (form, request, options.strategy)
+        let upload = Task {
+            try await session.upload(form, with: request, strategy: strategy) { sent in
+                watchdog.sawBody()
+                progress.report(sent)
+            }
+        }
+        if let maxTime = options.maxTime {
+            DispatchQueue.global().asyncAfter(deadline: .now() + maxTime) {
+                if watchdog.expire(.maxTime(maxTime)) { upload.cancel() }
+            }
+        }
+        if let connectTimeout = options.connectTimeout {
+            DispatchQueue.global().asyncAfter(deadline: .now() + connectTimeout) {
+                if watchdog.expire(.connect(connectTimeout)) { upload.cancel() }
+            }
+        }
+        let url = request.url?.absoluteString ?? ""
+        do {
+            let (data, response) = try await upload.value
+            watchdog.finish()
+            guard let http = response as? HTTPURLResponse else {
+                throw AttemptFailure(.network, "\(url): the answer is not HTTP", isTransient: false)
+            }
+            return Answer(data: data, response: http)
+        } catch let error as MultipartError {
+            watchdog.finish()
+            throw AttemptFailure(
+                error.reason.isFileProblem ? .localFile : .network, error.description, isTransient: false)
+        } catch {
+            if let timeout = watchdog.finish() {
+                throw AttemptFailure(.network, "\(url): \(timeout)", isTransient: true)
+            }
+            let code = (error as? URLError)?.code
+            let transient = [.timedOut, .cannotConnectToHost, .networkConnectionLost].contains(code)
+            throw AttemptFailure(.network, "\(url): \(error.localizedDescription)", isTransient: transient)
+        }
+    }
+}
+
+/// Why an attempt failed, and whether `--retry` may try again.
+private struct AttemptFailure: Error {
+    var commandFailure: CommandFailure
+    var isTransient: Bool
+
+    init(_ status: ExitStatus, _ message: String, isTransient: Bool) {
+        commandFailure = CommandFailure(status: status, message: message)
+        self.isTransient = isTransient
+    }
+}
+
+/// The timers of one attempt: the first to expire wins, and none once the attempt has ended.
+private final class Watchdog: @unchecked Sendable {
+    // @unchecked: the state is guarded by `lock`; timers and URLSession's thread touch it.
+    enum Timeout: CustomStringConvertible {
+        case maxTime(Double)
+        case connect(Double)
+
+        var description: String {
+            switch self {
+            case .maxTime(let seconds): "timed out after \(seconds) s (--max-time)"
+            case .connect(let seconds): "no connection within \(seconds) s (--connect-timeout)"
+            }
+        }
+    }
+
+    private let lock = Lock()
+    private var expired: Timeout?
+    private var isFinished = false
+    private var hasSentBody = false
+
+    /// The server took body bytes: the connection is made.
+    func sawBody() {
+        lock.withLock { hasSentBody = true }
+    }
+
+    /// Whether `timeout` ends the attempt: it is still running, and for a connect timeout, has sent nothing.
+    func expire(_ timeout: Timeout) -> Bool {
+        lock.withLock {
+            guard !isFinished, expired == nil else { return false }
+            if case .connect = timeout, hasSentBody { return false }
+            expired = timeout
+            return true
+        }
+    }
+
+    /// Ends the attempt; returns the timeout that ended it, if one did.
+    @discardableResult
+    func finish() -> Timeout? {
+        lock.withLock {
+            isFinished = true
+            return expired
+        }
+    }
+}
+
+/// Follows redirects only with `-L`, as curl does; without it the 3xx is the answer.
+private final class RedirectPolicy: NSObject, URLSessionTaskDelegate, Sendable {
+    let follows: Bool
+
+    init(follows: Bool) {
+        self.follows = follows
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(follows ? request : nil)
+    }
+}
