@@ -255,6 +255,33 @@ extension CommandLineTests {
         #expect(try server.seen(in: text.stdout).parts == [FormPart(name: "n", body: Data("a note".utf8))])
     }
 
+    @Test(arguments: ["INT", "TERM", "HUP"])
+    func aSignalWhileStandardInputIsSpooledRemovesTheSpool(signal: String) throws {
+        let spool = directory.path("spool-\(signal)")
+        try FileManager.default.createDirectory(at: spool, withIntermediateDirectories: true)
+        // Standard input that never ends: the command is still copying it when the signal comes.
+        // The shell holds the FIFO's write end itself (opened read-write, which never blocks), so no other process
+        // outlives the script. Job control (`set -m`) keeps SIGINT from being ignored by the background job, and the
+        // command is killed after 5 s if the signal did not end it.
+        let script = """
+            set -m; mkfifo in-\(signal); exec 3<>in-\(signal)
+            TMPDIR=\(spool.path) \(Self.executable.path) -s -F 'f=@-' -o out.multipart < in-\(signal) & pid=$!
+            for _ in $(seq 100); do [ -n "$(ls \(spool.path))" ] && break; sleep 0.05; done
+            echo "spooling: $(ls \(spool.path) | wc -l)"
+            kill -\(signal) $pid
+            for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+            kill -KILL $pid 2>/dev/null && echo "the signal did not end it"
+            wait $pid; echo "status: $?"
+            echo "left: $(ls \(spool.path) | wc -l)"
+            """
+        let result = try run([], shell: script)
+        let output = String(decoding: result.stdout, as: UTF8.self)
+        #expect(output.contains("spooling: 1"), "\(output) \(result.stderr)")
+        #expect(output.contains("left: 0"), "\(output)")
+        #expect(!output.contains("did not end"), "\(output)")
+        #expect(!FileManager.default.fileExists(atPath: directory.path("out.multipart").path))
+    }
+
     @Test func partHeadersReachTheParser() throws {
         let server = try UploadServer()
         _ = try directory.file("a.txt", contents: Data("file body".utf8))

@@ -82,6 +82,9 @@ extension MultipartFormData {
     /// let chunks = form.bodyChunks().map { ByteBuffer(bytes: $0) }
     /// request.body = .stream(chunks, length: .known(Int64(form.contentLength)))  // AsyncHTTPClient
     /// ```
+    ///
+    /// - Parameter maximumSize: The most bytes in one chunk; values below 1 count as 1.
+    /// - Returns: A sequence that reads the form anew on each iteration.
     public func bodyChunks(maximumSize: Int = 65_536) -> MultipartBodyChunks {
         MultipartBodyChunks(form: self, maximumSize: maximumSize)
     }

@@ -275,6 +275,8 @@ public final class MultipartBodyStream: InputStream {
 
 extension MultipartFormData {
     /// A new, unopened stream of this form's bytes; each call returns an independent stream.
+    ///
+    /// - Returns: The stream, for `URLRequest.httpBodyStream` or a `needNewBodyStream` delegate answer.
     public func makeBodyStream() -> MultipartBodyStream {
         MultipartBodyStream(form: self)
     }

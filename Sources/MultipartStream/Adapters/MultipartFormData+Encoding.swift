@@ -11,6 +11,10 @@ import Foundation
 extension MultipartFormData {
     /// The whole body in memory, for small forms and tests; large forms belong in ``makeBodyStream()`` or
     /// ``writeEncodedData(to:)``.
+    ///
+    /// - Returns: Exactly ``contentLength`` bytes.
+    /// - Throws: ``MultipartError``: the ``appendError``, a part that failed to read, or
+    ///   ``MultipartError/Reason/tooLargeForMemory(_:)``.
     public func encode() throws(MultipartError) -> Data {
         if let appendError { throw appendError }
         guard let count = Int(exactly: contentLength) else { throw MultipartError(.tooLargeForMemory(contentLength)) }
@@ -46,6 +50,10 @@ extension MultipartFormData {
     /// Writes the body to a new file at `fileURL`, for `URLSession.uploadTask(fromFile:)` and background sessions.
     ///
     /// Refuses to replace an existing file. On any failure the partial file is removed.
+    ///
+    /// - Parameter fileURL: A `file:` URL where nothing exists yet.
+    /// - Throws: ``MultipartError``: the ``appendError``, a part that failed to read,
+    ///   ``MultipartError/Reason/outputFileExists(_:)`` or ``MultipartError/Reason/outputWriteFailed(_:errno:)``.
     public func writeEncodedData(to fileURL: URL) throws(MultipartError) {
         if let appendError { throw appendError }
         guard fileURL.isFileURL else { throw MultipartError(.notAFileURL(fileURL)) }
