@@ -111,6 +111,10 @@ struct Options: Equatable {
         if url != nil, outputBody != nil {
             throw UsageError("--output-body writes the body instead of uploading it: leave out the URL")
         }
+        if rateLimit != nil, strategy == .file {
+            throw UsageError(
+                "--limit-rate paces the streamed body; --strategy file sends a file URLSession reads itself")
+        }
         if fields.filter(\.readsStandardInput).count > 1 {
             throw UsageError("standard input can be read once: only one -F may use @- or <-")
         }

@@ -40,8 +40,8 @@ let usage = """
       --strategy stream|file|automatic             stream the body (the default), or write it to a temporary
                                                    file first and send that; both send the exact
                                                    Content-Length, e.g. --strategy file
-      --limit-rate RATE                            bytes per second, K, M or G suffixes (1024s), e.g.
-                                                   --limit-rate 500K
+      --limit-rate RATE                            bytes per second, K, M or G suffixes (1024s), not with
+                                                   --strategy file, e.g. --limit-rate 500K
       -k, --insecure                               refused: URLSession on Linux cannot skip certificate checks
 
     Output:

@@ -80,6 +80,15 @@ import Testing
         }
     }
 
+    @Test func aHugeMaximumSizeIsCappedAt16MiB() async throws {
+        var form = MultipartFormData()
+        form.append(length: 40 << 20, name: "zeros") { InputStream(data: Data(count: 40 << 20)) }
+        let (collected, error) = await collect(form.bodyChunks(maximumSize: .max))
+        #expect(error == nil)
+        #expect(collected.map(\.count).max() == 16 << 20)
+        #expect(UInt64(collected.reduce(0) { $0 + $1.count }) == form.contentLength)
+    }
+
     @Test func aOneShotStreamFailsTheSecondIterationAtItsPart() async throws {
         var form = MultipartFormData()
         form.append("a", name: "first")

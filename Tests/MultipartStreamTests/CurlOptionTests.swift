@@ -53,6 +53,7 @@ import Testing
         (["--form-string", "novalue", "-o", "-"], "expected name=value"),
         (["-F", "a=@-", "-F", "b=<-", "-o", "-"], "standard input can be read once"),
         (["-F", "a=1", "--", "-v"], "not an http or https URL: -v"),
+        (["--strategy", "file", "--limit-rate", "1M", "http://a.example/"], "--limit-rate paces the streamed body"),
     ])
     func badCurlOptions(arguments: [String], message: String) throws {
         let error = try #require(throws: UsageError.self) { try Options(parsing: arguments) }

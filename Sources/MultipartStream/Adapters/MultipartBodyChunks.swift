@@ -15,9 +15,12 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
     private let form: MultipartFormData
     private let maximumSize: Int
 
+    /// The largest chunk made, whatever is asked: a chunk is allocated whole, and a body of gigabytes must not be.
+    static let largestChunk = 16 << 20
+
     init(form: MultipartFormData, maximumSize: Int) {
         self.form = form
-        self.maximumSize = Swift.max(1, maximumSize)
+        self.maximumSize = Swift.min(Swift.max(1, maximumSize), Self.largestChunk)
     }
 
     /// Starts a new iteration at the body's first byte.
@@ -75,7 +78,7 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
 }
 
 extension MultipartFormData {
-    /// The body as an `AsyncSequence` of chunks of at most `maximumSize` bytes (at least 1), for clients that take
+    /// The body as an `AsyncSequence` of chunks of at most `maximumSize` bytes (1 to 16 MiB), for clients that take
     /// one. Pair it with ``contentLength`` so that the client sends a `Content-Length`:
     ///
     /// ```swift
@@ -83,7 +86,7 @@ extension MultipartFormData {
     /// request.body = .stream(chunks, length: .known(Int64(form.contentLength)))  // AsyncHTTPClient
     /// ```
     ///
-    /// - Parameter maximumSize: The most bytes in one chunk; values below 1 count as 1.
+    /// - Parameter maximumSize: The most bytes in one chunk, from 1 to 16 MiB; other values count as the nearest.
     /// - Returns: A sequence that reads the form anew on each iteration.
     public func bodyChunks(maximumSize: Int = 65_536) -> MultipartBodyChunks {
         MultipartBodyChunks(form: self, maximumSize: maximumSize)

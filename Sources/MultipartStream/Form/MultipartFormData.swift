@@ -273,7 +273,9 @@ public struct MultipartFormData: Sendable {
     /// spent reading and sending counted in the pause. No throttling by default.
     ///
     /// The pause blocks the thread that reads the stream; on Linux that is URLSession's one serial queue for the
-    /// whole process, so other transfers wait too. ``encode()`` and ``writeEncodedData(to:)`` are never throttled.
+    /// whole process, so other transfers wait too. ``encode()``, ``writeEncodedData(to:)`` and
+    /// ``bodyChunks(maximumSize:)`` are never throttled, nor is an upload with ``MultipartUploadStrategy/file``,
+    /// whose file URLSession reads itself.
     ///
     /// - Parameters:
     ///   - packetSize: The most bytes one `read` returns; values below 1 count as 1.
