@@ -54,7 +54,7 @@ import Testing
     @Test func everyOption() throws {
         let options = try Options(parsing: [
             "-F", "a=1", "-Fb=@f.bin", "--form", "c=<n.txt", "-H", "Authorization: Bearer T", "--header", "X-A:b",
-            "-X", "PUT", "--boundary", "XyZ", "--strategy", "file", "--limit-rate", "500K", "-o", "out.json", "-s",
+            "-X", "PUT", "--boundary", "XyZ", "--strategy", "stream", "--limit-rate", "500K", "-o", "out.json", "-s",
             "-v", "https://example.com/upload",
         ])
         var expected = Options()
@@ -65,7 +65,7 @@ import Testing
         expected.headers = [.init(name: "Authorization", value: "Bearer T"), .init(name: "X-A", value: "b")]
         expected.method = "PUT"
         expected.boundary = "XyZ"
-        expected.strategy = .file
+        expected.strategy = .stream
         expected.rateLimit = 500 << 10
         expected.output = "out.json"
         expected.silent = true
