@@ -219,10 +219,10 @@ extension CommandLineTests {
         #expect(result.stderr.contains("(1 retry left)"), "\(result.stderr)")
     }
 
-    @Test func formStringIsLiteralAndLongFormTakesEquals() throws {
+    @Test func formStringIsLiteralLongFormTakesEqualsAndDashDashEndsOptions() throws {
         let server = try UploadServer()
         let result = try run([
-            "-s", "--form-string", "a=@not-a-file;type=text/x", "--form=b=2", "--form", "c=3",
+            "-s", "--form-string", "a=@not-a-file;type=text/x", "--form=b=2", "--form", "c=3", "--",
             server.url().absoluteString,
         ])
         #expect(result.status == 0, "\(result.stderr)")
