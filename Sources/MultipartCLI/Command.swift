@@ -171,14 +171,10 @@ enum Command {
                     .filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty && !$0.hasPrefix("#") }
             }
             for text in texts {
-                guard let colon = text.firstIndex(of: ":"), colon != text.startIndex else {
+                guard let line = Options.split(headerLine: text) else {
                     throw UsageError("-F \(name): header \(String(text).debugDescription) is not 'Name: value'")
                 }
-                lines.append(
-                    (
-                        name: String(text[..<colon]),
-                        value: text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
-                    ))
+                lines.append(line)
             }
         }
         return lines

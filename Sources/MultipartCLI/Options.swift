@@ -189,11 +189,9 @@ struct Options: Equatable {
     /// `-H 'Name: value'`: a name that is an HTTP token, a value without CR, LF or other controls, so that no
     /// argument can add a header line of its own.
     private static func header(_ line: String) throws(UsageError) -> Header {
-        guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+        guard let (name, value) = split(headerLine: line[...]) else {
             throw UsageError("-H \(line.debugDescription): expected 'Name: value'")
         }
-        let name = String(line[..<colon])
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         guard isToken(name) else {
             throw UsageError("-H \(line.debugDescription): the name must be letters, digits and !#$%&'*+-.^_`|~")
         }
@@ -215,6 +213,13 @@ struct Options: Equatable {
                 "-X \(method): URLSession sends no body with \(method.uppercased()); use POST, PUT or PATCH")
         }
         return method
+    }
+
+    /// `Name: value` split at the first colon, the value's surrounding blanks dropped; `nil` without a name. Also how
+    /// `-F …;headers=` lines are read.
+    static func split(headerLine line: Substring) -> (name: String, value: String)? {
+        guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return nil }
+        return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
     }
 
     /// RFC 9110 `token`.

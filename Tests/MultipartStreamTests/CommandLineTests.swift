@@ -158,7 +158,8 @@ import Testing
             stderr: try String(contentsOf: stderrURL, encoding: .utf8))
     }
 
-    private struct Echo: Decodable {
+    /// What the Node server's `/echo` answers.
+    struct Echo: Decodable {
         var contentType: String
         var body: Data
     }

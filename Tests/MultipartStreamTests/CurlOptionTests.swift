@@ -92,10 +92,6 @@ import Testing
 extension CommandLineTests {
     /// The body a `/echo` answer holds.
     private func echoedBody(_ run: Run) throws -> (body: Data, contentType: String) {
-        struct Echo: Decodable {
-            var contentType: String
-            var body: Data
-        }
         let echo = try JSONDecoder().decode(Echo.self, from: run.stdout)
         return (echo.body, echo.contentType)
     }
