@@ -177,11 +177,11 @@ public final class MultipartBodyStream: InputStream {
 
     /// Makes the next read due `delay` after this one was (scaled for a short read), so that the time spent reading
     /// and sending counts toward the pause and the rate holds however fast the reads are. Reads that fell behind
-    /// (a stall of the reading thread) may catch up by at most a tenth of a second, so a slow consumer never gets a
-    /// longer burst than that.
+    /// (stalls of the reading thread on a busy machine) may catch up by at most one second, as curl's own limit
+    /// averages over a few seconds, so a slow consumer never gets a longer burst than that.
     private func schedule(after count: Int, startedAt readStart: UInt64, _ throttle: Throttle) {
         let pause = UInt64(throttle.delay * 1e9 * Double(count) / Double(throttle.packetSize))
-        let catchUp: UInt64 = 100_000_000
+        let catchUp: UInt64 = 1_000_000_000
         let earliest = readStart - min(readStart, catchUp)
         nextReadDue = Swift.max(nextReadDue ?? readStart, earliest) + pause
     }
