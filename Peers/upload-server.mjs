@@ -1,7 +1,7 @@
 // An upload target on 127.0.0.1 for the tests: parses each request body with Response.formData() (undici) and
 // answers with what it saw. Prints its port on the first line of stdout; exits when stdin closes.
 //   /upload           parse and answer {method, transferEncoding, contentLength, contentType, expect,
-//                     authorization, userAgent, bytes, parts: [{name, fileName, contentType, body (base64)}]};
+//                     authorization, cookie, proxyAuthorization, userAgent, tag (X-Tag), bytes, parts: [{name, fileName, contentType, body (base64)}]};
 //                     400 with {error} when the body does not parse
 //   /flaky/N          reads the body, then answers 503 to the first N requests with the same query, then as
 //                     /upload (the query tells tests apart)
@@ -9,14 +9,19 @@
 //   /auth             401 (Basic realm="uploads") until the request carries Authorization: Basic dTpw (u:p)
 //   /redirect/CODE    answers CODE with Location: /upload, or the path given as ?to=; with ?early, before
 //                     reading the body, closing the connection
-//   /elsewhere/CODE   answers CODE with Location: http://localhost:PORT/upload, another origin than 127.0.0.1
+//   /elsewhere/CODE   answers CODE with Location: http://localhost:PORT/upload (or the path given as ?to=),
+//                     another origin than 127.0.0.1
+//   /headers          answers 200 with what /upload answers, whatever the method and body
 //   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
+//   /cut/CODE         reads the body, sends CODE's headers with Content-Length: 1000 and 10 bytes of it, then
+//                     resets the connection
 //   /echo             answers {contentType, body (base64)}: the raw request body, for byte comparisons
 //   /status/CODE      answers CODE with a short text body
 //   /length-required  411 to a body without Content-Length (chunked), as S3-style servers do; else as /upload
 //   /early            answers 200 at once, without reading the body, and closes the connection
-//   /log              the list of requests seen so far: [{path, method, bytes, contentLength, transferEncoding,
-//                     port}], `port` being the client's, so that a test can count connections
+//   /log              the list of requests seen so far: [{path, query, method, bytes, contentLength,
+//                     transferEncoding, port}]
+//   /connections      how many connections are open, the asking one aside, `port` being the client's, so that a test can count connections
 // It never answers `Expect: 100-continue`, as many servers and proxies do not.
 import http from 'node:http';
 import { formDataParts } from './formdata-parts.mjs';
@@ -45,7 +50,10 @@ async function describe(request, body) {
     contentType: request.headers['content-type'] ?? null,
     expect: request.headers['expect'] ?? null,
     authorization: request.headers['authorization'] ?? null,
+    cookie: request.headers['cookie'] ?? null,
+    proxyAuthorization: request.headers['proxy-authorization'] ?? null,
     userAgent: request.headers['user-agent'] ?? null,
+    tag: request.headers['x-tag'] ?? null,
     bytes: body.length,
   };
   try {
@@ -63,6 +71,14 @@ const server = http.createServer((request, response) => {
 
 async function handle(request, response) {
   const path = new URL(request.url, 'http://localhost').pathname;
+  if (path === '/connections') {
+    // Open connections other than the one asking.
+    server.getConnections((error, count) => {
+      response.writeHead(200, { 'content-type': 'application/json', connection: 'close' });
+      response.end(JSON.stringify(error ? -1 : count - 1));
+    });
+    return;
+  }
   if (path === '/log') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify(log));
@@ -86,7 +102,7 @@ async function handle(request, response) {
   }
   const body = await readBody(request, path === '/slow');
   log.push({
-    path, method: request.method, bytes: body.length,
+    path, query: new URL(request.url, 'http://localhost').search, method: request.method, bytes: body.length,
     contentLength: request.headers['content-length'] ?? null,
     transferEncoding: request.headers['transfer-encoding'] ?? null,
     port: request.socket.remotePort,
@@ -104,14 +120,21 @@ async function handle(request, response) {
       return;
     }
   }
-  if (path === '/echo') {
+  if (path.startsWith('/cut/')) {
+    response.writeHead(Number(path.slice('/cut/'.length)), { 'content-type': 'text/plain', 'content-length': 1000 });
+    response.write('0123456789');
+    setTimeout(() => response.socket.resetAndDestroy(), 50);
+  } else if (path === '/echo') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify({ contentType: request.headers['content-type'] ?? null, body: body.toString('base64') }));
   } else if (path.startsWith('/status/')) {
     response.writeHead(Number(path.slice('/status/'.length)), { 'content-type': 'text/plain' });
     response.end('the server says no\nsecond line\n');
+  } else if (path === '/headers') {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(await describe(request, body)));
   } else if (path.startsWith('/elsewhere/')) {
-    const location = `http://localhost:${server.address().port}/upload`;
+    const location = `http://localhost:${server.address().port}${query.get('to') ?? '/upload'}`;
     response.writeHead(Number(path.slice('/elsewhere/'.length)), { location });
     response.end();
   } else if (path.startsWith('/redirect/')) {

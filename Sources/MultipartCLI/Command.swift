@@ -88,9 +88,11 @@ enum Command {
             form.throttleBandwidth(packetSize: packet, delay: Double(packet) / Double(rate))
         }
         for field in options.fields {
+            try checkHeaderText(of: field)
             switch field {
             case .text(let name, let value, let type, let headers):
-                try append(Data(value.utf8), to: &form, name: name, type: type, headers: headers)
+                // The argument's bytes, which need not be UTF-8.
+                try append(RawArguments.data(value), to: &form, name: name, type: type, headers: headers)
             case .file(let name, let path, let type, let fileName, let headers):
                 let isStandardInput = path == FieldArgument.standardInput
                 let source = isStandardInput ? spool!.path : path
@@ -129,6 +131,23 @@ enum Command {
         }
         if let error = form.appendError { throw UsageError("-F \(error.partName ?? ""): \(error.reason.description)") }
         return form
+    }
+
+    /// Refuses a field whose name, `;type=`, `;filename=` or `;headers=` line is not UTF-8: those go into header
+    /// lines, which hold text, and sending the bytes changed would be sending something else than was asked.
+    private static func checkHeaderText(of field: FieldArgument) throws {
+        let texts: [(what: String, text: String?)]
+        switch field {
+        case .text(let name, _, let type, let headers), .textFromFile(let name, _, let type, let headers):
+            texts = [("name", name), (";type=", type)] + headers.map { (";headers=", $0.text) }
+        case .file(let name, _, let type, let fileName, let headers):
+            texts =
+                [("name", name), (";type=", type), (";filename=", fileName)] + headers.map { (";headers=", $0.text) }
+        }
+        for (what, text) in texts {
+            guard let text, !RawArguments.isUTF8(text) else { continue }
+            throw UsageError("-F: the field's \(what) is not UTF-8, and a part header holds only text")
+        }
     }
 
     /// A text field, with its `;headers=` lines when it has any.
@@ -184,7 +203,9 @@ enum Command {
         var request = URLRequest(url: url)
         request.httpMethod = options.method ?? "POST"
         if let user = options.user {
-            request.setValue("Basic " + Data(user.utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
+            // The argument's bytes: Basic carries any.
+            request.setValue(
+                "Basic " + RawArguments.data(user).base64EncodedString(), forHTTPHeaderField: "Authorization")
         }
         for header in options.headers {
             request.addValue(header.value, forHTTPHeaderField: header.name)

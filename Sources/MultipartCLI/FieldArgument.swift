@@ -13,6 +13,13 @@ enum FieldArgument: Equatable {
         case line(String)
         /// `headers=@file`: the file's lines, blank lines and `#` comments left out.
         case file(String)
+
+        /// The line, or the file's path, as given.
+        var text: String {
+            switch self {
+            case .line(let text), .file(let text): text
+            }
+        }
     }
 
     /// The path curl's grammar gives standard input.

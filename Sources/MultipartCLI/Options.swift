@@ -31,6 +31,9 @@ struct Options: Equatable {
     var writeOut: String?
     /// `-L`: follow redirects.
     var followRedirects = false
+    /// `--location-trusted`: follow redirects, and send the credentials (`-u`, and `-H` Authorization, Cookie and
+    /// Proxy-Authorization) to other hosts too.
+    var trustsRedirects = false
     /// `--max-time`, seconds for each attempt.
     var maxTime: Double?
     /// `--connect-timeout`, seconds until the server takes the first body byte.
@@ -160,6 +163,9 @@ struct Options: Equatable {
         case "--help": help = true
         case "--include": includeHeaders = true
         case "--location": followRedirects = true
+        case "--location-trusted":
+            followRedirects = true
+            trustsRedirects = true
         case "--insecure":
             throw UsageError(
                 "-k: URLSession on Linux checks certificates inside libcurl and never asks its delegate, so it cannot "
@@ -189,6 +195,9 @@ struct Options: Equatable {
     /// `-H 'Name: value'`: a name that is an HTTP token, a value without CR, LF or other controls, so that no
     /// argument can add a header line of its own.
     private static func header(_ line: String) throws(UsageError) -> Header {
+        guard RawArguments.isUTF8(line) else {
+            throw UsageError("-H: the header is not UTF-8, and URLSession sends header values as text")
+        }
         guard let (name, value) = split(headerLine: line[...]) else {
             throw UsageError("-H \(line.debugDescription): expected 'Name: value'")
         }

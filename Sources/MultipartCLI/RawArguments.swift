@@ -46,6 +46,16 @@ enum RawArguments {
         bytes(of: string).map { CChar(bitPattern: $0) } + [0]
     }
 
+    /// The bytes `string` stands for, as a field's value carries them.
+    static func data(_ string: String) -> Data {
+        Data(bytes(of: string))
+    }
+
+    /// Whether `string` is an argument's bytes as they were: valid UTF-8, with nothing escaped.
+    static func isUTF8(_ string: String) -> Bool {
+        !string.unicodeScalars.contains { (escapeBase...escapeBase + 0xFF).contains($0.value) }
+    }
+
     /// The bytes `string` stands for, escapes turned back.
     private static func bytes(of string: String) -> [UInt8] {
         var bytes: [UInt8] = []

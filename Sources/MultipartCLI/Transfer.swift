@@ -24,8 +24,9 @@ struct Transfer {
 
     /// Runs the attempts and fills `report`; returns the last answer, or throws the last failure.
     func run(report: inout TransferReport) async throws -> Answer {
-        let session = URLSession(
-            configuration: .default, delegate: RedirectPolicy(follows: options.followRedirects), delegateQueue: nil)
+        let policy = FollowRedirects(
+            options.followRedirects, trustedHeaders: options.trustsRedirects ? credentialHeaders(of: request) : [:])
+        let session = URLSession(configuration: .default, delegate: policy, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
@@ -176,12 +177,24 @@ private final class Watchdog: @unchecked Sendable {
     }
 }
 
-/// Follows redirects only with `-L`, as curl does; without it the 3xx is the answer.
-private final class RedirectPolicy: NSObject, URLSessionTaskDelegate, Sendable {
-    let follows: Bool
+/// The request's credential headers, which the library leaves behind on a redirect to another host.
+private func credentialHeaders(of request: URLRequest) -> [String: String] {
+    var headers: [String: String] = [:]
+    for name in ["Authorization", "Cookie", "Proxy-Authorization"] {
+        headers[name] = request.value(forHTTPHeaderField: name)
+    }
+    return headers
+}
 
-    init(follows: Bool) {
+/// Follows redirects only with `-L`, as curl does; without it the 3xx is the answer. With `--location-trusted` the
+/// credentials go along to other hosts too, which the library never does by itself.
+private final class FollowRedirects: NSObject, URLSessionTaskDelegate, Sendable {
+    let follows: Bool
+    let trustedHeaders: [String: String]
+
+    init(_ follows: Bool, trustedHeaders: [String: String]) {
         self.follows = follows
+        self.trustedHeaders = trustedHeaders
     }
 
     func urlSession(
@@ -191,6 +204,9 @@ private final class RedirectPolicy: NSObject, URLSessionTaskDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        completionHandler(follows ? request : nil)
+        guard follows else { return completionHandler(nil) }
+        var request = request
+        for (name, value) in trustedHeaders { request.setValue(value, forHTTPHeaderField: name) }
+        completionHandler(request)
     }
 }

@@ -27,7 +27,10 @@ let usage = """
       -X, --request METHOD                         the method (default POST; not GET or HEAD, which carry no
                                                    body in URLSession), e.g. -X PUT
       -L, --location                               follow redirects (not without it, as curl); a 307 or 308
-                                                   sends the whole form again, a 301-303 turns into a GET
+                                                   sends the whole form again, a 301-303 turns into a GET;
+                                                   -u and -H Authorization, Cookie and Proxy-Authorization
+                                                   go to the first host only, as curl
+      --location-trusted                           -L, and send those credentials to every host redirected to
       --max-time S                                 end an attempt after S seconds, exit 4, e.g. --max-time 30
       --connect-timeout S                          end an attempt that has no connection after S seconds
                                                    (no body byte taken), exit 4, e.g. --connect-timeout 5

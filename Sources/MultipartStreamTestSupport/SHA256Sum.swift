@@ -2,16 +2,25 @@ import Foundation
 
 /// `sha256sum` of the file at `url`, in lowercase hex: a digest computed by nothing under test.
 public func sha256sum(_ url: URL) throws -> String {
+    try sha256sums([url])[0]
+}
+
+/// `sha256sum` of each file, in order, from one run of the command.
+public func sha256sums(_ urls: [URL]) throws -> [String] {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["sha256sum", url.path]
+    process.arguments = ["sha256sum"] + urls.map(\.path)
     let pipe = Pipe()
     process.standardOutput = pipe
     try process.run()
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    guard process.terminationStatus == 0, let digest = output.split(separator: UInt8(ascii: " ")).first else {
-        throw Peer.Failure(description: "sha256sum \(url.path) exited \(process.terminationStatus)")
+    // One line per file: the digest, two spaces, the path.
+    let digests = output.split(separator: UInt8(ascii: "\n")).compactMap { line in
+        line.split(separator: UInt8(ascii: " ")).first.map { String(decoding: $0, as: UTF8.self) }
     }
-    return String(decoding: digest, as: UTF8.self)
+    guard process.terminationStatus == 0, digests.count == urls.count else {
+        throw Peer.Failure(description: "sha256sum of \(urls.count) files exited \(process.terminationStatus)")
+    }
+    return digests
 }

@@ -6,7 +6,8 @@ import Foundation
 
 /// A real HTTP server on 127.0.0.1, started for one test and stopped with it: Node's `http` module (a strict
 /// parser) with undici's multipart parser, or Werkzeug's own server and parser.
-public final class UploadServer {
+public final class UploadServer: @unchecked Sendable {
+    // @unchecked: every property is set in `init` and only read afterwards; the process is touched again in `deinit`.
     /// Which server.
     public enum Kind: String, CaseIterable, Sendable, CustomStringConvertible {
         /// Node's `http` module, parsing with undici; routes in `Peers/upload-server.mjs`.
@@ -43,8 +44,14 @@ public final class UploadServer {
         public var expect: String?
         /// The `Authorization` header (Node only).
         public var authorization: String?
+        /// The `Cookie` header (Node only).
+        public var cookie: String?
+        /// The `Proxy-Authorization` header (Node only).
+        public var proxyAuthorization: String?
         /// The `User-Agent` header (Node only).
         public var userAgent: String?
+        /// The `X-Tag` header (Node only), which tests set to follow a request.
+        public var tag: String?
         /// How many body bytes arrived.
         public var bytes: Int
         /// The parts, when the body parsed.
@@ -103,6 +110,8 @@ public final class UploadServer {
     public struct LoggedRequest: Decodable, Equatable, Sendable {
         /// The request path.
         public var path: String
+        /// The query, with its `?`, or empty.
+        public var query: String
         /// The request method.
         public var method: String
         /// How many body bytes arrived.
@@ -171,17 +180,27 @@ public final class UploadServer {
     /// The requests the Node server has seen, fetched with curl: URLSession's one queue for the process may be held
     /// by a test's blocked stream.
     public func log() async throws -> [LoggedRequest] {
+        try JSONDecoder().decode([LoggedRequest].self, from: try fetch("/log"))
+    }
+
+    /// How many connections the Node server has open, from clients other than the one asking.
+    public func openConnections() throws -> Int {
+        try JSONDecoder().decode(Int.self, from: try fetch("/connections"))
+    }
+
+    /// `path`'s answer, fetched with curl.
+    private func fetch(_ path: String) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-s", "--max-time", "30", url("/log").absoluteString]
+        process.arguments = ["curl", "-s", "--max-time", "30", url(path).absoluteString]
         let stdout = Pipe()
         process.standardOutput = stdout
         try process.run()
         let data = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw Peer.Failure(description: "curl \(url("/log")) exited \(process.terminationStatus)")
+            throw Peer.Failure(description: "curl \(url(path)) exited \(process.terminationStatus)")
         }
-        return try JSONDecoder().decode([LoggedRequest].self, from: data)
+        return data
     }
 }

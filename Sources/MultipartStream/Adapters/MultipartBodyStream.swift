@@ -13,7 +13,7 @@ public final class MultipartBodyStream: InputStream {
     /// The exact number of bytes the stream produces.
     public let contentLength: UInt64
 
-    private let form: MultipartFormData
+    private let source: Source
     /// Guards `state` and `isReading`; never held while a read runs, so that `close()` (a cancel) never waits for a
     /// caller stream that blocks.
     private let lock = Lock()
@@ -31,9 +31,16 @@ public final class MultipartBodyStream: InputStream {
     /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
     var progressHandler: (@Sendable (UInt64) -> Void)?
 
+    /// Where the bytes come from.
+    private enum Source {
+        case form(MultipartFormData)
+        /// A body that `writeEncodedData(to:)` wrote, `length` bytes long: the `.file` upload strategy's.
+        case encodedFile(URL, length: UInt64)
+    }
+
     private enum State {
         case notOpen
-        case open(MultipartReader)
+        case open(any BodyReader)
         case atEnd
         /// `finished`: every byte was handed out before the close.
         case closed(finished: Bool)
@@ -41,9 +48,16 @@ public final class MultipartBodyStream: InputStream {
     }
 
     init(form: MultipartFormData) {
-        self.form = form
+        source = .form(form)
         contentLength = form.contentLength
         // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
+        super.init(data: Data())
+    }
+
+    /// A stream of the encoded body in `url`, which must stay `length` bytes long and is checked as it is read.
+    init(encodedFile url: URL, length: UInt64) {
+        source = .encodedFile(url, length: length)
+        contentLength = length
         super.init(data: Data())
     }
 
@@ -93,14 +107,21 @@ public final class MultipartBodyStream: InputStream {
     }
 
     private func start() -> State {
-        if let error = form.appendError { return .failed(error) }
         progress.withLock { handedOut = 0 }
-        return .open(MultipartReader(form))
+        switch source {
+        case .form(let form):
+            if let error = form.appendError { return .failed(error) }
+            return .open(MultipartReader(form))
+        case .encodedFile(let url, let length):
+            return .open(EncodedFileReader(url: url, length: length))
+        }
     }
 
     /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed.
     private func restart() -> State {
-        guard form.isReplayable || bytesRead == 0 else { return .failed(MultipartError(.notReplayable)) }
+        if case .form(let form) = source, !form.isReplayable, bytesRead > 0 {
+            return .failed(MultipartError(.notReplayable))
+        }
         return start()
     }
 
@@ -109,11 +130,11 @@ public final class MultipartBodyStream: InputStream {
     /// Fills `buffer` with up to `len` bytes of the body, across part boundaries. Returns 0 only at the end and
     /// -1 on failure, with the reason in `streamError`. With `len` 0 it returns 0 and changes nothing.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        let throttle = form.throttle
+        let throttle: Throttle? = if case .form(let form) = source { form.throttle } else { nil }
         let limit = min(len, throttle?.packetSize ?? len)
         // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
         // Without a reader to run, the answer is known at once.
-        let (reader, answer): (MultipartReader?, Int) = lock.withLock {
+        let (reader, answer): ((any BodyReader)?, Int) = lock.withLock {
             switch state {
             case .open(let reader) where !isReading && len >= 0:
                 isReading = true

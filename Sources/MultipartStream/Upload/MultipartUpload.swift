@@ -7,78 +7,83 @@ import Foundation
 /// One upload of a form, over one or more tasks (a redirect the upload follows itself makes a new one) of the
 /// caller session's ``UploadSession``, which hands it its tasks' events.
 ///
-/// It makes a fresh stream for every send, keeps the response body, decides redirects and authentication (asking
-/// the caller's session delegate first), reports progress, and at the end closes every stream and tells the
-/// caller what the server really got: a 2xx that came before the whole body was handed out is a failure.
+/// It makes a fresh body for every send, keeps the response body, applies ``RedirectPolicy`` and
+/// ``ChallengePolicy`` (asking the caller's delegate first, through ``CallerDelegate``), reports progress, and at the
+/// end closes every stream and tells the caller what the server really got: a 2xx that came before the whole body
+/// was handed out is a failure.
 final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     // @unchecked: every mutable property is guarded by `lock`; the rest are constants.
     typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
 
-    /// The form; its `appendError` is also why no body can be sent (a background session, a temporary file that
-    /// could not be written), and then every stream fails with it.
+    /// The form; its `appendError` is also why no body can be sent (a background session), and then every stream
+    /// fails with it.
     private let form: MultipartFormData
-    /// The `.file` strategy's temporary file, removed when the task ends.
-    private let bodyFile: URL?
-    /// Whether `bodyFile` is written when the task first asks for its body rather than before the task is made:
-    /// a task handed to the caller may never be resumed, and must then leave no file behind.
-    private let writesBodyFileOnStart: Bool
-    /// Whether `bodyFile` has been written, or is being written (guarded by `lock`).
-    private var isBodyFileWritten = false
     private let progress: ProgressCoalescer?
-    /// The caller's session: its private session carries the tasks, and its delegate hears challenges.
-    private let callerSession: URLSession
+    /// The caller's session and its delegate, which decides redirects and challenges first.
+    let caller: CallerDelegate
     /// Whether this object owns the whole exchange (the async API), rather than handing its task to the caller.
-    /// Then it follows a 307 or 308 that Linux URLSession cannot follow with the body itself, with a new task, and
+    /// Then it sends the form again itself where Linux URLSession cannot (a 307 or 308), with a new task, and
     /// streams through a data task, whose every 64 KiB Linux URLSession does not report to the delegate queue as it
     /// does an upload task's. A task handed to the caller is an upload task and must be the one that sends.
     private let ownsTask: Bool
     private let completion: Completion
+    /// The origin of the first request: the caller's credentials go to it and nowhere else by themselves.
+    private let origin: Origin?
 
     private let lock = Lock()
+    private var body: UploadBody
     private var task: URLSessionTask?
     private var streams: [MultipartBodyStream] = []
     private var received = Data()
-    /// Body bytes of the current task that URLSession reported sent (`.file`, where it counts them).
+    /// Body bytes of the current task that URLSession reported sent, where it reads the body file itself.
     private var fileBytesSent: UInt64 = 0
     private var stopReason: MultipartError?
-    /// A 307 or 308 to send again, to the new URL, once the current task has ended.
-    private var pendingRedirect: URLRequest?
-    private var redirectCount = 0
+    /// The request to send the form with again, once the current task has ended.
+    private var pendingResend: URLRequest?
+    private var resends = 0
+    /// Whether the upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
+    private var cancelledChallenge = false
     private var isCancelled = false
+    private var isFinished = false
 
     init(
         form: MultipartFormData,
-        bodyFile: URL?,
-        writesBodyFileOnStart: Bool,
+        body: UploadBody,
         callerSession: URLSession,
+        origin: URL?,
         ownsTask: Bool,
         progress: (@Sendable (MultipartUploadProgress) -> Void)?,
         completion: @escaping Completion
     ) {
         self.ownsTask = ownsTask
         self.form = form
-        self.bodyFile = bodyFile
-        self.writesBodyFileOnStart = writesBodyFileOnStart
-        self.callerSession = callerSession
+        self.body = body
+        caller = CallerDelegate(callerSession)
+        self.origin = Origin(origin)
         self.progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         self.completion = completion
     }
 
-    /// A suspended task, on the caller session's private session, that sends `request` with the form: from the
-    /// temporary file, else, when this object owns the exchange, a data task that streams it.
-    func makeTask(for request: URLRequest) -> URLSessionTask {
-        guard ownsTask, bodyFile == nil else { return makeUploadTask(for: request) }
+    /// A suspended task, on the caller session's private session, that sends `request` with the form: when this
+    /// object owns the exchange and streams, a data task; else an upload task.
+    func makeTask(for request: URLRequest) -> URLSessionTask? {
+        let body = lock.withLock { self.body }
+        guard ownsTask, !body.isReadByURLSession else { return makeUploadTask(for: request) }
+        guard let session = caller.session else { return nil }
         var request = prepared(request)
-        request.httpBodyStream = makeStream()
-        return started(UploadSession.makeTask(for: self, of: callerSession) { $0.dataTask(with: request) })
+        request.httpBodyStream = makeStream(of: body)
+        return started(UploadSession.makeTask(for: self, of: session, started: true) { $0.dataTask(with: request) })
     }
 
     /// A suspended upload task that sends `request` with the form, from the temporary file or streamed.
-    func makeUploadTask(for request: URLRequest) -> URLSessionUploadTask {
+    func makeUploadTask(for request: URLRequest) -> URLSessionUploadTask? {
+        guard let session = caller.session else { return nil }
         let request = prepared(request)
-        let task = UploadSession.makeTask(for: self, of: callerSession) { session -> URLSessionUploadTask in
-            if let bodyFile, !writesBodyFileOnStart {
-                session.uploadTask(with: request, fromFile: bodyFile)
+        let body = lock.withLock { self.body }
+        let task = UploadSession.makeTask(for: self, of: session, started: ownsTask) {
+            session -> URLSessionUploadTask in
+            if body.isReadByURLSession, let file = body.temporaryFile {
+                session.uploadTask(with: request, fromFile: file)
             } else {
                 session.uploadTask(withStreamedRequest: request)
             }
@@ -109,9 +114,25 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         return task
     }
 
-    /// A new stream of the form, reporting progress, closed at once if the upload was cancelled.
-    private func makeStream() -> MultipartBodyStream {
-        let stream = form.makeBodyStream()
+    /// The task began: from now on it keeps the caller's session alive, as URLSession keeps a task's session.
+    func taskStarted() {
+        caller.pin()
+    }
+
+    /// A new stream of the body, reporting progress, closed at once if the upload was cancelled. The stream of a
+    /// body that could not be written fails at once with the reason.
+    private func makeStream(of body: UploadBody) -> MultipartBodyStream {
+        let stream: MultipartBodyStream
+        switch body {
+        case .stream, .fileToWrite:
+            stream = form.makeBodyStream()
+        case .file(let url):
+            stream = MultipartBodyStream(encodedFile: url, length: form.contentLength)
+        case .failed(let error):
+            var failing = form
+            failing.appendError = error
+            stream = failing.makeBodyStream()
+        }
         if let progress { stream.progressHandler = progress.report }
         let isCancelled = lock.withLock {
             streams.append(stream)
@@ -121,10 +142,12 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         return stream
     }
 
-    /// Closes every body stream at once, which closes the file being read, and cancels the task. Returns at once:
-    /// Linux URLSession cancels a task on the queue that reads the body, which a caller stream blocked in `read`
-    /// holds until it returns, so the task is cancelled from another thread.
+    /// Stops progress, closes every body stream at once, which closes the file being read, and cancels the task.
+    /// Returns at once, and no progress is reported after it returns: Linux URLSession cancels a task on the queue
+    /// that reads the body, which a caller stream blocked in `read` holds until it returns, so the task is cancelled
+    /// from another thread.
     func cancel() {
+        progress?.finish()
         let (task, streams) = lock.withLock {
             isCancelled = true
             return (self.task, self.streams)
@@ -142,22 +165,24 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         task: URLSessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
     ) {
-        guard let bodyFile, writesBodyFileOnStart else { return completionHandler(makeStream()) }
-        // Written outside the lock, which cancel() must never wait for; the delegate queue is serial, so a second
-        // ask (a resend) comes after this one.
-        let needsWriting = lock.withLock {
-            defer { isBodyFileWritten = true }
-            return !isBodyFileWritten
-        }
+        completionHandler(makeStream(of: writtenBody()))
+    }
+
+    /// The body, its temporary file written first if it is still to be written. Written outside the lock, which
+    /// cancel() must never wait for; the delegate queue is serial, so a second ask (a resend) comes after this one.
+    /// Only a file written whole counts as written; a failure is kept for every later ask.
+    private func writtenBody() -> UploadBody {
+        let body = lock.withLock { self.body }
+        guard case .fileToWrite(let url) = body else { return body }
+        let written: UploadBody
         do throws(MultipartError) {
-            if needsWriting { try form.writeEncodedData(to: bodyFile) }
-            completionHandler(InputStream(url: bodyFile))
+            try form.writeEncodedData(to: url)
+            written = .file(url)
         } catch {
-            // A stream that fails at once with the reason, so that the task fails and reports it.
-            var failing = form
-            failing.appendError = error
-            completionHandler(failing.makeBodyStream())
+            written = .failed(error)
         }
+        lock.withLock { self.body = written }
+        return written
     }
 
     func urlSession(
@@ -168,7 +193,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         totalBytesExpectedToSend: Int64
     ) {
         // Streams report their own progress, since URLSession's counts for them are 0 on Linux.
-        guard bodyFile != nil else { return }
+        guard lock.withLock({ body.isReadByURLSession }) else { return }
         let sent = UInt64(max(0, totalBytesSent))
         lock.withLock { fileBytesSent = sent }
         progress?.report(sent)
@@ -198,50 +223,27 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        // The caller's delegate decides first, as it would for its own tasks: `nil` keeps the 3xx as the answer.
-        Self.forward(redirect: response, to: request, task: task, to: callerSession) { request in
-            guard let request else { return completionHandler(nil) }
-            self.redirect(response, to: request, task: task, completionHandler: completionHandler)
-        }
-    }
-
-    private func redirect(
-        _ response: HTTPURLResponse,
-        to request: URLRequest,
-        task: URLSessionTask,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        #if canImport(Darwin)
-            // Apple's URLSession resends the body: it asks for a new stream, or reads the file again.
-            completionHandler(request)
-        #else
-            // swift-corelibs-foundation resends 307 and 308 with an empty body and reports success. Stop it, and
-            // send the whole body again with a new task, to the same origin only: headers such as Authorization
-            // must not follow the body to another host. 301, 302 and 303 turn the request into a GET without a
-            // body, as browsers do.
-            guard response.statusCode == 307 || response.statusCode == 308 else {
-                // The GET has no body, but swift-corelibs-foundation keeps the headers that described it: a
-                // Content-Length left on it would make the server wait for bytes that never come.
-                var request = request
-                if request.httpMethod == "GET" || request.httpMethod == "HEAD" { request.removeBodyHeaders() }
-                return completionHandler(request)
-            }
-            let current = task.currentRequest ?? task.originalRequest
-            lock.withLock {
-                if ownsTask, redirectCount < 10, let current, let target = request.url,
-                    Self.isSameOrigin(current.url, target)
-                {
-                    var resend = current
-                    resend.url = target
-                    pendingRedirect = resend
-                } else {
-                    let reason = MultipartError.Reason.redirectNotFollowed(
-                        statusCode: response.statusCode, location: request.url)
-                    stopReason = MultipartError(reason)
+        // The caller's delegate decides first, as it would for its own tasks, and is shown the request without the
+        // caller's credentials when it leaves the first request's origin: it may put them back on purpose.
+        let proposal = RedirectPolicy.proposal(request, leaving: origin)
+        let sent = task.currentRequest ?? task.originalRequest
+        caller.redirect(response, to: proposal, task: task) { answer in
+            let decision = self.lock.withLock {
+                let decision = RedirectPolicy.decide(
+                    statusCode: response.statusCode, answer: answer, sent: sent,
+                    canResend: self.ownsTask && self.resends < RedirectPolicy.maximumResends)
+                switch decision {
+                case .resend(let request): self.pendingResend = request
+                case .fail(let error): self.stopReason = error
+                case .follow, .keepResponse: break
                 }
+                return decision
             }
-            completionHandler(nil)
-        #endif
+            switch decision {
+            case .follow(let request): completionHandler(request)
+            case .resend, .fail, .keepResponse: completionHandler(nil)
+            }
+        }
     }
 
     func urlSession(
@@ -251,145 +253,108 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         let storage = session.configuration.urlCredentialStorage
-        Self.forward(challenge, task: task, to: callerSession) { disposition, credential in
+        caller.challenge(challenge, task: task) { disposition, credential in
             guard disposition == .performDefaultHandling else { return completionHandler(disposition, credential) }
-            #if canImport(Darwin)
-                completionHandler(.performDefaultHandling, nil)
-            #else
-                // Linux URLSession crashes on `.performDefaultHandling` and hangs without a credential: answer
-                // with the stored credential once, else cancel, which ends the task with the 401 response.
-                if challenge.previousFailureCount == 0,
-                    let stored = storage.flatMap({ Self.storedCredential(for: challenge.protectionSpace, in: $0) })
-                {
-                    completionHandler(.useCredential, stored)
-                } else {
-                    completionHandler(.cancelAuthenticationChallenge, nil)
-                }
-            #endif
+            let (answer, stored) = ChallengePolicy.defaultAnswer(to: challenge, storage: storage)
+            if answer == .cancelAuthenticationChallenge { self.lock.withLock { self.cancelledChallenge = true } }
+            completionHandler(answer, stored)
         }
     }
 
-    #if !canImport(Darwin)
-        /// The stored default credential for `space`. swift-corelibs-foundation compares protection spaces by
-        /// identity, so a space equal in every field but made elsewhere finds nothing; match the fields instead.
-        /// URLSession stores a second space with the same fields after the first use, so several spaces may match:
-        /// their credentials count as one when they name the same user and password.
-        private static func storedCredential(
-            for space: URLProtectionSpace,
-            in storage: URLCredentialStorage
-        ) -> URLCredential? {
-            if let credential = storage.defaultCredential(for: space) { return credential }
-            let matching = storage.allCredentials.filter { stored, _ in
-                stored.host == space.host && stored.port == space.port && stored.protocol == space.protocol
-                    && stored.realm == space.realm && stored.authenticationMethod == space.authenticationMethod
-                    && stored.isProxy() == space.isProxy()
-            }
-            let credentials = matching.values.flatMap(\.values)
-            guard let first = credentials.first,
-                credentials.allSatisfy({ $0.user == first.user && $0.password == first.password })
-            else { return nil }
-            return first
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        caller.metrics(metrics, task: task)
+    }
+
+    #if canImport(Darwin)
+        func urlSession(_ session: URLSession, taskIsWaitingForConnectivity task: URLSessionTask) {
+            caller.waitingForConnectivity(task: task)
         }
     #endif
 
-    /// Asks the caller's session delegate whether to follow a redirect; without an opinion it answers `request`.
-    private static func forward(
-        redirect response: HTTPURLResponse,
-        to request: URLRequest,
-        task: URLSessionTask,
-        to callerSession: URLSession,
-        answer: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        guard let delegate = callerSession.delegate as? URLSessionTaskDelegate else { return answer(request) }
-        #if canImport(Darwin)
-            // Delegate methods are optional in Objective-C.
-            guard let method = delegate.urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)
-            else { return answer(request) }
-            method(callerSession, task, response, request, answer)
-        #else
-            // In swift-corelibs-foundation the protocol's default follows the redirect.
-            delegate.urlSession(
-                callerSession, task: task, willPerformHTTPRedirection: response, newRequest: request,
-                completionHandler: answer)
-        #endif
-    }
-
-    /// Asks the caller's session delegate, which answers `.performDefaultHandling` when it has no opinion.
-    private static func forward(
-        _ challenge: URLAuthenticationChallenge,
-        task: URLSessionTask,
-        to callerSession: URLSession,
-        answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
-    ) {
-        guard let delegate = callerSession.delegate as? URLSessionTaskDelegate else {
-            return answer(.performDefaultHandling, nil)
-        }
-        #if canImport(Darwin)
-            // Delegate methods are optional in Objective-C.
-            guard let method = delegate.urlSession(_:task:didReceive:completionHandler:) else {
-                return answer(.performDefaultHandling, nil)
-            }
-            method(callerSession, task, challenge, answer)
-        #else
-            // In swift-corelibs-foundation the protocol's default answers `.performDefaultHandling`.
-            delegate.urlSession(callerSession, task: task, didReceive: challenge, completionHandler: answer)
-        #endif
-    }
-
-    private static func isSameOrigin(_ first: URL?, _ second: URL) -> Bool {
-        guard let first else { return false }
-        return first.scheme?.lowercased() == second.scheme?.lowercased()
-            && first.host?.lowercased() == second.host?.lowercased() && first.port == second.port
-    }
+    // MARK: Completion
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let (streams, data, stopReason, isCancelled, redirect, fileBytesSent) = lock.withLock {
-            let redirect = error == nil && !self.isCancelled ? pendingRedirect : nil
-            pendingRedirect = nil
-            if redirect != nil { redirectCount += 1 }
-            defer { self.streams = [] }
-            return (
-                self.streams, received, self.stopReason, self.isCancelled, redirect, self.fileBytesSent
-            )
+        let ended = lock.withLock { () -> Ended in
+            let resend = error == nil && !isCancelled ? pendingResend : nil
+            pendingResend = nil
+            if resend != nil { resends += 1 }
+            defer { streams = [] }
+            return Ended(
+                streams: streams, data: received, stopReason: stopReason, isCancelled: isCancelled,
+                resend: resend, fileBytesSent: fileBytesSent, body: body, cancelledChallenge: cancelledChallenge)
         }
         // A failed stream's error names the part and the reason; URLSession only says the upload was aborted.
-        let streamFailure = streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
+        let streamFailure = ended.streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
         // Read before closing, which ends the count: the latest stream is the one the last request read.
-        let bodyBytesSent = bodyFile == nil ? streams.last?.bytesRead ?? 0 : fileBytesSent
-        for stream in streams { stream.close() }
-        if let redirect, streamFailure == nil {
-            makeTask(for: redirect).resume()
-            return
+        let bodyBytesSent =
+            ended.body.isReadByURLSession ? ended.fileBytesSent : ended.streams.last?.bytesRead ?? 0
+        for stream in ended.streams { stream.close() }
+        var stopped = ended.stopReason
+        if let resend = ended.resend, streamFailure == nil {
+            if let next = makeTask(for: resend) {
+                next.resume()
+                return
+            }
+            // The caller's session is gone, and with it the private session to send on.
+            let statusCode = (task.response as? HTTPURLResponse)?.statusCode ?? 307
+            stopped = MultipartError(.redirectNotFollowed(statusCode: statusCode, location: resend.url))
         }
         progress?.finish()
-        if let bodyFile { try? FileManager.default.removeItem(at: bodyFile) }
+        caller.unpin()
+        if let file = ended.body.temporaryFile { try? FileManager.default.removeItem(at: file) }
+        finish(
+            with: verdict(
+                task: task, error: error, ended.isCancelled, streamFailure, stopped, ended.body,
+                ended.cancelledChallenge, ended.data, bodyBytesSent))
+    }
 
-        if isCancelled {
-            completion(.failure(URLError(.cancelled)))
-        } else if let streamFailure {
-            completion(.failure(streamFailure))
-        } else if let stopReason {
-            completion(.failure(stopReason))
-        } else if let response = task.response as? HTTPURLResponse, error != nil,
-            response.statusCode == 401 || response.statusCode == 407
-        {
-            // The challenge was cancelled for want of a credential: answer with the response, as Apple does.
-            completion(.success((data, response)))
-        } else if let error {
-            completion(.failure(error))
-        } else if let response = task.response as? HTTPURLResponse, (200..<300).contains(response.statusCode),
-            bodyBytesSent < form.contentLength
-        {
+    /// The upload's state when a task ended, taken in one look under the lock.
+    private struct Ended {
+        var streams: [MultipartBodyStream]
+        var data: Data
+        var stopReason: MultipartError?
+        var isCancelled: Bool
+        var resend: URLRequest?
+        var fileBytesSent: UInt64
+        var body: UploadBody
+        var cancelledChallenge: Bool
+    }
+
+    /// What the caller is told, from how the last task ended.
+    private func verdict(
+        task: URLSessionTask, error: (any Error)?, _ isCancelled: Bool, _ streamFailure: (any Error)?,
+        _ stopReason: MultipartError?, _ body: UploadBody, _ cancelledChallenge: Bool, _ data: Data,
+        _ bodyBytesSent: UInt64
+    ) -> Result<(Data, URLResponse), any Error> {
+        let response = task.response as? HTTPURLResponse
+        if isCancelled { return .failure(URLError(.cancelled)) }
+        if case .failed(let bodyError) = body { return .failure(bodyError) }
+        if let streamFailure { return .failure(streamFailure) }
+        if let stopReason { return .failure(stopReason) }
+        if let response, error != nil, cancelledChallenge, response.statusCode == 401 || response.statusCode == 407 {
+            // The upload cancelled the challenge for want of a credential: the response is the answer, as Apple's
+            // URLSession gives it. Any other error after a 401's headers (a reset) is a failure.
+            return .success((data, response))
+        }
+        if let error { return .failure(error) }
+        if let response, (200..<300).contains(response.statusCode), bodyBytesSent < form.contentLength {
             // The server cannot have read bytes it was never given: it answered without the form. After a 301-303
             // the count is the first request's (the GET reads no stream): a server that redirected without reading
             // the form never got it either.
             let reason = MultipartError.Reason.answeredBeforeBodySent(
                 statusCode: response.statusCode, bytesSent: bodyBytesSent, contentLength: form.contentLength)
-            completion(.failure(MultipartError(reason)))
-        } else if let response = task.response {
-            completion(.success((data, response)))
-        } else {
-            completion(.failure(URLError(.badServerResponse)))
+            return .failure(MultipartError(reason))
         }
+        if let response = task.response { return .success((data, response)) }
+        return .failure(URLError(.badServerResponse))
+    }
+
+    /// Calls the completion once.
+    private func finish(with result: Result<(Data, URLResponse), any Error>) {
+        let isFirst = lock.withLock {
+            defer { isFinished = true }
+            return !isFinished
+        }
+        if isFirst { completion(result) }
     }
 }

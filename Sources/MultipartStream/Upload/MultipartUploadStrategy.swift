@@ -13,9 +13,11 @@ public enum MultipartUploadStrategy: Sendable, Equatable {
     /// no chunked framing on every platform: no copy of the body anywhere. A retry (authentication, redirect) gets a
     /// fresh stream of the same bytes.
     case stream
-    /// Writes the body to a temporary file first, then `uploadTask(with:fromFile:)`: for whoever wants the body
-    /// fixed before the first byte goes out. The file is removed when the task ends, whatever the outcome.
-    /// Background sessions upload only from files: write the body with `writeEncodedData(to:)` for them.
+    /// Writes the body to a temporary file first, then sends that file: for whoever wants the body fixed before the
+    /// first byte goes out. `uploadTask(with:fromFile:)` on Apple platforms; on Linux the file is streamed with its
+    /// exact length, since Linux URLSession's from-file path can crash the process when a task is cancelled. The
+    /// file is removed when the task ends, whatever the outcome. Background sessions upload only from files: write
+    /// the body with `writeEncodedData(to:)` for them.
     case file
 }
 

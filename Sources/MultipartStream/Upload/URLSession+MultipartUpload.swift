@@ -16,10 +16,13 @@ extension URLSession {
     /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``).
     ///
     /// The uploads of one session run on one private session made from its configuration, and share its
-    /// connections; this session's delegate still answers authentication challenges, and decides redirects (`nil`
-    /// from `willPerformHTTPRedirection` makes the 3xx the answer). A retry after a 401 or a
-    /// 307/308 redirect sends the whole body again (on Linux, a redirect only to the same origin). Background
-    /// sessions cannot be used: see ``MultipartUploadStrategy/file``.
+    /// connections. This session's delegate is asked as URLSession asks it about its own tasks, on this session's
+    /// `delegateQueue`: it answers authentication challenges (session-wide ones through the session-level method
+    /// when it has no task-level one), and decides redirects (`nil` from `willPerformHTTPRedirection` makes the 3xx
+    /// the answer; the request it returns is the one sent). A redirect to another origin carries none of the
+    /// request's `Authorization`, `Cookie` and `Proxy-Authorization` headers unless the delegate puts them back. A
+    /// retry after a 401 or a 307/308 redirect sends the whole body again. Background sessions cannot be used: see
+    /// ``MultipartUploadStrategy/file``.
     ///
     /// - Parameters:
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
@@ -49,12 +52,13 @@ extension URLSession {
         }
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, writesBodyFileOnStart: false, callerSession: self, ownsTask: true,
-            progress: progress, completion: result.resolve)
+            form: form, body: bodyFile.map(UploadBody.file) ?? .stream, callerSession: self, origin: request.url,
+            ownsTask: true, progress: progress, completion: result.resolve)
         // Made on a dispatch thread: making a task waits for URLSession's queue, which a caller stream blocked in
-        // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it.
+        // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it. This
+        // session is alive (it is `self`), so there is a task.
         let task = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: upload.makeTask(for: request)) }
+            DispatchQueue.global().async { continuation.resume(returning: upload.makeTask(for: request)!) }
         }
         do {
             return try await withTaskCancellationHandler {
@@ -74,9 +78,11 @@ extension URLSession {
     /// `dataTask(with:completionHandler:)` would, or the error, a ``MultipartError`` when a part failed.
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
-    /// none) and removed when it ends; if writing fails, the task fails with the error. `progress` is called as in
-    /// ``upload(_:with:strategy:progress:)``. Cancelling the task stops reading at once and closes any open file.
-    /// On Linux a 307/308 redirect fails the task with
+    /// none) and removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is
+    /// called as in ``upload(_:with:strategy:progress:)``, and this session's delegate is asked on its
+    /// `delegateQueue` as there, with the same rule for credentials on redirects. Cancelling the task stops reading
+    /// at once and closes any open file. A task never resumed keeps neither this session nor its connections
+    /// alive. On Linux a 307/308 redirect fails the task with
     /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``, since the task cannot be replaced.
     ///
     /// - Parameters:
@@ -99,17 +105,18 @@ extension URLSession {
         if configuration.identifier != nil {
             form.appendError = MultipartError(.backgroundSession)
         }
-        let bodyFile = strategy == .file && form.appendError == nil ? Self.temporaryBodyURL() : nil
+        let body =
+            strategy == .file && form.appendError == nil ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream
         let upload = MultipartUpload(
-            form: form, bodyFile: bodyFile, writesBodyFileOnStart: true, callerSession: self, ownsTask: false,
-            progress: progress
+            form: form, body: body, callerSession: self, origin: request.url, ownsTask: false, progress: progress
         ) { result in
             switch result {
             case .success(let (data, response)): completionHandler(data, response, nil)
             case .failure(let error): completionHandler(nil, nil, error)
             }
         }
-        return upload.makeUploadTask(for: request)
+        // This session is alive (it is `self`), so there is a task.
+        return upload.makeUploadTask(for: request)!
     }
 
     private static func temporaryBodyURL() -> URL {

@@ -29,6 +29,9 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// Tasks being made now, outside the lock: the session is not idle while there are any.
     private var pendingTasks = 0
     private var uploads: [Int: MultipartUpload] = [:]
+    /// The tasks that have begun (resumed by the upload, or seen to send); a task that is never resumed keeps the
+    /// session from closing no more than it keeps the caller's session alive.
+    private var startedTasks: Set<Int> = []
     /// Changes whenever an upload starts or the last one ends, so that an idle timer knows it is stale.
     private var generation = 0
 
@@ -49,13 +52,15 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return uploadSession
     }
 
-    /// The task that `make` makes on the private session of `callerSession`, whose events go to `upload`.
+    /// The task that `make` makes on the private session of `callerSession`, whose events go to `upload`;
+    /// `started` when the upload resumes it at once.
     ///
     /// URLSession is called outside `lock`: making a task waits for URLSession's queue, which a caller stream
     /// blocked in `read` may hold, and every other upload's events must go on meanwhile.
     static func makeTask<Task: URLSessionTask>(
         for upload: MultipartUpload,
         of callerSession: URLSession,
+        started: Bool,
         _ make: (URLSession) -> Task
     ) -> Task {
         let key = ObjectIdentifier(callerSession)
@@ -89,11 +94,14 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
             }
         }
         let task = make(uploadSession.session)
-        lock.withLock {
+        let idleGeneration = lock.withLock {
             uploadSession.pendingTasks -= 1
             uploadSession.uploads[task.taskIdentifier] = upload
-            uploadSession.generation += 1
+            if started { uploadSession.startedTasks.insert(task.taskIdentifier) }
+            return uploadSession.idleGeneration()
         }
+        if started { upload.taskStarted() }
+        if let idleGeneration { uploadSession.closeWhenIdle(since: idleGeneration) }
         return task
     }
 
@@ -102,23 +110,39 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         lock.withLock { registry[ObjectIdentifier(callerSession)]?.callerSession === callerSession }
     }
 
+    /// The upload of `task`, which has begun if it sends events; the first event of a caller's task pins the
+    /// caller's session for the upload.
     private func upload(for task: URLSessionTask) -> MultipartUpload? {
-        Self.lock.withLock { uploads[task.taskIdentifier] }
+        let (upload, isFirstEvent) = Self.lock.withLock {
+            (uploads[task.taskIdentifier], startedTasks.insert(task.taskIdentifier).inserted)
+        }
+        if isFirstEvent { upload?.taskStarted() }
+        return upload
     }
 
-    /// Forgets the task's upload; once none is left, closes the session after ``idleTimeout`` unless another
-    /// starts first.
+    /// A new generation if no task has begun and none is being made (guarded by `lock`), else `nil`.
+    private func idleGeneration() -> Int? {
+        guard startedTasks.isEmpty, pendingTasks == 0 else { return nil }
+        generation += 1
+        return generation
+    }
+
+    /// Forgets the task's upload; once no task is left that began, closes the session after ``idleTimeout``.
     private func taskEnded(_ task: URLSessionTask) {
         let generation: Int? = Self.lock.withLock {
             uploads[task.taskIdentifier] = nil
-            guard uploads.isEmpty, pendingTasks == 0 else { return nil }
-            self.generation += 1
-            return self.generation
+            startedTasks.remove(task.taskIdentifier)
+            return idleGeneration()
         }
-        guard let generation else { return }
+        if let generation { closeWhenIdle(since: generation) }
+    }
+
+    /// Closes the session after ``idleTimeout`` unless a task is made or begins first. Tasks that never began stay
+    /// registered: URLSession lets them run if they are resumed later, and their events still come here.
+    private func closeWhenIdle(since generation: Int) {
         DispatchQueue.global().asyncAfter(deadline: .now() + Self.idleTimeout) { [self] in
             let isIdle = Self.lock.withLock {
-                guard self.generation == generation, uploads.isEmpty, pendingTasks == 0 else { return false }
+                guard self.generation == generation, startedTasks.isEmpty, pendingTasks == 0 else { return false }
                 if Self.registry[key] === self { Self.registry[key] = nil }
                 return true
             }
@@ -186,6 +210,16 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         guard let upload = upload(for: task) else { return completionHandler(.cancelAuthenticationChallenge, nil) }
         upload.urlSession(session, task: task, didReceive: challenge, completionHandler: completionHandler)
     }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+        upload(for: task)?.urlSession(session, task: task, didFinishCollecting: metrics)
+    }
+
+    #if canImport(Darwin)
+        func urlSession(_ session: URLSession, taskIsWaitingForConnectivity task: URLSessionTask) {
+            upload(for: task)?.urlSession(session, taskIsWaitingForConnectivity: task)
+        }
+    #endif
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         // The upload may start its next task (a redirect) first, so the session is never idle in between.

@@ -7,7 +7,7 @@ final class ProgressReports: @unchecked Sendable {
     private let lock = Lock()
     private var collected: [MultipartUploadProgress] = []
 
-    func append(_ progress: MultipartUploadProgress) {
+    @Sendable func append(_ progress: MultipartUploadProgress) {
         lock.withLock { collected.append(progress) }
     }
 

@@ -1,0 +1,311 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLSessionSuites {
+    /// Many uploads at once, and storms of cancels at random moments: every body exact or never completed, every
+    /// progress handler its own upload's, nothing trapped, hung or left open.
+    @Suite(.serialized) struct ManyUploadsTests {
+        let directory: TemporaryDirectory
+
+        init() throws {
+            directory = try TemporaryDirectory()
+        }
+
+        /// What the sink answers: each part's length and SHA-256.
+        struct Sunk: Decodable {
+            struct Part: Decodable {
+                var bytes: Int
+                var sha256: String
+            }
+            var contentLength: String?
+            var bytes: Int
+            var parts: [Part]
+        }
+
+        /// One of many uploads: its form, and the length and SHA-256 of each of its part bodies.
+        struct Upload: Sendable {
+            var form: MultipartFormData
+            var lengths: [Int]
+            var digests: [String]
+        }
+
+        /// `count` distinct forms of a text field, a file and a stream, and what each part's body hashes to.
+        private func forms(_ count: Int, seed: UInt64) throws -> [Upload] {
+            var generator = SeededGenerator(seed: seed)
+            var bodies: [[URL]] = []
+            var forms: [MultipartFormData] = []
+            for index in 0..<count {
+                let id = directory.path("id-\(index)")
+                try Data("upload \(index)".utf8).write(to: id)
+                let file = try directory.file(
+                    "file-\(index).bin",
+                    contents: Data(
+                        [UInt8].random(count: Int.random(in: 1...400_000, using: &generator), using: &generator)))
+                let streamed = Data(
+                    [UInt8].random(count: Int.random(in: 0...150_000, using: &generator), using: &generator))
+                let streamedCopy = directory.path("stream-\(index)")
+                try streamed.write(to: streamedCopy)
+                var form = MultipartFormData()
+                form.append("upload \(index)", name: "id")
+                try form.append(fileURL: file, name: "file")
+                form.append(length: UInt64(streamed.count), name: "stream", fileName: "s.bin") {
+                    InputStream(data: streamed)
+                }
+                forms.append(form)
+                bodies.append([id, file, streamedCopy])
+            }
+            let digests = try sha256sums(bodies.flatMap { $0 })
+            return forms.indices.map { index in
+                let urls = bodies[index]
+                return Upload(
+                    form: forms[index],
+                    lengths: urls.map {
+                        (try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int) ?? -1
+                    },
+                    digests: Array(digests[(index * 3)..<(index * 3 + 3)]))
+            }
+        }
+
+        @Test(arguments: [1, 8])
+        func sixtyFourUploadsAtOnceArriveExactEachWithItsOwnProgress(sessions: Int) async throws {
+            let saved = UploadSession.idleTimeout
+            UploadSession.idleTimeout = 0.2
+            defer { UploadSession.idleTimeout = saved }
+            let server = try UploadServer(.sink)
+            let url = server.url()
+            let uploads = try forms(64, seed: UInt64(sessions))
+            let callers = (0..<sessions).map { _ in URLSession(configuration: .ephemeral) }
+            let watches = uploads.map { ProgressWatch(total: $0.form.contentLength) }
+            try await withThrowingTaskGroup(of: (Int, Data).self) { group in
+                for (index, upload) in uploads.enumerated() {
+                    let caller = callers[index % sessions]
+                    let watch = watches[index]
+                    // Every third from a temporary file, the rest streamed.
+                    let strategy: MultipartUploadStrategy = index % 3 == 0 ? .file : .stream
+                    group.addTask {
+                        let (data, _) = try await caller.upload(
+                            upload.form, with: URLRequest(url: url), strategy: strategy, progress: watch.report)
+                        watch.returned()
+                        return (index, data)
+                    }
+                }
+                for try await (index, data) in group {
+                    let sunk = try JSONDecoder().decode(Sunk.self, from: data)
+                    let upload = uploads[index]
+                    #expect(UInt64(sunk.bytes) == upload.form.contentLength, "upload \(index)")
+                    #expect(sunk.contentLength == String(upload.form.contentLength), "upload \(index)")
+                    #expect(sunk.parts.map(\.bytes) == upload.lengths, "upload \(index)")
+                    #expect(sunk.parts.map(\.sha256) == upload.digests, "upload \(index): another upload's bytes?")
+                }
+            }
+            for (index, watch) in watches.enumerated() {
+                let (values, late) = watch.state
+                #expect(!values.isEmpty, "upload \(index)")
+                #expect(zip(values, values.dropFirst()).allSatisfy { $0 < $1 }, "upload \(index): only rising")
+                #expect(values.last == uploads[index].form.contentLength, "upload \(index): its own total")
+                #expect(values.filter { $0 == uploads[index].form.contentLength }.count == 1, "100% once")
+                #expect(late == 0, "upload \(index): \(late) reports after it returned")
+            }
+            for caller in callers { caller.finishTasksAndInvalidate() }
+        }
+
+        // MARK: Cancel storms
+
+        /// When an upload of the storm is cancelled.
+        enum Moment: CaseIterable {
+            case beforeResume
+            case duringTheBody
+            case waitingForTheAnswer
+        }
+
+        @Test func twoHundredUploadsCancelledAtRandomMoments() async throws {
+            let saved = UploadSession.idleTimeout
+            UploadSession.idleTimeout = 0.2
+            defer { UploadSession.idleTimeout = saved }
+            let server = try UploadServer()
+            var big = MultipartFormData()
+            try big.append(fileURL: directory.file("big.bin", contents: Data(count: 4 << 20)), name: "big")
+            big.append(length: 100_000, name: "stream") { InputStream(data: Data(count: 100_000)) }
+            let bodiesBefore = try temporaryBodies()
+            var generator = SeededGenerator(seed: 200)
+            let plans = (0..<200).map { index in
+                (
+                    index: index, moment: Moment.allCases.randomElement(using: &generator)!,
+                    delay: UInt64.random(in: 0...60_000_000, using: &generator),
+                    strategy: Bool.random(using: &generator) ? MultipartUploadStrategy.stream : .file,
+                    task: Bool.random(using: &generator)
+                )
+            }
+            let slowest = SlowestCancel()
+            let session = URLSession(configuration: .ephemeral)
+            // Eight at a time, so that every moment comes while others are under way.
+            for batch in stride(from: 0, to: plans.count, by: 8) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for plan in plans[batch..<min(batch + 8, plans.count)] {
+                        let path = plan.moment == .waitingForTheAnswer ? "/silent" : "/slow"
+                        let request = URLRequest(url: server.url("\(path)?i=\(plan.index)"))
+                        group.addTask { [big] in
+                            let cancel = CancelPoint()
+                            let ended = Reported()
+                            let progress: @Sendable (MultipartUploadProgress) -> Void = {
+                                if plan.moment == .waitingForTheAnswer, $0.fractionCompleted == 1 { cancel.reach() }
+                            }
+                            let cancelTask: @Sendable () -> Void
+                            if plan.task {
+                                let task = session.multipartUploadTask(
+                                    with: request, form: big, strategy: plan.strategy, progress: progress
+                                ) { _, _, error in ended.set(error) }
+                                cancelTask = { task.cancel() }
+                                if plan.moment != .beforeResume { task.resume() }
+                            } else {
+                                let upload = Task {
+                                    do {
+                                        _ = try await session.upload(
+                                            big, with: request, strategy: plan.strategy, progress: progress)
+                                        ended.set(nil)
+                                    } catch {
+                                        ended.set(error)
+                                    }
+                                }
+                                cancelTask = { upload.cancel() }
+                            }
+                            switch plan.moment {
+                            case .beforeResume: break
+                            case .duringTheBody: try await Task.sleep(nanoseconds: plan.delay)
+                            case .waitingForTheAnswer: try await cancel.wait(atMost: 30)
+                            }
+                            slowest.sawConnections(try server.openConnections())
+                            let stopwatch = Stopwatch()
+                            cancelTask()
+                            try await Stopwatch.wait(atMost: 10, polling: 0.002) { !ended.isSet }
+                            slowest.record(stopwatch.seconds, plan.index)
+                            #expect(ended.isSet, "upload \(plan.index) never ended after its cancel")
+                            let error = ended.value
+                            #expect(
+                                error is CancellationError || (error as? URLError)?.code == .cancelled,
+                                "upload \(plan.index) (\(plan.moment)): \(String(describing: error))")
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let (seconds, index) = slowest.value
+            #expect(seconds < 1, "upload \(index) took \(seconds) s to end after its cancel")
+            // The server never completed a body that was cancelled before its end.
+            let log = try await server.log()
+            let contentLength = Int(big.contentLength)
+            for entry in log where entry.path == "/slow" {
+                #expect(entry.bytes < contentLength, "the cancelled upload \(entry.query) arrived whole")
+            }
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { OpenDescriptors.count(under: directory.url) > 0 }
+            #expect(OpenDescriptors.count(under: directory.url) == 0, "a cancelled upload left its file open")
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { try temporaryBodies() != bodiesBefore }
+            #expect(try temporaryBodies() == bodiesBefore, "a cancelled upload left its temporary file")
+            #expect(OpenBodyFiles.count() == 0)
+            session.finishTasksAndInvalidate()
+            // Once the private session has closed (0.2 s after its last upload here), so have its connections.
+            #expect(slowest.connections > 0, "the count saw the uploads' connections")
+            try await Stopwatch.wait(atMost: 10, polling: 0.05) { try server.openConnections() > 0 }
+            #expect(try server.openConnections() == 0, "connections left open to the server")
+        }
+
+        private func temporaryBodies() throws -> Set<String> {
+            Set(
+                try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+                    .filter { $0.hasPrefix("MultipartStream-") && $0.hasSuffix(".multipart") })
+        }
+
+        // MARK: Dropped mid-file
+
+        @Test func aBodyDroppedInTheMiddleOfAFileClosesItAtOnce() async throws {
+            var form = MultipartFormData()
+            form.append("x", name: "a")
+            try form.append(fileURL: directory.file("f.bin", contents: Data(count: 1 << 20)), name: "f")
+            for round in 0..<1_000 {
+                do {
+                    var chunks = form.bodyChunks(maximumSize: 4_096).makeAsyncIterator()
+                    _ = try await chunks.next()
+                    _ = try await chunks.next()
+                    #expect(OpenDescriptors.count(under: directory.url) == 1, "round \(round): in the file")
+                }
+                do {
+                    let stream = form.makeBodyStream()
+                    stream.open()
+                    var buffer = [UInt8](repeating: 0, count: 8_192)
+                    #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
+                    #expect(OpenDescriptors.count(under: directory.url) == 1, "round \(round): in the file")
+                }
+                #expect(OpenDescriptors.count(under: directory.url) == 0, "round \(round): dropped, not closed")
+            }
+        }
+    }
+}
+
+/// An upload's progress as its handler saw it, and how many reports came after the upload returned.
+private final class ProgressWatch: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = Lock()
+    private var values: [UInt64] = []
+    private var hasReturned = false
+    private var late = 0
+    let total: UInt64
+
+    init(total: UInt64) {
+        self.total = total
+    }
+
+    @Sendable func report(_ progress: MultipartUploadProgress) {
+        lock.withLock {
+            if hasReturned { late += 1 }
+            values.append(progress.totalBytes == total ? progress.bytesSent : .max)
+        }
+    }
+
+    func returned() {
+        lock.withLock { hasReturned = true }
+    }
+
+    var state: ([UInt64], Int) { lock.withLock { (values, late) } }
+}
+
+/// A moment one upload waits for, reached from URLSession's thread.
+private final class CancelPoint: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = Lock()
+    private var reached = false
+
+    func reach() {
+        lock.withLock { reached = true }
+    }
+
+    func wait(atMost seconds: Double) async throws {
+        try await Stopwatch.wait(atMost: seconds, polling: 0.002) { !lock.withLock { reached } }
+    }
+}
+
+/// The longest time from a cancel to the end of its upload, and the most connections seen before a cancel.
+private final class SlowestCancel: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = Lock()
+    private var slowest: (Double, Int) = (0, -1)
+    private var mostConnections = 0
+
+    func sawConnections(_ count: Int) {
+        lock.withLock { mostConnections = max(mostConnections, count) }
+    }
+
+    var connections: Int { lock.withLock { mostConnections } }
+
+    func record(_ seconds: Double, _ index: Int) {
+        lock.withLock { if seconds > slowest.0 { slowest = (seconds, index) } }
+    }
+
+    var value: (Double, Int) { lock.withLock { slowest } }
+}
