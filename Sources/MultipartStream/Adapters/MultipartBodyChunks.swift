@@ -14,33 +14,41 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
 
     private let form: MultipartFormData
     private let maximumSize: Int
+    private let offset: UInt64
 
     /// The largest chunk made, whatever is asked: a chunk is allocated whole, and a body of gigabytes must not be.
     static let largestChunk = 16 << 20
 
-    init(form: MultipartFormData, maximumSize: Int) {
+    init(form: MultipartFormData, maximumSize: Int, offset: UInt64) {
         self.form = form
         self.maximumSize = Swift.min(Swift.max(1, maximumSize), Self.largestChunk)
+        self.offset = offset
     }
 
-    /// Starts a new iteration at the body's first byte.
+    /// Starts a new iteration at the sequence's first byte.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(form: form, maximumSize: maximumSize)
+        Iterator(form: form, maximumSize: maximumSize, offset: offset)
     }
 
     /// One pass over the body.
     public struct Iterator: AsyncIteratorProtocol {
-        private let reader: MultipartReader
+        private let reader: MultipartReader?
         private let maximumSize: Int
-        /// The form's append error, thrown by the first `next()`, or `nil` once thrown.
+        /// Why the iteration cannot start (the form's append error, an offset it cannot start at), thrown by the
+        /// first `next()`, or `nil` once thrown.
         private var appendError: MultipartError?
         /// Set after the last chunk or the first error: later calls return `nil`.
         private var isFinished = false
 
-        fileprivate init(form: MultipartFormData, maximumSize: Int) {
-            reader = MultipartReader(form)
+        fileprivate init(form: MultipartFormData, maximumSize: Int, offset: UInt64) {
             self.maximumSize = maximumSize
-            appendError = form.appendError
+            do throws(MultipartError) {
+                reader = offset == 0 ? MultipartReader(form) : try MultipartReader(form, startingAt: offset)
+                appendError = form.appendError
+            } catch {
+                reader = nil
+                appendError = form.appendError ?? error
+            }
         }
 
         /// The next chunk, `nil` after the last one.
@@ -53,12 +61,13 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
                 isFinished = true
                 throw appendError
             }
-            let count = Int(Swift.min(UInt64(maximumSize), reader.contentLength - reader.bytesRead))
+            guard let reader else { return nil }
+            let count = Int(
+                Swift.min(UInt64(maximumSize), reader.contentLength - reader.startOffset - reader.bytesRead))
             guard count > 0 else {
                 isFinished = true
                 return nil
             }
-            let reader = reader
             var failure: MultipartError?
             let chunk = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 // The reader fills the whole buffer unless the body ends or fails: it loops over short reads.
@@ -89,6 +98,19 @@ extension MultipartFormData {
     /// - Parameter maximumSize: The most bytes in one chunk, from 1 to 16 MiB; other values count as the nearest.
     /// - Returns: A sequence that reads the form anew on each iteration.
     public func bodyChunks(maximumSize: Int = 65_536) -> MultipartBodyChunks {
-        MultipartBodyChunks(form: self, maximumSize: maximumSize)
+        MultipartBodyChunks(form: self, maximumSize: maximumSize, offset: 0)
+    }
+
+    /// The body from byte `offset` on, as chunks of at most `maximumSize` bytes: the same bytes as `encode()`'s from
+    /// `offset`, found as ``makeBodyStream(startingAt:)`` finds them. Pair it with `contentLength - offset`.
+    ///
+    /// - Parameters:
+    ///   - maximumSize: The most bytes in one chunk, from 1 to 16 MiB; other values count as the nearest.
+    ///   - offset: The first byte, from 0 to ``contentLength``.
+    /// - Returns: A sequence whose every iteration starts at `offset`. Its first `next()` throws
+    ///   ``MultipartError/Reason/offsetPastEnd(offset:contentLength:)`` or
+    ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` when the body cannot start there.
+    public func bodyChunks(maximumSize: Int = 65_536, startingAt offset: UInt64) -> MultipartBodyChunks {
+        MultipartBodyChunks(form: self, maximumSize: maximumSize, offset: offset)
     }
 }

@@ -33,7 +33,8 @@ public final class MultipartBodyStream: InputStream {
 
     /// Where the bytes come from.
     private enum Source {
-        case form(MultipartFormData)
+        /// The form's body from byte `offset` on.
+        case form(MultipartFormData, offset: UInt64)
         /// A body that `writeEncodedData(to:)` wrote, `length` bytes long: the `.file` upload strategy's.
         case encodedFile(URL, length: UInt64)
     }
@@ -47,9 +48,10 @@ public final class MultipartBodyStream: InputStream {
         case failed(MultipartError)
     }
 
-    init(form: MultipartFormData) {
-        source = .form(form)
-        contentLength = form.contentLength
+    init(form: MultipartFormData, startingAt offset: UInt64 = 0) {
+        source = .form(form, offset: offset)
+        // An offset past the end makes no bytes: the stream fails when opened.
+        contentLength = form.contentLength - min(offset, form.contentLength)
         // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
         super.init(data: Data())
     }
@@ -109,9 +111,14 @@ public final class MultipartBodyStream: InputStream {
     private func start() -> State {
         progress.withLock { handedOut = 0 }
         switch source {
-        case .form(let form):
+        case .form(let form, let offset):
             if let error = form.appendError { return .failed(error) }
-            return .open(MultipartReader(form))
+            guard offset > 0 else { return .open(MultipartReader(form)) }
+            do throws(MultipartError) {
+                return .open(try MultipartReader(form, startingAt: offset))
+            } catch {
+                return .failed(error)
+            }
         case .encodedFile(let url, let length):
             return .open(EncodedFileReader(url: url, length: length))
         }
@@ -119,7 +126,7 @@ public final class MultipartBodyStream: InputStream {
 
     /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed.
     private func restart() -> State {
-        if case .form(let form) = source, !form.isReplayable, bytesRead > 0 {
+        if case .form(let form, _) = source, !form.isReplayable, bytesRead > 0 {
             return .failed(MultipartError(.notReplayable))
         }
         return start()
@@ -130,7 +137,7 @@ public final class MultipartBodyStream: InputStream {
     /// Fills `buffer` with up to `len` bytes of the body, across part boundaries. Returns 0 only at the end and
     /// -1 on failure, with the reason in `streamError`. With `len` 0 it returns 0 and changes nothing.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        let throttle: Throttle? = if case .form(let form) = source { form.throttle } else { nil }
+        let throttle: Throttle? = if case .form(let form, _) = source { form.throttle } else { nil }
         let limit = min(len, throttle?.packetSize ?? len)
         // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
         // Without a reader to run, the answer is known at once.
@@ -300,5 +307,22 @@ extension MultipartFormData {
     /// - Returns: The stream, for `URLRequest.httpBodyStream` or a `needNewBodyStream` delegate answer.
     public func makeBodyStream() -> MultipartBodyStream {
         MultipartBodyStream(form: self)
+    }
+
+    /// A new, unopened stream of this form's bytes from byte `offset` on: the same bytes as `encode()`'s from
+    /// `offset`, for sending the rest of a body that a server has in part. Its ``MultipartBodyStream/contentLength``
+    /// is what is left, `contentLength - offset`.
+    ///
+    /// Finding the offset costs work per part, never per skipped byte: in-memory parts are indexed, files are
+    /// opened at the offset (and checked, as always, to be the file appended), and a stream factory's stream is
+    /// read and its bytes before the offset dropped. Opening the stream again starts at `offset` again.
+    ///
+    /// - Parameter offset: The first byte to produce, from 0 to ``contentLength``.
+    /// - Returns: The stream. It fails when opened, with
+    ///   ``MultipartError/Reason/offsetPastEnd(offset:contentLength:)`` for an offset past the end, or
+    ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` for one inside or after a one-shot
+    ///   `InputStream` part.
+    public func makeBodyStream(startingAt offset: UInt64) -> MultipartBodyStream {
+        MultipartBodyStream(form: self, startingAt: offset)
     }
 }

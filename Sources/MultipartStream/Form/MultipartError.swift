@@ -76,6 +76,11 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case invalidReadLength(Int)
         /// The body stream was opened again after it handed out bytes, and a part cannot be read twice.
         case notReplayable
+        /// A body was asked to start at byte `offset`, past its `contentLength`.
+        case offsetPastEnd(offset: UInt64, contentLength: UInt64)
+        /// A body was asked to start at byte `offset`, inside or after this one-shot `InputStream` part, whose
+        /// earlier bytes cannot be read again: append it with a stream factory to make it resumable.
+        case cannotResumeOneShotStream(offset: UInt64)
 
         // Found while uploading.
 
@@ -151,6 +156,11 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .streamNotOpen: "read from a body stream that is not open"
         case .notReplayable:
             "the body stream was reopened after sending bytes, and a one-shot InputStream part cannot be sent again"
+        case .offsetPastEnd(let offset, let contentLength):
+            "the body cannot start at byte \(offset): it is \(contentLength) bytes long"
+        case .cannotResumeOneShotStream(let offset):
+            "the body cannot start at byte \(offset), inside or after this one-shot InputStream, which cannot be "
+                + "read again; use a stream factory to make it resumable"
         case .redirectNotFollowed(let statusCode, let location):
             "the server redirected (\(statusCode)) to \(location?.absoluteString ?? "an unknown location"), and this "
                 + "platform's URLSession would resend the request with an empty body; upload to that URL instead"

@@ -17,10 +17,12 @@ final class MultipartReader {
     private var openBody: OpenPartBody?
     /// Set by the first failure; every later read throws it again.
     private(set) var failure: MultipartError?
-    /// Bytes produced so far.
+    /// Bytes produced so far, from ``startOffset``.
     private(set) var bytesRead: UInt64 = 0
     /// Exact length of the whole body.
     let contentLength: UInt64
+    /// The byte of the body the reader started at.
+    let startOffset: UInt64
 
     init(_ form: MultipartFormData) {
         parts = form.bodyParts
@@ -28,6 +30,35 @@ final class MultipartReader {
         closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
         position = .start(partCount: form.bodyParts.count)
         contentLength = form.contentLength
+        startOffset = 0
+    }
+
+    /// A reader whose first byte is byte `offset` of the body (`contentLength` for none).
+    ///
+    /// Files are opened at that byte with `lseek` and stream-factory parts are read and dropped up to it when the
+    /// reader reaches them; nothing before the part that holds `offset` is opened.
+    ///
+    /// - Throws: ``MultipartError/Reason/offsetPastEnd(offset:contentLength:)``, or
+    ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` naming a one-shot stream part that `offset` is
+    ///   inside or after, since its bytes before `offset` were read once already.
+    init(_ form: MultipartFormData, startingAt offset: UInt64) throws(MultipartError) {
+        parts = form.bodyParts
+        delimiter = Array("\r\n--\(form.boundary)\r\n".utf8)
+        closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
+        contentLength = form.contentLength
+        startOffset = offset
+        guard
+            let position = ReaderPosition.seek(
+                to: offset, in: parts, delimiterLength: delimiter.count, closeLength: closeDelimiter.count)
+        else { throw MultipartError(.offsetPastEnd(offset: offset, contentLength: contentLength)) }
+        self.position = position
+        let reached = position.part ?? parts.count
+        for (index, part) in parts.enumerated() where !part.body.isReplayable {
+            let isUntouched = index > reached || (index == reached && position.isBeforeBody)
+            guard isUntouched else {
+                throw MultipartError(.cannotResumeOneShotStream(offset: offset), partIndex: index, partName: part.name)
+            }
+        }
     }
 
     deinit {
@@ -110,8 +141,9 @@ final class MultipartReader {
             position = end ? position.next(partCount: parts.count) : .body(part: part, offset: offset + UInt64(count))
             return count
         }
-        if offset == 0, openBody == nil {
-            openBody = try OpenPartBody.open(body)
+        if openBody == nil {
+            // At the part's first byte, or at a later one when the reader started there.
+            openBody = try OpenPartBody.open(body, at: offset)
         }
         let count: Int
         let wanted = Int(min(UInt64(space.count), body.length - offset))
@@ -134,10 +166,5 @@ final class MultipartReader {
     }
 
     /// The part the reader is in, `nil` in the close delimiter.
-    private var currentPart: Int? {
-        switch position {
-        case .delimiter(let part, _), .headers(let part, _), .body(let part, _): part
-        case .closeDelimiter, .end: nil
-        }
-    }
+    private var currentPart: Int? { position.part }
 }

@@ -6,8 +6,41 @@ enum OpenPartBody {
     case file(RegularFile, expected: FileIdentity)
     case stream(InputStream, expectedLength: UInt64)
 
-    /// Opens the body's source, checking what can be checked before the first byte; `nil` for in-memory bodies.
-    static func open(_ body: BodyPart.Body) throws(MultipartError.Reason) -> OpenPartBody? {
+    /// Opens the body's source at byte `offset` of the body, checking what can be checked before the first byte;
+    /// `nil` for in-memory bodies. A file seeks to the offset; a stream factory's stream is read and its bytes
+    /// before the offset dropped; a one-shot stream can start only at 0.
+    static func open(_ body: BodyPart.Body, at offset: UInt64 = 0) throws(MultipartError.Reason) -> OpenPartBody? {
+        let opened = try openAtStart(body)
+        guard offset > 0, let opened else { return opened }
+        do {
+            try opened.skip(offset)
+        } catch {
+            opened.close()
+            throw error
+        }
+        return opened
+    }
+
+    /// Moves past the first `count` bytes of a body just opened.
+    private func skip(_ count: UInt64) throws(MultipartError.Reason) {
+        switch self {
+        case .file(let file, _):
+            try file.seek(to: count)
+        case .stream:
+            // Read and dropped: a stream has no way to seek. The reader never asks past the part's length.
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 1)
+            defer { scratch.deallocate() }
+            var dropped: UInt64 = 0
+            while dropped < count {
+                let wanted = Int(min(UInt64(scratch.count), count - dropped))
+                dropped += UInt64(
+                    try read(into: UnsafeMutableRawBufferPointer(rebasing: scratch[..<wanted]), alreadyRead: dropped))
+            }
+        }
+    }
+
+    /// Opens the body's source at its first byte.
+    private static func openAtStart(_ body: BodyPart.Body) throws(MultipartError.Reason) -> OpenPartBody? {
         switch body {
         case .bytes:
             return nil

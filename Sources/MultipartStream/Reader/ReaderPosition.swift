@@ -15,6 +15,51 @@ enum ReaderPosition: Equatable {
         partCount > 0 ? .delimiter(part: 0, offset: 2) : .closeDelimiter(offset: 2)
     }
 
+    /// The position `offset` bytes into a body of `parts`, delimited by `delimiterLength`-byte delimiters and a
+    /// `closeLength`-byte close delimiter (both with their leading CRLF), found from the parts' lengths: the work
+    /// is per part, never per byte. `nil` past the body's end.
+    static func seek(
+        to offset: UInt64,
+        in parts: [BodyPart],
+        delimiterLength: Int,
+        closeLength: Int
+    ) -> ReaderPosition? {
+        var remaining = offset
+        for (part, bodyPart) in parts.enumerated() {
+            let delimiterStart = part == 0 ? 2 : 0
+            let delimiter = UInt64(delimiterLength - delimiterStart)
+            if remaining < delimiter { return .delimiter(part: part, offset: delimiterStart + Int(remaining)) }
+            remaining -= delimiter
+            let headers = UInt64(bodyPart.headers.bytes.count)
+            if remaining < headers { return .headers(part: part, offset: Int(remaining)) }
+            remaining -= headers
+            if remaining < bodyPart.body.length { return .body(part: part, offset: remaining) }
+            remaining -= bodyPart.body.length
+        }
+        let closeStart = parts.isEmpty ? 2 : 0
+        let close = UInt64(closeLength - closeStart)
+        if remaining < close { return .closeDelimiter(offset: closeStart + Int(remaining)) }
+        return remaining == close ? .end : nil
+    }
+
+    /// The part the position is in; `nil` in the close delimiter and at the end.
+    var part: Int? {
+        switch self {
+        case .delimiter(let part, _), .headers(let part, _), .body(let part, _): part
+        case .closeDelimiter, .end: nil
+        }
+    }
+
+    /// Whether no byte of its part's body comes before the position: in the delimiter, the headers, or at the body's
+    /// first byte.
+    var isBeforeBody: Bool {
+        switch self {
+        case .delimiter, .headers: true
+        case .body(_, let offset): offset == 0
+        case .closeDelimiter, .end: false
+        }
+    }
+
     /// The position after the segment at `self` is complete.
     func next(partCount: Int) -> ReaderPosition {
         switch self {

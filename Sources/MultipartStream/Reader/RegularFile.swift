@@ -109,6 +109,13 @@ struct RegularFile {
         return current.device == identity.device && current.inode == identity.inode
     }
 
+    /// Moves the read position to `offset` bytes from the start: what follows is read from there.
+    func seek(to offset: UInt64) throws(MultipartError.Reason) {
+        guard let target = off_t(exactly: offset), lseek(descriptor, target, SEEK_SET) == target else {
+            throw .fileReadFailed(url, errno: errno)
+        }
+    }
+
     /// Reads up to `buffer.count` bytes into `buffer`; 0 only at the end of the file.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(MultipartError.Reason) -> Int {
         while true {
