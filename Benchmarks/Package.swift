@@ -14,6 +14,10 @@ let package = Package(
         // Other HTTP clients that take a form's bodyChunks(): AsyncHTTPClient, and OpenAPI's HTTPBody.
         .package(url: "https://github.com/swift-server/async-http-client", exact: "1.37.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", exact: "1.13.4"),
+        // A server for resumable uploads: SwiftNIO's NIOResumableUpload around a body-recording handler.
+        .package(url: "https://github.com/apple/swift-nio", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras", exact: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types", exact: "1.8.0"),
     ],
     targets: [
         .executableTarget(
@@ -45,6 +49,20 @@ let package = Package(
                 .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
             ],
             path: "Sources/UploadCheck"
+        ),
+        .executableTarget(
+            name: "resumable-server",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOResumableUpload", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            path: "Sources/ResumableServer"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -40,6 +40,8 @@ struct Options: Equatable {
     var connectTimeout: Double?
     /// `--retry`: attempts after the first.
     var retries = 0
+    /// `-C -`: a resumable upload, which sends only what the server lacks after a drop (`--retry` times).
+    var resumes = false
     /// `--retry-delay`, seconds; `nil` (or 0) for curl's doubling backoff from 1 s.
     var retryDelay: Double?
     var silent = false
@@ -61,12 +63,12 @@ struct Options: Equatable {
     private static let valueOptions: Set<String> = [
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
-        "--retry-delay",
+        "--retry-delay", "--continue-at",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
         "w": "--write-out", "m": "--max-time", "s": "--silent", "S": "--show-error", "v": "--verbose", "h": "--help",
-        "i": "--include", "L": "--location", "k": "--insecure",
+        "i": "--include", "L": "--location", "k": "--insecure", "C": "--continue-at",
     ]
 
     /// Parses the arguments after the program name, as curl does: short flags combine (`-sSL`), the last one may
@@ -144,6 +146,12 @@ struct Options: Equatable {
         case "--write-out": writeOut = value
         case "--max-time": maxTime = try Self.seconds(value, option: name)
         case "--connect-timeout": connectTimeout = try Self.seconds(value, option: name)
+        case "--continue-at":
+            guard value == "-" else {
+                throw UsageError(
+                    "-C \(value): only -C - (find the offset yourself): the server says how much of the form it has")
+            }
+            resumes = true
         case "--retry":
             guard let count = Int(value), (0...1_000).contains(count) else {
                 throw UsageError("--retry \(value): expected a number of retries from 0 to 1000")

@@ -50,7 +50,10 @@ struct Transfer {
             } catch let failure as AttemptFailure {
                 report.bytesUploaded = progress.bytesSent
                 progress.finish(outcome: "failed")
-                guard failure.isTransient, attempt < options.retries else { throw failure.commandFailure }
+                // A resumable upload has spent its retries on the connection already.
+                guard failure.isTransient, !options.resumes, attempt < options.retries else {
+                    throw failure.commandFailure
+                }
                 retryAfter = nil
                 problem = failure.commandFailure.message
             }
@@ -81,9 +84,14 @@ struct Transfer {
     /// One attempt, cancelled by the `--max-time` and `--connect-timeout` timers.
     private func send(with session: URLSession, progress: ProgressReporter) async throws -> Answer {
         let watchdog = Watchdog()
-        let (form, request, strategy) = (form, request, options.strategy)
+        let (form, request) = (form, request)
+        let strategy = options.resumes ? .resumable : options.strategy
+        // With -C -, --retry and --retry-delay shape the resumption: retries send only what the server lacks.
+        let resumption = MultipartResumption(
+            maximumAttempts: options.retries, initialDelay: options.retryDelay.flatMap { $0 > 0 ? $0 : nil } ?? 1,
+            maximumDelay: options.retryDelay.flatMap { $0 > 0 ? $0 : nil } ?? 600)
         let upload = Task {
-            try await session.upload(form, with: request, strategy: strategy) { sent in
+            try await session.upload(form, with: request, strategy: strategy, resumption: resumption) { sent in
                 watchdog.sawBody()
                 progress.report(sent)
             }

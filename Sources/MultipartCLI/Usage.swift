@@ -37,6 +37,10 @@ let usage = """
       --retry N                                    retry up to N times on a connection failure, a timeout, or
                                                    HTTP 408, 429, 500, 502, 503, 504, sending the form again
                                                    from its first byte, e.g. --retry 3
+      -C -, --continue-at -                        a resumable upload: after a dropped connection, ask the
+                                                   server how much it has and send only the rest (--retry N
+                                                   times); a server that does not speak the resumable-upload
+                                                   draft gets the whole form once, e.g. -C - --retry 8
       --retry-delay S                              seconds between retries (default: the server's Retry-After,
                                                    else 1 s doubling), e.g. --retry-delay 2
       --boundary B                                 the boundary (default: 128 random bits), e.g. --boundary XyZ

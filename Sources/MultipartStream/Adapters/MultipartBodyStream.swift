@@ -30,6 +30,10 @@ public final class MultipartBodyStream: InputStream {
     private var nextReadDue: UInt64?
     /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
     var progressHandler: (@Sendable (UInt64) -> Void)?
+    /// Whether opening the stream again after it handed out bytes starts over; if not, it fails with
+    /// ``MultipartError/Reason/notReplayable``. A part of a resumable upload is sent once per request: the server
+    /// has counted what arrived, and the same bytes again at the same offset would conflict.
+    var startsOverWhenReopened = true
 
     /// Where the bytes come from.
     private enum Source {
@@ -126,6 +130,7 @@ public final class MultipartBodyStream: InputStream {
 
     /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed.
     private func restart() -> State {
+        if bytesRead > 0, !startsOverWhenReopened { return .failed(MultipartError(.notReplayable)) }
         if case .form(let form, _) = source, !form.isReplayable, bytesRead > 0 {
             return .failed(MultipartError(.notReplayable))
         }

@@ -92,6 +92,17 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// The server answered `statusCode` (a success) when only `bytesSent` of the body's `contentLength` bytes had
         /// been handed to it: it answered without reading the form, which it cannot have received.
         case answeredBeforeBodySent(statusCode: Int, bytesSent: UInt64, contentLength: UInt64)
+        /// A resumable upload gave up after `retries` retries, the server having `bytesAcknowledged` of the form's
+        /// `contentLength` bytes; `underlying` is the last failure.
+        case resumeFailed(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64, underlying: String)
+        /// The server said it resumes uploads, then answered the request that creates one (`statusCode`) as a plain
+        /// request, without an upload to resume.
+        case resumptionRefused(statusCode: Int)
+        /// The resumable upload expired on the server (`statusCode`, 404 or 410) twice: once it was created again from
+        /// the first byte, and it expired again.
+        case uploadExpired(statusCode: Int)
+        /// The server has every byte of the form, but its answer was lost with the connection that carried them.
+        case answerLost(contentLength: UInt64)
 
         // Found while encoding.
 
@@ -170,6 +181,16 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .answeredBeforeBodySent(let statusCode, let bytesSent, let contentLength):
             "the server answered \(statusCode) after \(bytesSent) of the body's \(contentLength) bytes, so it never "
                 + "received the whole form; the upload failed"
+        case .resumeFailed(let retries, let acknowledged, let contentLength, let underlying):
+            "the resumable upload gave up after \(retries) \(retries == 1 ? "retry" : "retries"), the server having "
+                + "\(acknowledged) of the form's \(contentLength) bytes: \(underlying)"
+        case .resumptionRefused(let statusCode):
+            "the server offered resumable uploads, then answered \(statusCode) to the request creating one, as if it "
+                + "were the whole form"
+        case .uploadExpired(let statusCode):
+            "the resumable upload expired on the server (\(statusCode)) again after it was started over"
+        case .answerLost(let contentLength):
+            "the server has all \(contentLength) bytes of the form, but its answer was lost with the connection"
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(errnoText(code))"

@@ -19,6 +19,15 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     /// fails with it.
     private let form: MultipartFormData
     private let progress: ProgressCoalescer?
+    /// Whether the upload's end ends its progress; not for one request of a resumable upload, whose progress goes
+    /// on with the next.
+    private let finishesProgress: Bool
+    /// The body's `Content-Type`: the form's, or the resumable-upload protocol's for a part of it.
+    private let contentType: String
+    /// Whether the body may go out once only (a part of a resumable upload, which the server has counted as it
+    /// arrived): a resend URLSession starts by itself fails the request instead, with
+    /// ``MultipartError/Reason/notReplayable``.
+    let sendsBodyOnce: Bool
     /// The caller's session and its delegate, which decides redirects and challenges first.
     let caller: CallerDelegate
     /// Whether this object owns the whole exchange (the async API), rather than handing its task to the caller.
@@ -49,19 +58,37 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     init(
         form: MultipartFormData,
         body: UploadBody,
+        contentType: String? = nil,
+        sendsBodyOnce: Bool = false,
         callerSession: URLSession,
         origin: URL?,
         ownsTask: Bool,
-        progress: (@Sendable (MultipartUploadProgress) -> Void)?,
+        progress: ProgressCoalescer?,
+        finishesProgress: Bool = true,
         completion: @escaping Completion
     ) {
         self.ownsTask = ownsTask
+        self.finishesProgress = finishesProgress
         self.form = form
         self.body = body
+        self.contentType = contentType ?? form.contentType
+        self.sendsBodyOnce = sendsBodyOnce
         caller = CallerDelegate(callerSession)
         self.origin = Origin(origin)
-        self.progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
+        self.progress = progress
         self.completion = completion
+    }
+
+    /// The first byte of the form this upload sends.
+    private var firstByte: UInt64 {
+        if case .stream(let offset) = body { return offset }
+        return 0
+    }
+
+    /// The bytes this upload's body holds: none, the form's, or the form's from an offset.
+    private var bodyLength: UInt64 {
+        if case .none = body { return 0 }
+        return form.contentLength - min(firstByte, form.contentLength)
     }
 
     /// A suspended task, on the caller session's private session, that sends `request` with the form: when this
@@ -71,7 +98,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         guard ownsTask, !body.isReadByURLSession else { return makeUploadTask(for: request) }
         guard let session = caller.session else { return nil }
         var request = prepared(request)
-        request.httpBodyStream = makeStream(of: body)
+        if case .none = body {} else { request.httpBodyStream = makeStream(of: body) }
         return started(UploadSession.makeTask(for: self, of: session, started: true) { $0.dataTask(with: request) })
     }
 
@@ -91,14 +118,16 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         return started(task)
     }
 
-    /// `request` as the form's: POST unless it names another method, the form's headers, no body of its own.
+    /// `request` as the form's: POST unless it names another method, the body's headers, no body of its own. A
+    /// request without a body is sent as it is.
     private func prepared(_ request: URLRequest) -> URLRequest {
+        if case .none = body { return request }
         var request = request
         if request.httpMethod == nil || request.httpMethod == "GET" { request.httpMethod = "POST" }
         request.httpBody = nil
         request.httpBodyStream = nil
-        request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
-        request.setBodyLength(form.contentLength)
+        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        request.setBodyLength(bodyLength)
         return request
     }
 
@@ -124,8 +153,10 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private func makeStream(of body: UploadBody) -> MultipartBodyStream {
         let stream: MultipartBodyStream
         switch body {
-        case .stream, .fileToWrite:
+        case .none, .fileToWrite:
             stream = form.makeBodyStream()
+        case .stream(let offset):
+            stream = form.makeBodyStream(startingAt: offset)
         case .file(let url):
             stream = MultipartBodyStream(encodedFile: url, length: form.contentLength)
         case .failed(let error):
@@ -133,7 +164,11 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             failing.appendError = error
             stream = failing.makeBodyStream()
         }
-        if let progress { stream.progressHandler = progress.report }
+        if let progress {
+            let offset = firstByte
+            stream.progressHandler = { progress.report(offset + $0) }
+        }
+        stream.startsOverWhenReopened = !sendsBodyOnce
         let isCancelled = lock.withLock {
             streams.append(stream)
             return self.isCancelled
@@ -165,6 +200,11 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         task: URLSessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
     ) {
+        // libcurl asks again when it retries a request whose reused connection died: a part of a resumable upload
+        // must not go out twice at the same offset, so that retry fails, and the upload asks the server instead.
+        if sendsBodyOnce, lock.withLock({ !streams.isEmpty }) {
+            return completionHandler(makeStream(of: .failed(MultipartError(.notReplayable))))
+        }
         completionHandler(makeStream(of: writtenBody()))
     }
 
@@ -299,7 +339,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             let statusCode = (task.response as? HTTPURLResponse)?.statusCode ?? 307
             stopped = MultipartError(.redirectNotFollowed(statusCode: statusCode, location: resend.url))
         }
-        progress?.finish()
+        if finishesProgress { progress?.finish() }
         caller.unpin()
         if let file = ended.body.temporaryFile { try? FileManager.default.removeItem(at: file) }
         finish(
@@ -337,12 +377,13 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
             return .success((data, response))
         }
         if let error { return .failure(error) }
-        if let response, (200..<300).contains(response.statusCode), bodyBytesSent < form.contentLength {
+        if let response, (200..<300).contains(response.statusCode), bodyBytesSent < bodyLength {
             // The server cannot have read bytes it was never given: it answered without the form. After a 301-303
             // the count is the first request's (the GET reads no stream): a server that redirected without reading
             // the form never got it either.
             let reason = MultipartError.Reason.answeredBeforeBodySent(
-                statusCode: response.statusCode, bytesSent: bodyBytesSent, contentLength: form.contentLength)
+                statusCode: response.statusCode, bytesSent: firstByte + bodyBytesSent, contentLength: form.contentLength
+            )
             return .failure(MultipartError(reason))
         }
         if let response = task.response { return .success((data, response)) }

@@ -19,6 +19,15 @@ public enum MultipartUploadStrategy: Sendable, Equatable {
     /// file is removed when the task ends, whatever the outcome. Background sessions upload only from files: write
     /// the body with `writeEncodedData(to:)` for them.
     case file
+    /// Streams as ``stream`` does, and survives a dropped connection: against a server that speaks
+    /// draft-ietf-httpbis-resumable-upload (interop version 6: Apple's URLSession, SwiftNIO's
+    /// `NIOResumableUpload`), a connection failure, reset or timeout makes the upload ask the server how much of the
+    /// form it has and send the rest from there (``MultipartFormData/makeBodyStream(startingAt:)``), within
+    /// ``MultipartResumption``'s retries. Support is detected before any part of the form is sent (an `OPTIONS`
+    /// answered with `Upload-Limit`, then a creation request with no body answered with `Location`); any other
+    /// server gets the whole form in one request, exactly as with ``stream``. For the async `upload` only: a task
+    /// from `multipartUploadTask` streams as ``stream`` does.
+    case resumable
 }
 
 /// How far an upload has come, from the bytes the body stream has handed to URLSession (on Linux URLSession's own

@@ -38,10 +38,17 @@ extension URLSession {
         _ form: MultipartFormData,
         with request: URLRequest,
         strategy: MultipartUploadStrategy = .automatic,
+        resumption: MultipartResumption = MultipartResumption(),
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
     ) async throws -> (Data, URLResponse) {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
         if let appendError = form.appendError { throw appendError }
+        let progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
+        if strategy == .resumable {
+            return try await ResumableUpload(
+                form: form, request: request, session: self, policy: resumption, progress: progress
+            ).run()
+        }
         var bodyFile: URL?
         if strategy == .file {
             bodyFile = try await Self.writeTemporaryFile(of: form)
@@ -50,10 +57,21 @@ extension URLSession {
             if let bodyFile { try? FileManager.default.removeItem(at: bodyFile) }
             throw CancellationError()
         }
+        return try await perform(request) { completion in
+            MultipartUpload(
+                form: form, body: bodyFile.map(UploadBody.file) ?? .stream(startingAt: 0), callerSession: self,
+                origin: request.url, ownsTask: true, progress: progress, completion: completion)
+        }
+    }
+
+    /// Runs the upload that `makeUpload` makes (with the completion it is given) and returns its answer. Cancelling
+    /// the surrounding task cancels it at once and throws `CancellationError`.
+    func perform(
+        _ request: URLRequest,
+        _ makeUpload: (@escaping MultipartUpload.Completion) -> MultipartUpload
+    ) async throws -> (Data, URLResponse) {
         let result = PendingResponse()
-        let upload = MultipartUpload(
-            form: form, body: bodyFile.map(UploadBody.file) ?? .stream, callerSession: self, origin: request.url,
-            ownsTask: true, progress: progress, completion: result.resolve)
+        let upload = makeUpload(result.resolve)
         // Made on a dispatch thread: making a task waits for URLSession's queue, which a caller stream blocked in
         // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it. This
         // session is alive (it is `self`), so there is a task.
@@ -106,9 +124,11 @@ extension URLSession {
             form.appendError = MultipartError(.backgroundSession)
         }
         let body =
-            strategy == .file && form.appendError == nil ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream
+            strategy == .file && form.appendError == nil
+            ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream(startingAt: 0)
         let upload = MultipartUpload(
-            form: form, body: body, callerSession: self, origin: request.url, ownsTask: false, progress: progress
+            form: form, body: body, callerSession: self, origin: request.url, ownsTask: false,
+            progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in
             switch result {
             case .success(let (data, response)): completionHandler(data, response, nil)
@@ -140,7 +160,7 @@ extension URLSession {
 }
 
 /// The result of an upload, handed from URLSession's delegate queue to the awaiting task.
-private final class PendingResponse: @unchecked Sendable {
+final class PendingResponse: @unchecked Sendable {
     // @unchecked: `state` is guarded by `lock`.
     private enum State {
         case waiting

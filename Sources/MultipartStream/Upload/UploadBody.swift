@@ -2,8 +2,10 @@ import Foundation
 
 /// How an upload's body reaches URLSession.
 enum UploadBody: Sendable {
-    /// A new ``MultipartBodyStream`` of the form for every send.
-    case stream
+    /// No body: a request of the resumable-upload protocol that only asks or announces.
+    case none
+    /// A new ``MultipartBodyStream`` of the form, from byte `offset` on, for every send.
+    case stream(startingAt: UInt64)
     /// The encoded body in a temporary file of the upload's own, written before the task was made.
     case file(URL)
     /// A temporary file to write when the task first asks for its body: a task handed to the caller may never be
@@ -16,7 +18,7 @@ enum UploadBody: Sendable {
     var temporaryFile: URL? {
         switch self {
         case .file(let url), .fileToWrite(let url): url
-        case .stream, .failed: nil
+        case .none, .stream, .failed: nil
         }
     }
 

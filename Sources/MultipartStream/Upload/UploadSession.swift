@@ -16,8 +16,12 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private static let lock = Lock()
     nonisolated(unsafe) private static var registry: [ObjectIdentifier: UploadSession] = [:]
     /// How long a session with no upload in flight stays open for the next one. Node and many servers close idle
-    /// connections after 5 seconds; 30 keeps the rest.
-    nonisolated(unsafe) static var idleTimeout: TimeInterval = 30
+    /// connections after 5 seconds; 30 keeps the rest. Tests shorten it, from other threads than URLSession's.
+    static var idleTimeout: TimeInterval {
+        get { lock.withLock { storedIdleTimeout } }
+        set { lock.withLock { storedIdleTimeout = newValue } }
+    }
+    nonisolated(unsafe) private static var storedIdleTimeout: TimeInterval = 30
 
     /// The caller's session, whose delegate hears authentication challenges; weak, so that dropping it is enough.
     private(set) weak var callerSession: URLSession?
@@ -34,6 +38,9 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private var startedTasks: Set<Int> = []
     /// Changes whenever an upload starts or the last one ends, so that an idle timer knows it is stale.
     private var generation = 0
+
+    /// Whether this session carries one task only, on a connection of its own, and is in no registry.
+    private var isSingleUse = false
 
     private init(callerSession: URLSession) {
         self.callerSession = callerSession
@@ -63,6 +70,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         started: Bool,
         _ make: (URLSession) -> Task
     ) -> Task {
+        if upload.sendsBodyOnce { return makeSingleUseTask(for: upload, of: callerSession, make) }
         let key = ObjectIdentifier(callerSession)
         /// The caller's open session, reserved so that the idle timer leaves it open; `nil` if there is none.
         func reserveOpenSession() -> UploadSession? {
@@ -105,6 +113,27 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         return task
     }
 
+    /// A task on a private session of its own, whose connection no other request used before: libcurl sends a
+    /// request again by itself when a reused connection dies under it, and a part of a resumable upload sent again
+    /// at an offset the server has moved past is a conflict that makes a server (SwiftNIO's) drop the whole upload.
+    /// The session is invalidated at once, so that it ends with its task.
+    private static func makeSingleUseTask<Task: URLSessionTask>(
+        for upload: MultipartUpload,
+        of callerSession: URLSession,
+        _ make: (URLSession) -> Task
+    ) -> Task {
+        let single = makeSession(for: callerSession)
+        single.isSingleUse = true
+        let task = make(single.session)
+        lock.withLock {
+            single.uploads[task.taskIdentifier] = upload
+            single.startedTasks.insert(task.taskIdentifier)
+        }
+        upload.taskStarted()
+        single.session.finishTasksAndInvalidate()
+        return task
+    }
+
     /// Whether `callerSession` has a private session open now.
     static func isOpen(for callerSession: URLSession) -> Bool {
         lock.withLock { registry[ObjectIdentifier(callerSession)]?.callerSession === callerSession }
@@ -132,7 +161,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         let generation: Int? = Self.lock.withLock {
             uploads[task.taskIdentifier] = nil
             startedTasks.remove(task.taskIdentifier)
-            return idleGeneration()
+            return isSingleUse ? nil : idleGeneration()
         }
         if let generation { closeWhenIdle(since: generation) }
     }

@@ -1,0 +1,123 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+import NIOPosix
+import NIOResumableUpload
+
+// A server for resumable uploads on 127.0.0.1: SwiftNIO's NIOResumableUpload (draft-ietf-httpbis-resumable-upload,
+// interop versions 3, 5 and 6) wrapped around a handler that records each request body whole, as one request,
+// however many connections it took. Prints its port on the first line of stdout; exits when stdin closes.
+// Usage: resumable-server DIRECTORY [--plain]
+//   POST or PUT   the body goes to DIRECTORY/body-N; answers 200 {"bytes": N, "path": "…"} once it has all arrived
+//   GET /bodies   the bodies completed so far: [{"bytes": N, "path": "…"}]
+//   --plain       the same handler without NIOResumableUpload: a server that knows nothing of the draft
+
+/// Bodies completed so far, for `GET /bodies`.
+let completed = NIOLockedValueBox<[String]>([])
+let counter = NIOLockedValueBox(0)
+
+/// Records one request's body to a file of its own and answers with its length once it ends.
+final class RecordingHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias OutboundOut = HTTPResponsePart
+
+    let directory: URL
+    private var file: FileHandle?
+    private var path = ""
+    private var bytes = 0
+    private var answer: String?
+
+    init(directory: URL) {
+        self.directory = directory
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let request):
+            bytes = 0
+            switch (request.method, request.path) {
+            case (.post, _), (.put, _):
+                let number = counter.withLockedValue {
+                    $0 += 1
+                    return $0
+                }
+                path = directory.appendingPathComponent("body-\(number)").path
+                _ = FileManager.default.createFile(atPath: path, contents: nil)
+                file = FileHandle(forWritingAtPath: path)
+                answer = nil
+            case (.get, "/bodies"):
+                answer = "[" + completed.withLockedValue { $0 }.joined(separator: ",") + "]"
+            default:
+                answer = ""
+            }
+        case .body(let buffer):
+            bytes += buffer.readableBytes
+            buffer.withUnsafeReadableBytes { file?.write(Data($0)) }
+        case .end:
+            if let file {
+                try? file.close()
+                self.file = nil
+                let record = "{\"bytes\": \(bytes), \"path\": \"\(path)\"}"
+                completed.withLockedValue { $0.append(record) }
+                respond(context: context, status: .ok, body: record)
+            } else if let answer, !answer.isEmpty {
+                respond(context: context, status: .ok, body: answer)
+            } else {
+                // OPTIONS and the rest: NIOResumableUpload turns a 501 to OPTIONS into its own answer.
+                respond(context: context, status: .notImplemented, body: "")
+            }
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, status: HTTPResponse.Status, body: String) {
+        var response = HTTPResponse(status: status)
+        response.headerFields[.contentType] = "application/json"
+        response.headerFields[.contentLength] = String(body.utf8.count)
+        context.write(wrapOutboundOut(.head(response)), promise: nil)
+        context.write(wrapOutboundOut(.body(ByteBuffer(string: body))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
+
+var arguments = CommandLine.arguments.dropFirst()
+guard let directoryPath = arguments.popFirst() else {
+    FileHandle.standardError.write(Data("usage: resumable-server DIRECTORY [--plain]\n".utf8))
+    exit(2)
+}
+let directory = URL(fileURLWithPath: directoryPath, isDirectory: true)
+let plain = arguments.contains("--plain")
+/// Set once the port is known, before the first connection is accepted.
+let uploadContext = NIOLockedValueBox<HTTPResumableUploadContext?>(nil)
+
+let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+let channel = try ServerBootstrap(group: group)
+    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+    .childChannelInitializer { channel in
+        channel.eventLoop.makeCompletedFuture {
+            let sync = channel.pipeline.syncOperations
+            try sync.configureHTTPServerPipeline()
+            try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            let recorder = RecordingHandler(directory: directory)
+            if plain {
+                try sync.addHandler(recorder)
+            } else {
+                let context = uploadContext.withLockedValue { $0 }!
+                try sync.addHandler(HTTPResumableUploadHandler(context: context, handlers: [recorder]))
+            }
+        }
+    }
+    .bind(host: "127.0.0.1", port: 0)
+    .wait()
+let port = channel.localAddress!.port!
+// Locations relative to the request's URL (a URI reference, as the draft allows), so that a client that came
+// through a proxy comes back through it.
+uploadContext.withLockedValue { $0 = HTTPResumableUploadContext(origin: "") }
+FileHandle.standardOutput.write(Data("\(port)\n".utf8))
+// Ends when the test closes standard input.
+while FileHandle.standardInput.availableData.count > 0 {}
+try channel.close().wait()
+try group.syncShutdownGracefully()

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""A TCP proxy on 127.0.0.1 that cuts chosen connections after chosen byte counts, as a dropped network would.
+
+Usage: fault-proxy.py TARGET_PORT [CUT ...]
+  CUT   bytes (K, M or G suffixes: powers of 1024). The first connection to carry CUT bytes from the client since it
+        opened is reset in both directions after exactly that many, and the next CUT waits for the next connection.
+Prints its port on the first line of stdout. When standard input closes it prints one JSON line,
+{"forwarded": BYTES, "connections": N, "cuts": N}, BYTES counting every client byte it passed to the target, and
+exits.
+"""
+import asyncio
+import json
+import socket
+import struct
+import sys
+
+UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def parse_size(text):
+    unit = UNITS.get(text[-1:].upper())
+    return int(text[:-1]) * unit if unit else int(text)
+
+
+class Proxy:
+    def __init__(self, target, cuts):
+        self.target = target
+        self.cuts = list(cuts)
+        self.forwarded = 0
+        self.connections = 0
+        self.made_cuts = 0
+
+    @staticmethod
+    def reset(*writers):
+        """Closes with RST rather than FIN: the peer sees the connection reset, as when a network drops it."""
+        for writer in writers:
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+            writer.transport.abort()
+
+    async def handle(self, client_reader, client_writer):
+        self.connections += 1
+        number = self.connections
+        try:
+            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target)
+        except OSError:
+            self.reset(client_writer)
+            return
+        sent = 0
+
+        async def upward():
+            nonlocal sent
+            while True:
+                data = await client_reader.read(1 << 16)
+                if not data:
+                    upstream_writer.write_eof()
+                    return
+                if self.cuts and sent + len(data) >= self.cuts[0]:
+                    allowed = self.cuts.pop(0) - sent
+                    upstream_writer.write(data[:allowed])
+                    await upstream_writer.drain()
+                    self.forwarded += allowed
+                    self.made_cuts += 1
+                    print(f"fault-proxy: cut connection {number} after {sent + allowed} bytes", file=sys.stderr, flush=True)
+                    self.reset(client_writer, upstream_writer)
+                    return
+                upstream_writer.write(data)
+                await upstream_writer.drain()
+                sent += len(data)
+                self.forwarded += len(data)
+
+        async def downward():
+            while True:
+                data = await upstream_reader.read(1 << 16)
+                if not data:
+                    if client_writer.can_write_eof():
+                        client_writer.write_eof()
+                    return
+                client_writer.write(data)
+                await client_writer.drain()
+
+        tasks = [asyncio.ensure_future(upward()), asyncio.ensure_future(downward())]
+        try:
+            await asyncio.gather(*tasks)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            for task in tasks:
+                task.cancel()
+            for writer in (client_writer, upstream_writer):
+                writer.close()
+
+
+async def main():
+    target = int(sys.argv[1])
+    proxy = Proxy(target, [parse_size(cut) for cut in sys.argv[2:]])
+    server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+    print(json.dumps({"forwarded": proxy.forwarded, "connections": proxy.connections, "cuts": proxy.made_cuts}),
+          flush=True)
+    server.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

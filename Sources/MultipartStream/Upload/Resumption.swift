@@ -1,0 +1,194 @@
+import Foundation
+
+/// The decisions of a resumable upload (draft-ietf-httpbis-resumable-upload, interop version 6, as Apple's URLSession
+/// and SwiftNIO's `NIOResumableUpload` speak it), without I/O: each answer or failure of a request is an event, and
+/// each event gives the next action.
+///
+/// Support is detected before any part of the form goes out: an `OPTIONS` answered with `Upload-Limit`, then a
+/// creation request with no body and `Upload-Complete: ?0` answered with `Location`. A server that does neither gets
+/// the whole form in one request, as `.stream` sends it, and never a part of it.
+struct Resumption {
+    /// A request of the protocol.
+    enum Step: Equatable {
+        /// `OPTIONS` the upload URL: does the server speak the draft?
+        case detect
+        /// `POST` (the form's method) with no body and `Upload-Complete: ?0`: where will the upload live?
+        case create
+        /// `PATCH` the upload with the form from this byte on, and `Upload-Complete: ?1`.
+        case append(from: UInt64)
+        /// `HEAD` the upload: how much of the form does the server have?
+        case askOffset
+    }
+
+    enum Action {
+        /// Send this request.
+        case send(Step)
+        /// The server does not speak the draft: send the whole form in one request, as `.stream` does.
+        case sendWhole
+        /// Wait, then send this request.
+        case wait(seconds: Double, then: Step)
+        /// The last answer is the upload's answer.
+        case answer
+        /// Give up.
+        case fail(MultipartError.Reason)
+    }
+
+    /// The draft's fields of an answer.
+    struct Answer: Equatable {
+        var statusCode: Int
+        /// `Upload-Limit` was present (an `OPTIONS` answer from a server that speaks the draft).
+        var hasUploadLimit = false
+        /// `Location`, resolved against the request's URL.
+        var location: URL?
+        /// `Upload-Offset`.
+        var offset: UInt64?
+        /// `Upload-Complete` (`?1` is true).
+        var isComplete: Bool?
+    }
+
+    enum Event: Equatable {
+        case answered(Answer)
+        /// The request failed in a way that another may not: the connection dropped, was reset or timed out.
+        case connectionFailed(description: String)
+    }
+
+    let contentLength: UInt64
+    let policy: MultipartResumption
+    /// The request under way.
+    private(set) var step = Step.detect
+    /// Where the upload lives, once created.
+    private(set) var location: URL?
+    /// The bytes of the form the server said it has.
+    private(set) var acknowledged: UInt64 = 0
+    /// Retries made so far, of ``MultipartResumption/maximumAttempts``.
+    private(set) var retries = 0
+    /// The wait before the next retry; back to the initial one after a retry that moved the offset on.
+    private var delay: Double
+    /// Whether the upload expired once already and was created again.
+    private var restarted = false
+
+    init(contentLength: UInt64, policy: MultipartResumption) {
+        self.contentLength = contentLength
+        self.policy = policy
+        delay = policy.initialDelay
+    }
+
+    /// The first action.
+    mutating func start() -> Action {
+        send(.detect)
+    }
+
+    private mutating func send(_ step: Step) -> Action {
+        self.step = step
+        return .send(step)
+    }
+
+    /// The next action after `event`, the outcome of the request under way.
+    mutating func handle(_ event: Event) -> Action {
+        switch (step, event) {
+        case (.detect, .answered(let answer)):
+            let speaksDraft = (200..<300).contains(answer.statusCode) && answer.hasUploadLimit
+            return speaksDraft ? send(.create) : .sendWhole
+        case (.create, .answered(let answer)):
+            guard (200..<300).contains(answer.statusCode) else { return .answer }
+            guard let location = answer.location, answer.isComplete == false else {
+                // It said it speaks the draft, then answered the creation as a plain request: it has an empty form.
+                return .fail(.resumptionRefused(statusCode: answer.statusCode))
+            }
+            self.location = location
+            return acknowledge(answer.offset ?? 0)
+        case (.append, .answered(let answer)) where answer.statusCode == 409:
+            // Conflict: the server says where it stands.
+            guard let offset = answer.offset else { return retry(.askOffset, because: "409 without Upload-Offset") }
+            return retry(.append(from: offset), because: "409 Conflict at \(offset)", at: offset)
+        case (.append, .answered(let answer)), (.askOffset, .answered(let answer)):
+            if answer.statusCode == 404 || answer.statusCode == 410 { return restart(statusCode: answer.statusCode) }
+            if case .append = step {
+                // The application's answer, unless the server says the form is still incomplete.
+                guard answer.isComplete == false, let offset = answer.offset else { return .answer }
+                return retry(.append(from: offset), because: "incomplete at \(offset)", at: offset)
+            }
+            guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
+                return .fail(
+                    .resumeFailed(
+                        retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength,
+                        underlying: "HEAD answered \(answer.statusCode)"))
+            }
+            if answer.isComplete == true || offset == contentLength {
+                // Everything arrived, but the answer to it went with the connection.
+                return .fail(.answerLost(contentLength: contentLength))
+            }
+            return acknowledge(offset)
+        case (.detect, .connectionFailed(let description)), (.create, .connectionFailed(let description)):
+            return retry(step, because: description)
+        case (.append, .connectionFailed(let description)), (.askOffset, .connectionFailed(let description)):
+            return retry(.askOffset, because: description)
+        }
+    }
+
+    /// The server has `offset` bytes: send the rest.
+    private mutating func acknowledge(_ offset: UInt64) -> Action {
+        guard offset <= contentLength else {
+            return .fail(
+                .resumeFailed(
+                    retries: retries, bytesAcknowledged: offset, contentLength: contentLength,
+                    underlying: "the server has more bytes than the form"))
+        }
+        if offset > acknowledged { delay = policy.initialDelay }
+        acknowledged = offset
+        return send(.append(from: offset))
+    }
+
+    /// Another try at `step` after the backoff, unless the retries are spent.
+    private mutating func retry(_ step: Step, because description: String, at offset: UInt64? = nil) -> Action {
+        guard retries < policy.maximumAttempts else {
+            return .fail(
+                .resumeFailed(
+                    retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength,
+                    underlying: description))
+        }
+        retries += 1
+        if let offset {
+            guard offset <= contentLength else {
+                return .fail(
+                    .resumeFailed(
+                        retries: retries, bytesAcknowledged: offset, contentLength: contentLength,
+                        underlying: "the server has more bytes than the form"))
+            }
+            if offset > acknowledged { delay = policy.initialDelay }
+            acknowledged = offset
+            // A conflict is an answer, not a drop: no wait.
+            return send(step)
+        }
+        let wait = delay
+        delay = min(delay * 2, policy.maximumDelay)
+        self.step = step
+        return .wait(seconds: wait, then: step)
+    }
+
+    /// The upload expired: create it again from byte 0, once.
+    private mutating func restart(statusCode: Int) -> Action {
+        guard !restarted else { return .fail(.uploadExpired(statusCode: statusCode)) }
+        restarted = true
+        acknowledged = 0
+        location = nil
+        return send(.create)
+    }
+}
+
+/// How a `.resumable` upload retries.
+public struct MultipartResumption: Sendable, Equatable {
+    /// Requests after a failure (a dropped connection, a timeout, a conflict) before the upload gives up.
+    public var maximumAttempts: Int
+    /// The wait before the first retry; it doubles with each retry that makes no progress, up to ``maximumDelay``.
+    public var initialDelay: Double
+    /// The longest wait between two retries.
+    public var maximumDelay: Double
+
+    /// Creates a policy; the defaults retry 5 times, waiting 0.25 s and doubling up to 30 s.
+    public init(maximumAttempts: Int = 5, initialDelay: Double = 0.25, maximumDelay: Double = 30) {
+        self.maximumAttempts = max(0, maximumAttempts)
+        self.initialDelay = max(0, initialDelay)
+        self.maximumDelay = max(self.initialDelay, maximumDelay)
+    }
+}
