@@ -4,7 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How `URLSession.upload(_:with:strategy:progress:)` sends a form. Both send the exact `Content-Length`.
+/// How `URLSession.upload(_:with:strategy:resumption:progress:)` sends a form. Every strategy sends the exact
+/// `Content-Length`.
 public enum MultipartUploadStrategy: Sendable, Equatable {
     /// ``stream``.
     case automatic

@@ -28,12 +28,14 @@ extension URLSession {
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
     ///   - request: The URL, method (POST when it is GET) and other headers.
     ///   - strategy: `.stream` (the default) reads the parts as they are sent; `.file` writes the body to a
-    ///     temporary file first.
+    ///     temporary file first; `.resumable` streams and, against a server that speaks the resumable-upload
+    ///     draft, sends only what the server lacks after a dropped connection.
+    ///   - resumption: How `.resumable` retries; unused by the other strategies.
     ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
     /// - Returns: The response's body and the response, whatever its status.
     /// - Throws: ``MultipartError`` when a part fails, the form has an ``MultipartFormData/appendError``, the
-    ///   session is a background one, or the server answered before the body was sent; `CancellationError` when the
-    ///   task is cancelled; URLSession's error when the transfer fails.
+    ///   session is a background one, the server answered before the body was sent, or a resumable upload gave up;
+    ///   `CancellationError` when the task is cancelled; URLSession's error when the transfer fails.
     public func upload(
         _ form: MultipartFormData,
         with request: URLRequest,
@@ -97,7 +99,7 @@ extension URLSession {
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
     /// none) and removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is
-    /// called as in ``upload(_:with:strategy:progress:)``, and this session's delegate is asked on its
+    /// called as in ``upload(_:with:strategy:resumption:progress:)``, and this session's delegate is asked on its
     /// `delegateQueue` as there, with the same rule for credentials on redirects. Cancelling the task stops reading
     /// at once and closes any open file. A task never resumed keeps neither this session nor its connections
     /// alive. On Linux a 307/308 redirect fails the task with
@@ -106,7 +108,8 @@ extension URLSession {
     /// - Parameters:
     ///   - request: The URL, method (POST when it is GET) and other headers.
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
-    ///   - strategy: `.stream` (the default) or `.file`, as in ``upload(_:with:strategy:progress:)``.
+    ///   - strategy: `.stream` (the default) or `.file`, as in ``upload(_:with:strategy:resumption:progress:)``;
+    ///     `.resumable` streams as `.stream` does, since a task cannot be replaced.
     ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
     ///   - completionHandler: Called once with the body and response, or with the error: a ``MultipartError`` when a
     ///     part failed or the form cannot be sent.

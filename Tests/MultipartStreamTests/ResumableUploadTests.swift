@@ -1,0 +1,75 @@
+import Foundation
+import MultipartStream
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartCLI
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLSessionSuites {
+    /// `.resumable` against a server that does not speak the draft: it must behave exactly as `.stream`, and never
+    /// send a part of the form. (Resumption itself is checked against SwiftNIO's NIOResumableUpload through a
+    /// fault-injecting proxy by Benchmarks/resumable-check.sh, in CI.)
+    @Suite(.serialized) struct ResumableUploadTests {
+        let directory: TemporaryDirectory
+        let form: MultipartFormData
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            var form = MultipartFormData()
+            form.append("Ada", name: "author")
+            try form.append(
+                fileURL: directory.file("clip.bin", contents: Data(repeating: 9, count: 2 << 20)), name: "clip")
+            self.form = form
+        }
+
+        @Test func aPlainServerGetsTheWholeFormOnceAndNothingPartial() async throws {
+            let server = try UploadServer()
+            let reports = ProgressReports()
+            let (data, response) = try await URLSession(configuration: .ephemeral).upload(
+                form, with: URLRequest(url: server.url()), strategy: .resumable, progress: reports.append)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            let seen = try server.seen(in: data)
+            #expect(seen.parts?.count == 2 && UInt64(seen.bytes) == form.contentLength)
+            #expect(seen.contentLength == String(form.contentLength))
+            let log = try await server.log()
+            // The OPTIONS that asked, with no body, then the form, once and whole.
+            #expect(log.map(\.method) == ["OPTIONS", "POST"])
+            #expect(log.first?.bytes == 0)
+            #expect(log.filter { $0.method == "POST" }.map(\.bytes) == [Int(form.contentLength)])
+            #expect(reports.values.filter { $0.fractionCompleted == 1 }.count == 1)
+        }
+
+        @Test func aTaskStreamsAsStreamDoes() async throws {
+            let server = try UploadServer()
+            let form = form
+            let data: Data? = await withCheckedContinuation { continuation in
+                URLSession(configuration: .ephemeral).multipartUploadTask(
+                    with: URLRequest(url: server.url()), form: form, strategy: .resumable
+                ) { data, _, _ in continuation.resume(returning: data) }.resume()
+            }
+            #expect(try server.seen(in: try #require(data)).parts?.count == 2)
+            #expect(try await server.log().map(\.method) == ["POST"])
+        }
+    }
+}
+
+@Suite struct ContinueAtOptionTests {
+    @Test func dashCDashMakesAResumableUpload() throws {
+        let options = try Options(parsing: ["-C", "-", "--retry", "8", "-F", "a=1", "http://a.example/"])
+        #expect(options.resumes && options.retries == 8)
+        #expect(try Options(parsing: ["--continue-at", "-", "-F", "a=1", "http://a.example/"]).resumes)
+        #expect(try !Options(parsing: ["--retry", "3", "-F", "a=1", "http://a.example/"]).resumes)
+    }
+
+    @Test(arguments: [["-C", "100"], ["-C", "0"], ["--continue-at=5"]])
+    func anythingButDashIsAUsageError(arguments: [String]) throws {
+        let error = try #require(throws: UsageError.self) {
+            try Options(parsing: arguments + ["-F", "a=1", "http://a.example/"])
+        }
+        #expect(error.message.contains("only -C -"), "\(error.message)")
+    }
+}
