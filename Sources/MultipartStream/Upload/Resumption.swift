@@ -100,13 +100,13 @@ struct Resumption {
         case (.append, .answered(let answer)) where answer.statusCode == 409:
             // Conflict: the server says where it stands.
             guard let offset = answer.offset else { return retry(.askOffset, because: "409 without Upload-Offset") }
-            return retry(.append(from: offset), because: "409 Conflict at \(offset)", at: offset)
+            return retry(.askOffset, because: "409 Conflict at \(offset)", at: offset)
         case (.append, .answered(let answer)), (.askOffset, .answered(let answer)):
             if answer.statusCode == 404 || answer.statusCode == 410 { return restart(statusCode: answer.statusCode) }
             if case .append = step {
                 // The application's answer, unless the server says the form is still incomplete.
                 guard answer.isComplete == false, let offset = answer.offset else { return .answer }
-                return retry(.append(from: offset), because: "incomplete at \(offset)", at: offset)
+                return retry(.askOffset, because: "incomplete at \(offset)", at: offset)
             }
             guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
                 return .fail(
@@ -139,7 +139,8 @@ struct Resumption {
         return send(.append(from: offset))
     }
 
-    /// Another try at `step` after the backoff, unless the retries are spent.
+    /// Another try at `step` after the backoff, unless the retries are spent; with the server's `offset` (a
+    /// conflict, which is an answer rather than a drop), at once from there.
     private mutating func retry(_ step: Step, because description: String, at offset: UInt64? = nil) -> Action {
         guard retries < policy.maximumAttempts else {
             return .fail(
@@ -148,18 +149,7 @@ struct Resumption {
                     underlying: description))
         }
         retries += 1
-        if let offset {
-            guard offset <= contentLength else {
-                return .fail(
-                    .resumeFailed(
-                        retries: retries, bytesAcknowledged: offset, contentLength: contentLength,
-                        underlying: "the server has more bytes than the form"))
-            }
-            if offset > acknowledged { delay = policy.initialDelay }
-            acknowledged = offset
-            // A conflict is an answer, not a drop: no wait.
-            return send(step)
-        }
+        if let offset { return acknowledge(offset) }
         let wait = delay
         delay = min(delay * 2, policy.maximumDelay)
         self.step = step
