@@ -208,7 +208,24 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
-    // 7. Allocations per 64 KiB read once the stream is going (target: none).
+    // 7. Starting at the last byte of a 4 GiB file part costs what starting at byte 0 does: the file is opened at
+    // the offset, none of the bytes before it is read. Sparse, so that making it costs nothing.
+    for (name, fromEnd) in [("firstReadAt0Of4GiB", false), ("firstReadAtLastByteOf4GiB", true)] {
+        Benchmark(name, configuration: heavy([.wallClock], iterations: 200, smoke: 50)) { benchmark in
+            var form = MultipartFormData()
+            try! form.append(fileURL: Fixtures.sparseFile("sparse-\(4 << 30).bin", size: 4 << 30), name: "file")
+            let closeDelimiter = UInt64("\r\n--\(form.boundary)--\r\n".utf8.count)
+            let offset = fromEnd ? form.contentLength - closeDelimiter - 1 : 0
+            benchmark.startMeasurement()
+            let stream = form.makeBodyStream(startingAt: offset)
+            stream.open()
+            blackHole(stream.read(buffer, maxLength: readSize))
+            benchmark.stopMeasurement()
+            stream.close()
+        }
+    }
+
+    // 8. Allocations per 64 KiB read once the stream is going (target: none).
     Benchmark(
         "mallocsPerRead",
         configuration: .init(

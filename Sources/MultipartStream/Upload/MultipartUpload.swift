@@ -5,13 +5,13 @@ import Foundation
 #endif
 
 /// One upload of a form, over one or more tasks (a redirect the upload follows itself makes a new one) of the
-/// caller session's ``UploadSession``, which hands it its tasks' events.
+/// caller session's ``UploadSession``, which hands it its tasks' events (``UploadTaskEvents``).
 ///
-/// It makes a fresh body for every send, keeps the response body, applies ``RedirectPolicy`` and
-/// ``ChallengePolicy`` (asking the caller's delegate first, through ``CallerDelegate``), reports progress, and at the
-/// end closes every stream and tells the caller what the server really got: a 2xx that came before the whole body
-/// was handed out is a failure.
-final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+/// The shell that carries out what the policies and the state machine decide: it makes a fresh body for every send,
+/// keeps the response body, applies ``RedirectPolicy`` and ``ChallengePolicy`` (asking the caller's delegate first,
+/// through ``CallerDelegate``), reports progress, and at the end closes every stream and tells the caller what
+/// ``UploadStateMachine`` makes of how the task ended.
+final class MultipartUpload: @unchecked Sendable {
     // @unchecked: every mutable property is guarded by `lock`; the rest are constants.
     typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
 
@@ -46,14 +46,13 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     private var received = Data()
     /// Body bytes of the current task that URLSession reported sent, where it reads the body file itself.
     private var fileBytesSent: UInt64 = 0
-    private var stopReason: MultipartError?
-    /// The request to send the form with again, once the current task has ended.
-    private var pendingResend: URLRequest?
-    private var resends = 0
-    /// Whether the upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
-    private var cancelledChallenge = false
-    private var isCancelled = false
-    private var isFinished = false
+    private var machine = UploadStateMachine()
+
+    /// Whether the caller cancelled (guarded by `lock`).
+    private var isCancelled: Bool {
+        if case .cancelled = machine.state { return true }
+        return false
+    }
 
     init(
         form: MultipartFormData,
@@ -184,7 +183,7 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
     func cancel() {
         progress?.finish()
         let (task, streams) = lock.withLock {
-            isCancelled = true
+            _ = machine.cancel()
             return (self.task, self.streams)
         }
         for stream in streams { stream.close() }
@@ -195,17 +194,15 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
 
     // MARK: Body
 
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
-    ) {
-        // libcurl asks again when it retries a request whose reused connection died: a part of a resumable upload
-        // must not go out twice at the same offset, so that retry fails, and the upload asks the server instead.
+    /// A body for the task, which asks for one when it starts and again when URLSession resends it by itself (a
+    /// 401 answered, or on Linux a reused connection that died).
+    func bodyStream(for task: URLSessionTask) -> InputStream {
+        // A part of a resumable upload must not go out twice at the same offset: that resend fails, and the
+        // upload asks the server instead.
         if sendsBodyOnce, lock.withLock({ !streams.isEmpty }) {
-            return completionHandler(makeStream(of: .failed(MultipartError(.notReplayable))))
+            return makeStream(of: .failed(MultipartError(.notReplayable)))
         }
-        completionHandler(makeStream(of: writtenBody()))
+        return makeStream(of: writtenBody())
     }
 
     /// The body, its temporary file written first if it is still to be written. Written outside the lock, which
@@ -225,14 +222,9 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
         return written
     }
 
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        didSendBodyData bytesSent: Int64,
-        totalBytesSent: Int64,
-        totalBytesExpectedToSend: Int64
-    ) {
-        // Streams report their own progress, since URLSession's counts for them are 0 on Linux.
+    /// URLSession's count of body bytes sent, which only a file it reads itself needs: streams count their own,
+    /// since URLSession's counts for them are 0 on Linux.
+    func sentBody(totalBytesSent: Int64) {
         guard lock.withLock({ body.isReadByURLSession }) else { return }
         let sent = UInt64(max(0, totalBytesSent))
         lock.withLock { fileBytesSent = sent }
@@ -241,161 +233,94 @@ final class MultipartUpload: NSObject, URLSessionDataDelegate, @unchecked Sendab
 
     // MARK: Response
 
-    func urlSession(
-        _ session: URLSession,
-        dataTask: URLSessionDataTask,
-        didReceive response: URLResponse,
-        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
-    ) {
-        // A 401 or a redirect has a body of its own before the response that counts.
+    /// A response began; a 401's or a redirect's body comes before the response that counts.
+    func receivedResponse() {
         lock.withLock { received = Data() }
-        completionHandler(.allow)
     }
 
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+    func received(_ data: Data) {
         lock.withLock { received.append(data) }
     }
 
-    func urlSession(
-        _ session: URLSession,
+    /// The caller's delegate decides first, as it would for its own tasks, and is shown the request without the
+    /// caller's credentials when it leaves the first request's origin: it may put them back on purpose.
+    func redirect(
         task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+        response: HTTPURLResponse,
+        proposed: URLRequest,
+        answer: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        // The caller's delegate decides first, as it would for its own tasks, and is shown the request without the
-        // caller's credentials when it leaves the first request's origin: it may put them back on purpose.
-        let proposal = RedirectPolicy.proposal(request, leaving: origin)
+        let proposal = RedirectPolicy.proposal(proposed, leaving: origin)
         let sent = task.currentRequest ?? task.originalRequest
-        caller.redirect(response, to: proposal, task: task) { answer in
+        caller.redirect(response, to: proposal, task: task) { request in
             let decision = self.lock.withLock {
                 let decision = RedirectPolicy.decide(
-                    statusCode: response.statusCode, answer: answer, sent: sent,
-                    canResend: self.ownsTask && self.resends < RedirectPolicy.maximumResends)
-                switch decision {
-                case .resend(let request): self.pendingResend = request
-                case .fail(let error): self.stopReason = error
-                case .follow, .keepResponse: break
-                }
+                    statusCode: response.statusCode, answer: request, sent: sent,
+                    canResend: self.machine.canResend(owningTasks: self.ownsTask))
+                self.machine.redirected(decision)
                 return decision
             }
             switch decision {
-            case .follow(let request): completionHandler(request)
-            case .resend, .fail, .keepResponse: completionHandler(nil)
+            case .follow(let request): answer(request)
+            case .resend, .fail, .keepResponse: answer(nil)
             }
         }
     }
 
-    func urlSession(
-        _ session: URLSession,
+    /// The caller's delegate answers first; what it leaves to the default, ``ChallengePolicy`` answers.
+    func challenge(
+        _ challenge: URLAuthenticationChallenge,
         task: URLSessionTask,
-        didReceive challenge: URLAuthenticationChallenge,
-        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+        storage: URLCredentialStorage?,
+        answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        let storage = session.configuration.urlCredentialStorage
         caller.challenge(challenge, task: task) { disposition, credential in
-            guard disposition == .performDefaultHandling else { return completionHandler(disposition, credential) }
-            let (answer, stored) = ChallengePolicy.defaultAnswer(to: challenge, storage: storage)
-            if answer == .cancelAuthenticationChallenge { self.lock.withLock { self.cancelledChallenge = true } }
-            completionHandler(answer, stored)
+            guard disposition == .performDefaultHandling else { return answer(disposition, credential) }
+            let (fallback, stored) = ChallengePolicy.defaultAnswer(to: challenge, storage: storage)
+            if fallback == .cancelAuthenticationChallenge { self.lock.withLock { self.machine.gaveUpChallenge() } }
+            answer(fallback, stored)
         }
     }
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
+    func collected(_ metrics: URLSessionTaskMetrics, task: URLSessionTask) {
         caller.metrics(metrics, task: task)
     }
 
     #if canImport(Darwin)
-        func urlSession(_ session: URLSession, taskIsWaitingForConnectivity task: URLSessionTask) {
+        func waitingForConnectivity(task: URLSessionTask) {
             caller.waitingForConnectivity(task: task)
         }
     #endif
 
     // MARK: Completion
 
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let ended = lock.withLock { () -> Ended in
-            let resend = error == nil && !isCancelled ? pendingResend : nil
-            pendingResend = nil
-            if resend != nil { resends += 1 }
-            defer { streams = [] }
-            return Ended(
-                streams: streams, data: received, stopReason: stopReason, isCancelled: isCancelled,
-                resend: resend, fileBytesSent: fileBytesSent, body: body, cancelledChallenge: cancelledChallenge)
+    /// The task ended: close its streams, and send the form again or tell the caller, as the state machine says.
+    func taskCompleted(_ task: URLSessionTask, error: (any Error)?) {
+        let (streams, data, body, fileBytesSent) = lock.withLock {
+            defer { self.streams = [] }
+            return (self.streams, received, self.body, self.fileBytesSent)
         }
+        var end = UploadStateMachine.TaskEnd(
+            error: error, response: task.response, data: data, bodyLength: bodyLength, bodyStart: firstByte,
+            contentLength: form.contentLength)
         // A failed stream's error names the part and the reason; URLSession only says the upload was aborted.
-        let streamFailure = ended.streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
+        end.streamFailure = streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
         // Read before closing, which ends the count: the latest stream is the one the last request read.
-        let bodyBytesSent =
-            ended.body.isReadByURLSession ? ended.fileBytesSent : ended.streams.last?.bytesRead ?? 0
-        for stream in ended.streams { stream.close() }
-        var stopped = ended.stopReason
-        if let resend = ended.resend, streamFailure == nil {
-            if let next = makeTask(for: resend) {
-                next.resume()
-                return
-            }
+        end.bodyBytesSent = body.isReadByURLSession ? fileBytesSent : streams.last?.bytesRead ?? 0
+        if case .failed(let failure) = body { end.bodyFailure = failure }
+        for stream in streams { stream.close() }
+        var action = lock.withLock { machine.taskEnded(end) }
+        if case .startTask(let request) = action {
+            if let next = makeTask(for: request) { return next.resume() }
             // The caller's session is gone, and with it the private session to send on.
             let statusCode = (task.response as? HTTPURLResponse)?.statusCode ?? 307
-            stopped = MultipartError(.redirectNotFollowed(statusCode: statusCode, location: resend.url))
+            let failure = MultipartError(.redirectNotFollowed(statusCode: statusCode, location: request.url))
+            action = lock.withLock { machine.resendFailed(failure) }
         }
+        guard case .finish(let result) = action else { return }
         if finishesProgress { progress?.finish() }
         caller.unpin()
-        if let file = ended.body.temporaryFile { try? FileManager.default.removeItem(at: file) }
-        finish(
-            with: verdict(
-                task: task, error: error, ended.isCancelled, streamFailure, stopped, ended.body,
-                ended.cancelledChallenge, ended.data, bodyBytesSent))
-    }
-
-    /// The upload's state when a task ended, taken in one look under the lock.
-    private struct Ended {
-        var streams: [MultipartBodyStream]
-        var data: Data
-        var stopReason: MultipartError?
-        var isCancelled: Bool
-        var resend: URLRequest?
-        var fileBytesSent: UInt64
-        var body: UploadBody
-        var cancelledChallenge: Bool
-    }
-
-    /// What the caller is told, from how the last task ended.
-    private func verdict(
-        task: URLSessionTask, error: (any Error)?, _ isCancelled: Bool, _ streamFailure: (any Error)?,
-        _ stopReason: MultipartError?, _ body: UploadBody, _ cancelledChallenge: Bool, _ data: Data,
-        _ bodyBytesSent: UInt64
-    ) -> Result<(Data, URLResponse), any Error> {
-        let response = task.response as? HTTPURLResponse
-        if isCancelled { return .failure(URLError(.cancelled)) }
-        if case .failed(let bodyError) = body { return .failure(bodyError) }
-        if let streamFailure { return .failure(streamFailure) }
-        if let stopReason { return .failure(stopReason) }
-        if let response, error != nil, cancelledChallenge, response.statusCode == 401 || response.statusCode == 407 {
-            // The upload cancelled the challenge for want of a credential: the response is the answer, as Apple's
-            // URLSession gives it. Any other error after a 401's headers (a reset) is a failure.
-            return .success((data, response))
-        }
-        if let error { return .failure(error) }
-        if let response, (200..<300).contains(response.statusCode), bodyBytesSent < bodyLength {
-            // The server cannot have read bytes it was never given: it answered without the form. After a 301-303
-            // the count is the first request's (the GET reads no stream): a server that redirected without reading
-            // the form never got it either.
-            let reason = MultipartError.Reason.answeredBeforeBodySent(
-                statusCode: response.statusCode, bytesSent: firstByte + bodyBytesSent, contentLength: form.contentLength
-            )
-            return .failure(MultipartError(reason))
-        }
-        if let response = task.response { return .success((data, response)) }
-        return .failure(URLError(.badServerResponse))
-    }
-
-    /// Calls the completion once.
-    private func finish(with result: Result<(Data, URLResponse), any Error>) {
-        let isFirst = lock.withLock {
-            defer { isFinished = true }
-            return !isFinished
-        }
-        if isFirst { completion(result) }
+        if let file = body.temporaryFile { try? FileManager.default.removeItem(at: file) }
+        completion(result)
     }
 }

@@ -32,7 +32,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     private var session: URLSession { madeSession! }
     /// Tasks being made now, outside the lock: the session is not idle while there are any.
     private var pendingTasks = 0
-    private var uploads: [Int: MultipartUpload] = [:]
+    private var uploads: [Int: any UploadTaskEvents] = [:]
     /// The tasks that have begun (resumed by the upload, or seen to send); a task that is never resumed keeps the
     /// session from closing no more than it keeps the caller's session alive.
     private var startedTasks: Set<Int> = []
@@ -65,7 +65,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// URLSession is called outside `lock`: making a task waits for URLSession's queue, which a caller stream
     /// blocked in `read` may hold, and every other upload's events must go on meanwhile.
     static func makeTask<Task: URLSessionTask>(
-        for upload: MultipartUpload,
+        for upload: any UploadTaskEvents,
         of callerSession: URLSession,
         started: Bool,
         _ make: (URLSession) -> Task
@@ -118,7 +118,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
     /// at an offset the server has moved past is a conflict that makes a server (SwiftNIO's) drop the whole upload.
     /// The session is invalidated at once, so that it ends with its task.
     private static func makeSingleUseTask<Task: URLSessionTask>(
-        for upload: MultipartUpload,
+        for upload: any UploadTaskEvents,
         of callerSession: URLSession,
         _ make: (URLSession) -> Task
     ) -> Task {
@@ -141,7 +141,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
 
     /// The upload of `task`, which has begun if it sends events; the first event of a caller's task pins the
     /// caller's session for the upload.
-    private func upload(for task: URLSessionTask) -> MultipartUpload? {
+    private func upload(for task: URLSessionTask) -> (any UploadTaskEvents)? {
         let (upload, isFirstEvent) = Self.lock.withLock {
             (uploads[task.taskIdentifier], startedTasks.insert(task.taskIdentifier).inserted)
         }
@@ -187,8 +187,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         task: URLSessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
     ) {
-        guard let upload = upload(for: task) else { return completionHandler(nil) }
-        upload.urlSession(session, task: task, needNewBodyStream: completionHandler)
+        completionHandler(upload(for: task)?.bodyStream(for: task))
     }
 
     func urlSession(
@@ -198,9 +197,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         totalBytesSent: Int64,
         totalBytesExpectedToSend: Int64
     ) {
-        upload(for: task)?.urlSession(
-            session, task: task, didSendBodyData: bytesSent, totalBytesSent: totalBytesSent,
-            totalBytesExpectedToSend: totalBytesExpectedToSend)
+        upload(for: task)?.sentBody(totalBytesSent: totalBytesSent)
     }
 
     func urlSession(
@@ -210,11 +207,12 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
         guard let upload = upload(for: dataTask) else { return completionHandler(.cancel) }
-        upload.urlSession(session, dataTask: dataTask, didReceive: response, completionHandler: completionHandler)
+        upload.receivedResponse()
+        completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        upload(for: dataTask)?.urlSession(session, dataTask: dataTask, didReceive: data)
+        upload(for: dataTask)?.received(data)
     }
 
     func urlSession(
@@ -225,9 +223,7 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         guard let upload = upload(for: task) else { return completionHandler(nil) }
-        upload.urlSession(
-            session, task: task, willPerformHTTPRedirection: response, newRequest: request,
-            completionHandler: completionHandler)
+        upload.redirect(task: task, response: response, proposed: request, answer: completionHandler)
     }
 
     func urlSession(
@@ -237,22 +233,58 @@ final class UploadSession: NSObject, URLSessionDataDelegate, @unchecked Sendable
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         guard let upload = upload(for: task) else { return completionHandler(.cancelAuthenticationChallenge, nil) }
-        upload.urlSession(session, task: task, didReceive: challenge, completionHandler: completionHandler)
+        upload.challenge(
+            challenge, task: task, storage: session.configuration.urlCredentialStorage, answer: completionHandler)
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didFinishCollecting metrics: URLSessionTaskMetrics) {
-        upload(for: task)?.urlSession(session, task: task, didFinishCollecting: metrics)
+        upload(for: task)?.collected(metrics, task: task)
     }
 
     #if canImport(Darwin)
         func urlSession(_ session: URLSession, taskIsWaitingForConnectivity task: URLSessionTask) {
-            upload(for: task)?.urlSession(session, taskIsWaitingForConnectivity: task)
+            upload(for: task)?.waitingForConnectivity(task: task)
         }
     #endif
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         // The upload may start its next task (a redirect) first, so the session is never idle in between.
-        upload(for: task)?.urlSession(session, task: task, didCompleteWithError: error)
+        upload(for: task)?.taskCompleted(task, error: error)
         taskEnded(task)
     }
 }
+
+/// What ``UploadSession`` hands a task's events to: the upload that made the task. The delegate methods are
+/// declared once, by the session; an upload answers in its own terms.
+protocol UploadTaskEvents: AnyObject, Sendable {
+    /// Whether each of its task's bodies may go out once only: its tasks then get a session of their own.
+    var sendsBodyOnce: Bool { get }
+    /// The task began: it keeps the caller's session alive from now on.
+    func taskStarted()
+    /// A new body for the task, which URLSession asks for when it starts and when it resends by itself.
+    func bodyStream(for task: URLSessionTask) -> InputStream
+    /// URLSession's own count of body bytes sent.
+    func sentBody(totalBytesSent: Int64)
+    /// A response began (a 401's or a redirect's, or the one that counts).
+    func receivedResponse()
+    /// Response body bytes.
+    func received(_ data: Data)
+    /// A redirect: `answer` the request to send, or `nil` to keep the 3xx as the answer.
+    func redirect(
+        task: URLSessionTask, response: HTTPURLResponse, proposed: URLRequest,
+        answer: @escaping @Sendable (URLRequest?) -> Void)
+    /// An authentication challenge, with the session's credential storage for the default answer.
+    func challenge(
+        _ challenge: URLAuthenticationChallenge, task: URLSessionTask, storage: URLCredentialStorage?,
+        answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void)
+    /// The task's metrics.
+    func collected(_ metrics: URLSessionTaskMetrics, task: URLSessionTask)
+    #if canImport(Darwin)
+        /// The task waits for connectivity.
+        func waitingForConnectivity(task: URLSessionTask)
+    #endif
+    /// The task ended.
+    func taskCompleted(_ task: URLSessionTask, error: (any Error)?)
+}
+
+extension MultipartUpload: UploadTaskEvents {}
