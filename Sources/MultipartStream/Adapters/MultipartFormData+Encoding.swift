@@ -78,9 +78,26 @@ extension MultipartFormData {
         let reader = MultipartReader(self)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 1)
         defer { buffer.deallocate() }
+        #if os(Linux)
+            // File parts go from file to file inside the kernel, as cp copies; the rest through the buffer.
+            var kernelCopies = true
+        #else
+            let kernelCopies = false
+        #endif
         while true {
-            let count = try reader.read(into: buffer)
-            if count == 0 { return }
+            #if os(Linux)
+                if kernelCopies, let copied = try reader.copyFileBody(to: descriptor, writing: fileURL) {
+                    if copied > 0 { continue }
+                } else if kernelCopies, !reader.isAtEnd, reader.isInFileBody {
+                    // This output takes no kernel copies (a pipe, a device): buffers from now on.
+                    kernelCopies = false
+                }
+            #endif
+            let count = try reader.read(into: buffer, stoppingAtFileBody: kernelCopies)
+            if count == 0 {
+                if reader.isAtEnd { return }
+                continue
+            }
             var written = 0
             while written < count {
                 let result = write(descriptor, buffer.baseAddress! + written, count - written)

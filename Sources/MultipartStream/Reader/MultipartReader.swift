@@ -71,10 +71,20 @@ final class MultipartReader {
     /// end. A source that fails, or differs from what was appended, throws the error naming its part; the reader
     /// then stays failed.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(MultipartError) -> Int {
+        try read(into: buffer, stoppingAtFileBody: false)
+    }
+
+    /// ``read(into:)``, stopping short at the start of a file part's body when `stoppingAtFileBody` is set, so that
+    /// a writer can hand that body to the kernel (``copyFileBody(to:writing:)``); 0 then means "at a file body"
+    /// unless ``isAtEnd``.
+    func read(
+        into buffer: UnsafeMutableRawBufferPointer,
+        stoppingAtFileBody: Bool
+    ) throws(MultipartError) -> Int {
         if let failure { throw failure }
         var filled = 0
         do {
-            while filled < buffer.count, position != .end {
+            while filled < buffer.count, position != .end, !(stoppingAtFileBody && isInFileBody) {
                 let space = UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])
                 filled += try step(into: space)
             }
@@ -86,6 +96,12 @@ final class MultipartReader {
         }
         bytesRead += UInt64(filled)
         return filled
+    }
+
+    /// Whether the reader is in a file part's body.
+    var isInFileBody: Bool {
+        guard case .body(let part, _) = position, case .file = parts[part].body else { return false }
+        return true
     }
 
     /// Stops reading: closes the open file or stream. Later reads throw `failure`.
@@ -153,8 +169,14 @@ final class MultipartReader {
             count = try openBody!.read(
                 into: UnsafeMutableRawBufferPointer(rebasing: space[..<wanted]), alreadyRead: offset)
         }
-        if offset + UInt64(count) == body.length {
-            // Finish at the last byte, not a read later, so a file is closed as soon as it is sent.
+        try advance(part, from: offset, by: count)
+        return count
+    }
+
+    /// Moves `count` bytes on from `offset` in the part's body; at its last byte, not a read later, checks that the
+    /// source has no more and closes it, so a file is closed as soon as it is sent.
+    private func advance(_ part: Int, from offset: UInt64, by count: Int) throws(MultipartError.Reason) {
+        if offset + UInt64(count) == parts[part].body.length {
             try openBody?.finish()
             openBody?.close()
             openBody = nil
@@ -162,8 +184,65 @@ final class MultipartReader {
         } else {
             position = .body(part: part, offset: offset + UInt64(count))
         }
-        return count
     }
+
+    #if os(Linux)
+        /// Copies the rest of the file part the reader is in straight to `descriptor` with `copy_file_range(2)`,
+        /// the kernel moving the bytes. The file is opened, checked and finished as ``read(into:)`` does it.
+        ///
+        /// - Returns: The bytes copied; `nil` when the reader is not in a file body, or when the kernel cannot copy
+        ///   between these two files (a pipe, a device, another file system on an old kernel) and nothing was
+        ///   copied, so that ``read(into:)`` carries on.
+        /// - Throws: The part's error as ``read(into:)`` throws it, or
+        ///   ``MultipartError/Reason/outputWriteFailed(_:errno:)`` naming `output` when the output is full or fails.
+        func copyFileBody(to descriptor: Int32, writing output: URL) throws(MultipartError) -> Int? {
+            guard failure == nil, let copyFileRange = FileBodyCopy.copyFileRange,
+                case .body(let part, let offset) = position, case .file(let url, _) = parts[part].body
+            else { return nil }
+            let length = parts[part].body.length
+            var copied = 0
+            var outputError: Int32?
+            do throws(MultipartError.Reason) {
+                if openBody == nil { openBody = try OpenPartBody.open(parts[part].body, at: offset) }
+                guard case .file(let file, _) = openBody else { return nil }
+                var sourceOffset = Int64(offset)
+                copying: while UInt64(sourceOffset) < length {
+                    let wanted = Int(min(length - UInt64(sourceOffset), 1 << 30))
+                    let count = copyFileRange(file.descriptor, &sourceOffset, descriptor, nil, wanted, 0)
+                    switch count {
+                    case 1...:
+                        copied += count
+                    case 0:
+                        throw .fileSizeChanged(url, expected: length, actual: (try? file.currentLength()) ?? 0)
+                    default:
+                        let code = errno
+                        if code == EINTR { continue }
+                        if [ENOSPC, EDQUOT, EFBIG, EIO].contains(code) {
+                            outputError = code
+                            break copying
+                        }
+                        // Not between these files: what was copied counts, the rest goes through a buffer.
+                        if copied == 0 { return nil }
+                        break copying
+                    }
+                }
+                // The rest, if any, is read from where the copy stopped.
+                if UInt64(sourceOffset) < length { try file.seek(to: UInt64(sourceOffset)) }
+                try advance(part, from: offset, by: copied)
+            } catch {
+                let failure = MultipartError(error, partIndex: part, partName: parts[part].name)
+                fail(failure)
+                throw failure
+            }
+            bytesRead += UInt64(copied)
+            if let outputError {
+                let failure = MultipartError(.outputWriteFailed(output, errno: outputError))
+                fail(failure)
+                throw failure
+            }
+            return copied
+        }
+    #endif
 
     /// The part the reader is in, `nil` in the close delimiter.
     private var currentPart: Int? { position.part }
