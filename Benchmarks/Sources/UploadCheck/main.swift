@@ -18,6 +18,8 @@ import OpenAPIRuntime
 //   --strategy async-http-client  AsyncHTTPClient sends form.bodyChunks() with its known length
 //   --strategy httpbody  swift-openapi-runtime's HTTPBody over form.bodyChunks() with its known length, sent by
 //                     AsyncHTTPClient as swift-openapi-async-http-client sends an HTTPBody
+//   --strategy async-http-client-file  AsyncHTTPClient's own floor: the file itself, read into 1 MiB ByteBuffers
+//                     with read(2), with its length; no multipart, no MultipartStream
 //   --max-rss MIB     fail if this process's peak resident memory passed MIB
 //   --file PATH       upload this file (its size wins over --size) instead of writing a random one
 //   --url URL         a byte-counting sink that is already running (Peers/count-sink.mjs): only the byte count is
@@ -28,6 +30,7 @@ enum Strategy: String {
     case stream, file, floor
     case asyncHTTPClient = "async-http-client"
     case httpBody = "httpbody"
+    case asyncHTTPClientFile = "async-http-client-file"
 }
 
 var size: UInt64 = 2 << 30
@@ -35,6 +38,8 @@ var strategy = Strategy.stream
 var givenFile: URL?
 var sinkURL: URL?
 var maxResidentMiB: Int?
+/// `--chunk-size`: bodyChunks(maximumSize:) for the AsyncHTTPClient strategies; the default's when absent.
+var chunkSize: Int?
 var arguments = CommandLine.arguments.dropFirst()
 while let option = arguments.popFirst() {
     switch (option, arguments.popFirst()) {
@@ -43,12 +48,13 @@ while let option = arguments.popFirst() {
     case ("--file", let value?): givenFile = URL(fileURLWithPath: value)
     case ("--url", let value?) where URL(string: value) != nil: sinkURL = URL(string: value)
     case ("--max-rss", let value?) where Int(value) != nil: maxResidentMiB = Int(value)
+    case ("--chunk-size", let value?) where Int(value) != nil: chunkSize = Int(value)
     default:
-        let strategies = "stream|file|floor|async-http-client|httpbody"
+        let strategies = "stream|file|floor|async-http-client|httpbody|async-http-client-file"
         FileHandle.standardError.write(
             Data(
                 ("usage: upload-check [--size BYTES] [--strategy \(strategies)] [--file PATH] [--url URL] "
-                    + "[--max-rss MIB]\n").utf8))
+                    + "[--max-rss MIB] [--chunk-size BYTES]\n").utf8))
         exit(2)
     }
 }
@@ -85,7 +91,7 @@ try form.append(fileURL: fileURL, name: "file")
 let server = sinkURL == nil ? try UploadServer(.sink) : nil
 let url = sinkURL ?? server!.url()
 let session = URLSession(configuration: .ephemeral)
-let bodyLength = strategy == .floor ? size : form.contentLength
+let bodyLength = strategy == .floor || strategy == .asyncHTTPClientFile ? size : form.contentLength
 
 let clock = ContinuousClock()
 let start = clock.now
@@ -107,7 +113,13 @@ case .floor:
     #endif
     (data, _) = try await session.data(for: request)
 case .asyncHTTPClient, .httpBody:
-    data = try await sendWithAsyncHTTPClient(form, to: url, asHTTPBody: strategy == .httpBody)
+    data = try await sendWithAsyncHTTPClient(form, to: url, asHTTPBody: strategy == .httpBody, chunkSize: chunkSize)
+case .asyncHTTPClientFile:
+    var request = HTTPClientRequest(url: url.absoluteString)
+    request.method = .POST
+    request.headers.add(name: "Content-Type", value: "application/octet-stream")
+    request.body = .stream(FileChunks(url: fileURL), length: .known(Int64(size)))
+    data = try await execute(request)
 }
 let elapsed = clock.now - start
 let answer = try JSONDecoder().decode(SinkAnswer.self, from: data)
@@ -144,17 +156,24 @@ exit(problems.isEmpty ? 0 : 1)
 
 /// Sends the form with AsyncHTTPClient, its body the form's chunks with their known length: directly, or wrapped
 /// in an OpenAPI `HTTPBody` first (the README's two recipes). Returns the answer's body.
-func sendWithAsyncHTTPClient(_ form: MultipartFormData, to url: URL, asHTTPBody: Bool) async throws -> Data {
+func sendWithAsyncHTTPClient(
+    _ form: MultipartFormData, to url: URL, asHTTPBody: Bool, chunkSize: Int?
+) async throws -> Data {
     var request = HTTPClientRequest(url: url.absoluteString)
     request.method = .POST
     request.headers.add(name: "Content-Type", value: form.contentType)
+    let chunks = chunkSize.map { form.bodyChunks(maximumSize: $0) } ?? form.bodyChunks()
     if asHTTPBody {
-        let body = HTTPBody(form.bodyChunks(), length: .known(Int64(form.contentLength)), iterationBehavior: .multiple)
+        let body = HTTPBody(chunks, length: .known(Int64(form.contentLength)), iterationBehavior: .multiple)
         request.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
     } else {
-        request.body = .stream(
-            form.bodyChunks().map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
+        request.body = .stream(chunks.map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
     }
+    return try await execute(request)
+}
+
+/// Sends `request` with AsyncHTTPClient; returns the answer's body, which must come with 200.
+func execute(_ request: HTTPClientRequest) async throws -> Data {
     let client = HTTPClient(eventLoopGroupProvider: .singleton)
     do {
         let response = try await client.execute(request, timeout: .minutes(30))
@@ -170,6 +189,36 @@ func sendWithAsyncHTTPClient(_ form: MultipartFormData, to url: URL, asHTTPBody:
 
 struct ClientFailure: Error {
     var status: Int
+}
+
+/// A file as 1 MiB `ByteBuffer`s, each filled by one read(2) straight into its storage: AsyncHTTPClient's own
+/// floor for a body of that length.
+struct FileChunks: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+    let url: URL
+
+    func makeAsyncIterator() -> Iterator {
+        Iterator(descriptor: open(url.path, O_RDONLY))
+    }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let descriptor: Int32
+        var isDone = false
+
+        mutating func next() async throws -> ByteBuffer? {
+            guard !isDone else { return nil }
+            var buffer = ByteBufferAllocator().buffer(capacity: 1 << 20)
+            let count = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 1 << 20) { bytes in
+                Swift.max(0, read(descriptor, bytes.baseAddress, 1 << 20))
+            }
+            guard count > 0 else {
+                isDone = true
+                close(descriptor)
+                return nil
+            }
+            return buffer
+        }
+    }
 }
 
 /// VmHWM from /proc/self/status: the most resident memory this process has had.

@@ -1,11 +1,12 @@
 /// A form's body as an `AsyncSequence` of byte chunks, for HTTP clients that take one: AsyncHTTPClient,
 /// swift-openapi-runtime's `HTTPBody`, Hummingbird and Vapor. Made by ``MultipartFormData/bodyChunks(maximumSize:)``.
 ///
-/// Each iteration starts over from the first byte, as ``MultipartFormData/makeBodyStream()`` does, so the sequence
-/// can be sent again on a retry unless the form holds a one-shot `InputStream` part. Chunks are copies, so a
-/// consumer may keep them. An iteration ends with exactly ``MultipartFormData/contentLength`` bytes, or throws the
-/// ``MultipartError`` naming the part that failed; it never ends early without one. Files and caller streams are read
-/// on the iterating task: a caller stream that blocks in `read` blocks that task's thread.
+/// Each iteration starts over from the sequence's first byte (the body's, or the one given to
+/// ``MultipartFormData/bodyChunks(maximumSize:startingAt:)``), as ``MultipartFormData/makeBodyStream()`` does, so the
+/// sequence can be sent again on a retry unless the form holds a one-shot `InputStream` part. Chunks are copies, so a
+/// consumer may keep them. An iteration ends with exactly its bytes (``MultipartFormData/contentLength``, less any
+/// offset), or throws the ``MultipartError`` naming the part that failed; it never ends early without one. Files and
+/// caller streams are read on the iterating task: a caller stream that blocks in `read` blocks that task's thread.
 public struct MultipartBodyChunks: AsyncSequence, Sendable {
     /// A chunk of at most the sequence's maximum size; never empty.
     public typealias Element = ArraySlice<UInt8>
