@@ -3,7 +3,8 @@
 # this package), through Peers/fault-proxy.py, which resets chosen connections after chosen byte counts. Checks:
 #   cuts     a form through three cuts (after 40, 90 and 60 MiB of a connection): one body completed, byte-equal to
 #            --output-body of the same form, and at most body + 3 x 16 MiB sent in all
-#   large    1 GiB through five cuts, in flat memory (peak RSS under MAX_RSS_MIB, 128 by default)
+#   large    1 GiB through five cuts, in flat memory (peak RSS under MAX_RSS_MIB, 128 by default), at most
+#            body + 5 x 16 MiB sent
 #   plain    -C - against the same handler without NIOResumableUpload: the whole form, once
 #   changed  a file part changed between attempts: the command fails naming it (exit 3) and no body completes
 # Prints the time, bytes sent and resent of each. Needs `swift build` (the command) and
@@ -112,6 +113,10 @@ path=$(json "$(cat "$work/answer.json")" '["path"]')
     || check "large: 1 GiB through 5 cuts, whole" "exit $status, $(cat "$work/answer.json")"
 [ "$rss" -le "$max_rss" ] && check "large: peak RSS $rss MiB <= $max_rss" ok \
     || check "large: peak RSS $rss MiB <= $max_rss" "over"
+[ "$forwarded" -le $((length + 5 * (16 << 20))) ] && check "large: at most body + 5 x 16 MiB sent" ok \
+    || check "large: at most body + 5 x 16 MiB sent" "$forwarded bytes for a $length-byte form"
+[ "$(json "$stats" '["cuts"]')" = 5 ] && check "large: the proxy cut five times" ok \
+    || check "large: the proxy cut five times" "$stats"
 rm -f "$path" "$work/backup.bin"
 
 # plain: a server that knows nothing of the draft gets the whole form once.
