@@ -44,7 +44,7 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
         fileprivate init(form: MultipartFormData, maximumSize: Int, offset: UInt64) {
             self.maximumSize = maximumSize
             do throws(MultipartError) {
-                reader = offset == 0 ? MultipartReader(form) : try MultipartReader(form, startingAt: offset)
+                reader = try MultipartReader(form, startingAt: offset)
                 appendError = form.appendError
             } catch {
                 reader = nil

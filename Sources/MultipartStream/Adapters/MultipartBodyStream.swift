@@ -117,7 +117,6 @@ public final class MultipartBodyStream: InputStream {
         switch source {
         case .form(let form, let offset):
             if let error = form.appendError { return .failed(error) }
-            guard offset > 0 else { return .open(MultipartReader(form)) }
             do throws(MultipartError) {
                 return .open(try MultipartReader(form, startingAt: offset))
             } catch {
@@ -130,8 +129,8 @@ public final class MultipartBodyStream: InputStream {
 
     /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed.
     private func restart() -> State {
-        if bytesRead > 0, !startsOverWhenReopened { return .failed(MultipartError(.notReplayable)) }
-        if case .form(let form, _) = source, !form.isReplayable, bytesRead > 0 {
+        let formIsReplayable = if case .form(let form, _) = source { form.isReplayable } else { true }
+        guard startsOverWhenReopened && formIsReplayable || bytesRead == 0 else {
             return .failed(MultipartError(.notReplayable))
         }
         return start()

@@ -18,7 +18,7 @@ extension MultipartFormData {
     public func encode() throws(MultipartError) -> Data {
         if let appendError { throw appendError }
         guard let count = Int(exactly: contentLength) else { throw MultipartError(.tooLargeForMemory(contentLength)) }
-        let reader = MultipartReader(self)
+        let reader = try MultipartReader(self)
         let buffer = UnsafeMutableRawBufferPointer(start: allocateBody(count), count: count)
         do throws(MultipartError) {
             try reader.readToEnd(into: buffer)
@@ -75,7 +75,7 @@ extension MultipartFormData {
     /// Writes the body to `descriptor`, from the first byte to the last; failures to write name `fileURL`. Also how
     /// the `multipart` command writes to standard output, devices and its temporary files.
     package func writeBody(to descriptor: Int32, at fileURL: URL) throws(MultipartError) {
-        let reader = MultipartReader(self)
+        let reader = try MultipartReader(self)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 1)
         defer { buffer.deallocate() }
         #if os(Linux)

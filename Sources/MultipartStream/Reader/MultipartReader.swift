@@ -24,16 +24,7 @@ final class MultipartReader {
     /// The byte of the body the reader started at.
     let startOffset: UInt64
 
-    init(_ form: MultipartFormData) {
-        parts = form.bodyParts
-        delimiter = Array("\r\n--\(form.boundary)\r\n".utf8)
-        closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
-        position = .start(partCount: form.bodyParts.count)
-        contentLength = form.contentLength
-        startOffset = 0
-    }
-
-    /// A reader whose first byte is byte `offset` of the body (`contentLength` for none).
+    /// A reader whose first byte is byte `offset` of the body: 0 for the whole body, `contentLength` for none.
     ///
     /// Files are opened at that byte with `lseek` and stream-factory parts are read and dropped up to it when the
     /// reader reaches them; nothing before the part that holds `offset` is opened.
@@ -41,7 +32,7 @@ final class MultipartReader {
     /// - Throws: ``MultipartError/Reason/offsetPastEnd(offset:contentLength:)``, or
     ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` naming a one-shot stream part that `offset` is
     ///   inside or after, since its bytes before `offset` were read once already.
-    init(_ form: MultipartFormData, startingAt offset: UInt64) throws(MultipartError) {
+    init(_ form: MultipartFormData, startingAt offset: UInt64 = 0) throws(MultipartError) {
         parts = form.bodyParts
         delimiter = Array("\r\n--\(form.boundary)\r\n".utf8)
         closeDelimiter = Array("\r\n--\(form.boundary)--\r\n".utf8)
@@ -52,6 +43,8 @@ final class MultipartReader {
                 to: offset, in: parts, delimiterLength: delimiter.count, closeLength: closeDelimiter.count)
         else { throw MultipartError(.offsetPastEnd(offset: offset, contentLength: contentLength)) }
         self.position = position
+        // At 0 no part has been read: nothing to look for.
+        guard offset > 0 else { return }
         let reached = position.part ?? parts.count
         for (index, part) in parts.enumerated() where !part.body.isReplayable {
             let isUntouched = index > reached || (index == reached && position.isBeforeBody)

@@ -10,11 +10,6 @@ enum ReaderPosition: Equatable {
     case closeDelimiter(offset: Int)
     case end
 
-    /// The first position of a form of `partCount` parts.
-    static func start(partCount: Int) -> ReaderPosition {
-        partCount > 0 ? .delimiter(part: 0, offset: 2) : .closeDelimiter(offset: 2)
-    }
-
     /// The position `offset` bytes into a body of `parts`, delimited by `delimiterLength`-byte delimiters and a
     /// `closeLength`-byte close delimiter (both with their leading CRLF), found from the parts' lengths: the work
     /// is per part, never per byte. `nil` past the body's end.
