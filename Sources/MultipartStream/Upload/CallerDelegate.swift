@@ -44,6 +44,15 @@ final class CallerDelegate: @unchecked Sendable {
         session.delegateQueue.addOperation { call(session, delegate) }
     }
 
+    /// ``ask(_:otherwise:)`` for the task-level methods: `otherwise` where the delegate has none.
+    private func askTaskDelegate(
+        _ call: @escaping @Sendable (URLSession, any URLSessionTaskDelegate) -> Void,
+        otherwise: () -> Void
+    ) {
+        guard let session, let delegate = session.delegate as? URLSessionTaskDelegate else { return otherwise() }
+        session.delegateQueue.addOperation { call(session, delegate) }
+    }
+
     // MARK: Redirects
 
     /// Asks whether to follow a redirect; without an opinion the answer is `request`.
@@ -53,9 +62,7 @@ final class CallerDelegate: @unchecked Sendable {
         task: URLSessionTask,
         answer: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        guard session?.delegate is URLSessionTaskDelegate else { return answer(request) }
-        ask { session, delegate in
-            let delegate = delegate as! URLSessionTaskDelegate
+        askTaskDelegate { session, delegate in
             #if canImport(Darwin)
                 // Delegate methods are optional in Objective-C.
                 guard let method = delegate.urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)
@@ -104,6 +111,7 @@ final class CallerDelegate: @unchecked Sendable {
         ask { session, delegate in
             switch method {
             case .taskLevel:
+                // A delegate without the task-level methods gets no `.taskLevel` from ChallengePolicy.
                 guard let delegate = delegate as? URLSessionTaskDelegate else {
                     return next(.performDefaultHandling, nil)
                 }
@@ -153,9 +161,7 @@ final class CallerDelegate: @unchecked Sendable {
 
     /// Hands the task's metrics to the delegate, if it takes them.
     func metrics(_ metrics: URLSessionTaskMetrics, task: URLSessionTask) {
-        guard session?.delegate is URLSessionTaskDelegate else { return }
-        ask { session, delegate in
-            let delegate = delegate as! URLSessionTaskDelegate
+        askTaskDelegate { session, delegate in
             #if canImport(Darwin)
                 delegate.urlSession?(session, task: task, didFinishCollecting: metrics)
             #else
@@ -169,9 +175,8 @@ final class CallerDelegate: @unchecked Sendable {
         /// Tells the delegate that the task waits for connectivity, if it listens (Apple platforms only: Linux
         /// URLSession neither waits for connectivity nor has the method).
         func waitingForConnectivity(task: URLSessionTask) {
-            guard session?.delegate is URLSessionTaskDelegate else { return }
-            ask { session, delegate in
-                (delegate as! URLSessionTaskDelegate).urlSession?(session, taskIsWaitingForConnectivity: task)
+            askTaskDelegate { session, delegate in
+                delegate.urlSession?(session, taskIsWaitingForConnectivity: task)
             } otherwise: {
             }
         }
