@@ -188,7 +188,7 @@ private final class Watchdog: @unchecked Sendable {
 /// The request's credential headers, which the library leaves behind on a redirect to another host.
 private func credentialHeaders(of request: URLRequest) -> [String: String] {
     var headers: [String: String] = [:]
-    for name in ["Authorization", "Cookie", "Proxy-Authorization"] {
+    for name in RedirectPolicy.credentialHeaders {
         headers[name] = request.value(forHTTPHeaderField: name)
     }
     return headers
