@@ -92,24 +92,19 @@ extension URLSessionSuites {
 
             // A delegate may put them back on purpose.
             request.url = server.url("/elsewhere/\(code)")
-            let (trusted, _) = try await session(Trusting(queue: queue)).upload(form, with: request)
+            let trusting = RecordingDelegate(queue: queue, redirectHeaders: ["Authorization": "Bearer secret"])
+            let (trusted, _) = try await session(trusting).upload(form, with: request)
             #expect(try server.seen(in: trusted).authorization == "Bearer secret")
         }
 
         // MARK: Failures keep their reason
-
-        private func temporaryBodies() throws -> Set<String> {
-            Set(
-                try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
-                    .filter { $0.hasPrefix("MultipartStream-") && $0.hasSuffix(".multipart") })
-        }
 
         @Test func aFileTaskWhoseBodyCannotBeWrittenFailsWithTheReason() async throws {
             let server = try UploadServer()
             let file = try directory.file("changing.bin", contents: Data(count: 1_000))
             var form = MultipartFormData()
             try form.append(fileURL: file, name: "doc")
-            let before = try temporaryBodies()
+            let before = try TemporaryBodies.names()
             let task = session().multipartUploadTask(
                 with: URLRequest(url: server.url()), form: form, strategy: .file
             ) { _, _, error in
@@ -125,7 +120,7 @@ extension URLSessionSuites {
                 return
             }
             #expect(error.partName == "doc")
-            #expect(try temporaryBodies() == before, "no partial body file left")
+            #expect(try TemporaryBodies.names() == before, "no partial body file left")
             #expect(try await server.log().isEmpty, "nothing was sent")
         }
 
@@ -192,27 +187,15 @@ extension URLSessionSuites {
             }
             task.resume()
             try await Stopwatch.wait(atMost: 30, polling: 0.005) { reports.values.isEmpty }
-            #expect(OpenBodyFiles.count() == 1, "the body file is open while it is sent")
+            #expect(TemporaryBodies.openCount() == 1, "the body file is open while it is sent")
             task.cancel()
-            try await Stopwatch.wait(atMost: 5, polling: 0.005) { OpenBodyFiles.count() > 0 }
-            #expect(OpenBodyFiles.count() == 0, "cancelling closed the body file")
+            try await Stopwatch.wait(atMost: 5, polling: 0.005) { TemporaryBodies.openCount() > 0 }
+            #expect(TemporaryBodies.openCount() == 0, "cancelling closed the body file")
             try await Stopwatch.wait(atMost: 5) { !Self.cancelled.isSet }
             #expect((Self.cancelled.value as? URLError)?.code == .cancelled)
         }
 
         private static let cancelled = Reported()
-    }
-}
-
-/// Descriptors of this process open on a `.file` upload's temporary body.
-enum OpenBodyFiles {
-    static func count() -> Int {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return entries.filter { entry in
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")
-            else { return false }
-            return target.contains("/MultipartStream-") && target.hasSuffix(".multipart")
-        }.count
     }
 }
 
@@ -232,25 +215,4 @@ final class Reported: @unchecked Sendable {
 
     var isSet: Bool { lock.withLock { set } }
     var value: (any Error)? { lock.withLock { error } }
-}
-
-/// Puts the caller's credential back on every redirect, as `--location-trusted` does.
-private final class Trusting: NSObject, URLSessionTaskDelegate, Sendable {
-    let queue: OperationQueue
-
-    init(queue: OperationQueue) {
-        self.queue = queue
-    }
-
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        var request = request
-        request.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
-        completionHandler(request)
-    }
 }

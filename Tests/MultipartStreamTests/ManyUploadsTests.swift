@@ -133,7 +133,7 @@ extension URLSessionSuites {
             var big = MultipartFormData()
             try big.append(fileURL: directory.file("big.bin", contents: Data(count: 4 << 20)), name: "big")
             big.append(length: 100_000, name: "stream") { InputStream(data: Data(count: 100_000)) }
-            let bodiesBefore = try temporaryBodies()
+            let bodiesBefore = try TemporaryBodies.names()
             var generator = SeededGenerator(seed: 200)
             let plans = (0..<200).map { index in
                 (
@@ -206,20 +206,14 @@ extension URLSessionSuites {
             }
             try await Stopwatch.wait(atMost: 10, polling: 0.02) { OpenDescriptors.count(under: directory.url) > 0 }
             #expect(OpenDescriptors.count(under: directory.url) == 0, "a cancelled upload left its file open")
-            try await Stopwatch.wait(atMost: 10, polling: 0.02) { try temporaryBodies() != bodiesBefore }
-            #expect(try temporaryBodies() == bodiesBefore, "a cancelled upload left its temporary file")
-            #expect(OpenBodyFiles.count() == 0)
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { try TemporaryBodies.names() != bodiesBefore }
+            #expect(try TemporaryBodies.names() == bodiesBefore, "a cancelled upload left its temporary file")
+            #expect(TemporaryBodies.openCount() == 0)
             session.finishTasksAndInvalidate()
             // Once the private session has closed (0.2 s after its last upload here), so have its connections.
             #expect(slowest.connections > 0, "the count saw the uploads' connections")
             try await Stopwatch.wait(atMost: 10, polling: 0.05) { try server.openConnections() > 0 }
             #expect(try server.openConnections() == 0, "connections left open to the server")
-        }
-
-        private func temporaryBodies() throws -> Set<String> {
-            Set(
-                try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
-                    .filter { $0.hasPrefix("MultipartStream-") && $0.hasSuffix(".multipart") })
         }
 
         // MARK: Dropped mid-file

@@ -61,9 +61,9 @@ extension URLSessionSuites {
             var withLength = URLRequest(url: server.url())
             withLength.setValue("1", forHTTPHeaderField: "Content-Length")
             withLength.setValue("chunked", forHTTPHeaderField: "Transfer-Encoding")
-            let temporaryFiles = try temporaryBodies()
+            let temporaryFiles = try TemporaryBodies.names()
             let (lengthy, _) = try await session().upload(form, with: withLength)
-            #expect(try temporaryBodies() == temporaryFiles, "no temporary copy")
+            #expect(try TemporaryBodies.names() == temporaryFiles, "no temporary copy")
             let seen = try server.seen(in: lengthy)
             #expect(seen.contentLength == String(form.contentLength))
             #expect(seen.transferEncoding == nil)
@@ -342,26 +342,20 @@ extension URLSessionSuites {
 
         // MARK: Temporary files
 
-        private func temporaryBodies() throws -> Set<String> {
-            Set(
-                try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
-                    .filter { $0.hasPrefix("MultipartStream-") && $0.hasSuffix(".multipart") })
-        }
-
         @Test func theTemporaryFileIsRemovedOnSuccessFailureAndCancel() async throws {
-            let before = try temporaryBodies()
+            let before = try TemporaryBodies.names()
             let server = try UploadServer()
             var form = MultipartFormData()
             form.append(String(repeating: "x", count: 1 << 20), name: "x")
             _ = try await URLSession(configuration: .ephemeral).upload(
                 form, with: URLRequest(url: server.url()), strategy: .file)
-            #expect(try temporaryBodies() == before, "after success")
+            #expect(try TemporaryBodies.names() == before, "after success")
 
             let refused = URLRequest(url: URL(string: "http://127.0.0.1:1/")!)
             await #expect(throws: (any Error).self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(form, with: refused, strategy: .file)
             }
-            #expect(try temporaryBodies() == before, "after failure")
+            #expect(try TemporaryBodies.names() == before, "after failure")
 
             let upload = Task {
                 try await URLSession(configuration: .ephemeral).upload(
@@ -371,18 +365,18 @@ extension URLSessionSuites {
             upload.cancel()
             _ = try? await upload.value
             // The cancel answers at once; the task removes its file when it ends, moments later.
-            try await Stopwatch.wait(atMost: 10) { try temporaryBodies() != before }
-            #expect(try temporaryBodies() == before, "after cancel")
+            try await Stopwatch.wait(atMost: 10) { try TemporaryBodies.names() != before }
+            #expect(try TemporaryBodies.names() == before, "after cancel")
         }
 
         @Test func aFileTaskWritesItsBodyOnlyOnceResumedAndRemovesItAfter() async throws {
-            let before = try temporaryBodies()
+            let before = try TemporaryBodies.names()
             let server = try UploadServer()
             let session = URLSession(configuration: .ephemeral)
             let request = URLRequest(url: server.url())
             let abandoned = session.multipartUploadTask(with: request, form: form, strategy: .file) { _, _, _ in }
             #expect(abandoned.state == .suspended)
-            #expect(try temporaryBodies() == before, "a task never resumed leaves no file")
+            #expect(try TemporaryBodies.names() == before, "a task never resumed leaves no file")
 
             let form = form
             let (data, error) = await withCheckedContinuation { continuation in
@@ -394,7 +388,7 @@ extension URLSessionSuites {
             let seen = try server.seen(in: try #require(data))
             #expect(seen.parts == sent.map { $0.seen(by: .node) })
             #expect(seen.contentLength == String(form.contentLength))
-            #expect(try temporaryBodies() == before, "removed when the task ended")
+            #expect(try TemporaryBodies.names() == before, "removed when the task ended")
         }
     }
 }

@@ -31,3 +31,23 @@ enum OpenDescriptors {
         #endif
     }
 }
+
+/// The `.file` strategy's temporary bodies (`MultipartStream-*.multipart` in the temporary directory).
+enum TemporaryBodies {
+    /// Their names now.
+    static func names() throws -> Set<String> {
+        Set(
+            try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+                .filter { $0.hasPrefix("MultipartStream-") && $0.hasSuffix(".multipart") })
+    }
+
+    /// Descriptors of this process open on one of them.
+    static func openCount() -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.filter { entry in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")
+            else { return false }
+            return target.contains("/MultipartStream-") && target.hasSuffix(".multipart")
+        }.count
+    }
+}

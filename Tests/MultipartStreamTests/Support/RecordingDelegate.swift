@@ -33,9 +33,16 @@ class QueueRecorder: NSObject, @unchecked Sendable {
     }
 }
 
-/// A caller's session delegate with the task-level methods: it tags each redirect's request with
-/// `X-Tag: from-delegate`, answers every challenge with u:p, and records where each call came.
+/// A caller's session delegate with the task-level methods: it sets its headers on each redirect's request
+/// (`X-Tag: from-delegate` unless told others), answers every challenge with u:p, and records where each call came.
 final class RecordingDelegate: QueueRecorder, URLSessionTaskDelegate, @unchecked Sendable {
+    private let redirectHeaders: [String: String]
+
+    init(queue: OperationQueue, redirectHeaders: [String: String] = ["X-Tag": "from-delegate"]) {
+        self.redirectHeaders = redirectHeaders
+        super.init(queue: queue)
+    }
+
     func urlSession(
         _ session: URLSession,
         task: URLSessionTask,
@@ -45,7 +52,7 @@ final class RecordingDelegate: QueueRecorder, URLSessionTaskDelegate, @unchecked
     ) {
         record()
         var request = request
-        request.setValue("from-delegate", forHTTPHeaderField: "X-Tag")
+        for (name, value) in redirectHeaders { request.setValue(value, forHTTPHeaderField: name) }
         completionHandler(request)
     }
 
