@@ -100,14 +100,14 @@ struct Resumption {
         case (.append, .answered(let answer)) where answer.statusCode == 409:
             // Conflict: the server says where it stands.
             guard let offset = answer.offset else { return retry(.askOffset, because: "409 without Upload-Offset") }
-            return retry(.askOffset, because: "409 Conflict at \(offset)", at: offset)
-        case (.append, .answered(let answer)), (.askOffset, .answered(let answer)):
+            return resume(at: offset, because: "409 Conflict at \(offset)")
+        case (.append, .answered(let answer)):
             if answer.statusCode == 404 || answer.statusCode == 410 { return restart(statusCode: answer.statusCode) }
-            if case .append = step {
-                // The application's answer, unless the server says the form is still incomplete.
-                guard answer.isComplete == false, let offset = answer.offset else { return .answer }
-                return retry(.askOffset, because: "incomplete at \(offset)", at: offset)
-            }
+            // The application's answer, unless the server says the form is still incomplete.
+            guard answer.isComplete == false, let offset = answer.offset else { return .answer }
+            return resume(at: offset, because: "incomplete at \(offset)")
+        case (.askOffset, .answered(let answer)):
+            if answer.statusCode == 404 || answer.statusCode == 410 { return restart(statusCode: answer.statusCode) }
             guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
                 return .fail(
                     .resumeFailed(
@@ -139,9 +139,8 @@ struct Resumption {
         return send(.append(from: offset))
     }
 
-    /// Another try at `step` after the backoff, unless the retries are spent; with the server's `offset` (a
-    /// conflict, which is an answer rather than a drop), at once from there.
-    private mutating func retry(_ step: Step, because description: String, at offset: UInt64? = nil) -> Action {
+    /// Counts a retry; the failure to give up with when the retries are spent.
+    private mutating func countRetry(because description: String) -> Action? {
         guard retries < policy.maximumAttempts else {
             return .fail(
                 .resumeFailed(
@@ -149,7 +148,19 @@ struct Resumption {
                     underlying: description))
         }
         retries += 1
-        if let offset { return acknowledge(offset) }
+        return nil
+    }
+
+    /// The server said where it stands (a conflict, or an answer that the form is incomplete): an answer rather
+    /// than a drop, so the rest goes at once from there, as a retry.
+    private mutating func resume(at offset: UInt64, because description: String) -> Action {
+        if let giveUp = countRetry(because: description) { return giveUp }
+        return acknowledge(offset)
+    }
+
+    /// Another try at `step` after the backoff, unless the retries are spent.
+    private mutating func retry(_ step: Step, because description: String) -> Action {
+        if let giveUp = countRetry(because: description) { return giveUp }
         let wait = delay
         delay = min(delay * 2, policy.maximumDelay)
         self.step = step
