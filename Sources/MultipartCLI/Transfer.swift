@@ -87,9 +87,9 @@ struct Transfer {
         let (form, request) = (form, request)
         let strategy = options.resumes ? .resumable : options.strategy
         // With -C -, --retry and --retry-delay shape the resumption: retries send only what the server lacks.
+        let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         let resumption = MultipartResumption(
-            maximumAttempts: options.retries, initialDelay: options.retryDelay.flatMap { $0 > 0 ? $0 : nil } ?? 1,
-            maximumDelay: options.retryDelay.flatMap { $0 > 0 ? $0 : nil } ?? 600)
+            maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600)
         let upload = Task {
             try await session.upload(form, with: request, strategy: strategy, resumption: resumption) { sent in
                 watchdog.sawBody()

@@ -90,8 +90,9 @@ guard let directoryPath = arguments.popFirst() else {
 }
 let directory = URL(fileURLWithPath: directoryPath, isDirectory: true)
 let plain = arguments.contains("--plain")
-/// Set once the port is known, before the first connection is accepted.
-let uploadContext = NIOLockedValueBox<HTTPResumableUploadContext?>(nil)
+/// Locations relative to the request's URL (a URI reference, as the draft allows), so that a client that came
+/// through a proxy comes back through it.
+let uploadContext = HTTPResumableUploadContext(origin: "")
 
 let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 let channel = try ServerBootstrap(group: group)
@@ -105,17 +106,13 @@ let channel = try ServerBootstrap(group: group)
             if plain {
                 try sync.addHandler(recorder)
             } else {
-                let context = uploadContext.withLockedValue { $0 }!
-                try sync.addHandler(HTTPResumableUploadHandler(context: context, handlers: [recorder]))
+                try sync.addHandler(HTTPResumableUploadHandler(context: uploadContext, handlers: [recorder]))
             }
         }
     }
     .bind(host: "127.0.0.1", port: 0)
     .wait()
 let port = channel.localAddress!.port!
-// Locations relative to the request's URL (a URI reference, as the draft allows), so that a client that came
-// through a proxy comes back through it.
-uploadContext.withLockedValue { $0 = HTTPResumableUploadContext(origin: "") }
 FileHandle.standardOutput.write(Data("\(port)\n".utf8))
 // Ends when the test closes standard input.
 while FileHandle.standardInput.availableData.count > 0 {}
