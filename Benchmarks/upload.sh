@@ -5,7 +5,9 @@
 #   file       URLSession.upload with .file (a temporary copy of the body first)
 #   floor      URLSession with the file as a plain InputStream(fileAtPath:) body and its Content-Length: what
 #              URLSession itself costs, with no multipart and no MultipartStream
-#   ahc        AsyncHTTPClient with the README's recipe: bodyChunks() mapped to ByteBuffer, with its known length
+#   floor-delegate  the same on a session with a delegate, as every MultipartStream upload has (for redirects,
+#              challenges and completion): Linux URLSession then queues an operation per 64 KiB sent
+#   ahc        AsyncHTTPClient with the README's recipe: bodyChunks(makeChunk:) filling ByteBuffers, known length
 #   httpbody   swift-openapi-runtime's HTTPBody over bodyChunks(), sent by AsyncHTTPClient
 #   ahc-file   AsyncHTTPClient sending the file itself in 1 MiB ByteBuffers: what the HTTP client itself costs
 #   curl       curl -F with `Expect:` off
@@ -27,7 +29,7 @@ url="http://127.0.0.1:$(cat "$workdir/port")/"
 
 seconds() { python3 -c 'import re,sys; print(re.search(r"in ([0-9.]+) s", sys.stdin.read()).group(1))'; }
 for run in $(seq "$runs"); do
-    for client in stream file floor async-http-client httpbody async-http-client-file; do
+    for client in stream file floor floor-delegate async-http-client httpbody async-http-client-file; do
         .build/release/upload-check --file "$workdir/large.bin" --strategy "$client" --url "$url" \
             | tee /dev/stderr | seconds >> "$workdir/$client"
     done
@@ -40,7 +42,8 @@ done
 python3 - "$workdir" "$size" "$runs" <<'PY'
 import pathlib, statistics, sys
 workdir, size, runs = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-clients = ("curl", "async-http-client", "httpbody", "async-http-client-file", "floor", "stream", "file")
+clients = ("curl", "async-http-client", "httpbody", "async-http-client-file", "floor", "floor-delegate", "stream",
+           "file")
 median = {c: statistics.median(map(float, (workdir / c).read_text().split())) for c in clients}
 print(f"uploadLoopback, {size} bytes, medians of {runs} alternated runs:")
 print(f"  {'client':24} {'seconds':>8} {'MB/s':>6} {'vs curl -F':>10}")
@@ -57,5 +60,7 @@ for name, ratio, bound in checks:
     failed += verdict == "FAIL"
     print(f"{name:36} {ratio:5.2f}  <= {bound:4.2f}  {verdict}")
 print(f"AsyncHTTPClient recipe / AsyncHTTPClient's own floor: {median['async-http-client'] / median['async-http-client-file']:.2f}")
+print(f"URLSession floor with a delegate / without: {median['floor-delegate'] / median['floor']:.2f} (the platform's share)")
+print(f".stream / URLSession floor with a delegate: {median['stream'] / median['floor-delegate']:.2f} (MultipartStream's share)")
 sys.exit(1 if failed else 0)
 PY

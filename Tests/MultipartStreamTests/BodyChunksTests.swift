@@ -12,27 +12,7 @@ import Testing
         directory = try TemporaryDirectory()
     }
 
-    /// Every chunk of one iteration, or its error.
-    private func collect(_ chunks: MultipartBodyChunks) async -> (chunks: [ArraySlice<UInt8>], error: MultipartError?) {
-        var collected: [ArraySlice<UInt8>] = []
-        var iterator = chunks.makeAsyncIterator()
-        do {
-            while let chunk = try await iterator.next() { collected.append(chunk) }
-        } catch {
-            // `next()` throws MultipartError, typed.
-            let error: MultipartError = error
-            do {
-                let after = try await iterator.next()
-                #expect(after == nil, "an iteration ends at its first error")
-            } catch {
-                Issue.record("threw again after its first error: \(error)")
-            }
-            return (collected, error)
-        }
-        return (collected, nil)
-    }
-
-    @Test(arguments: [1, 7, 4_096, 65_536])
+    @Test(arguments: [1, 7, 4_096, 65_536, 1 << 20])
     func everyIterationEqualsEncode(maximumSize: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(maximumSize))
         for round in 0..<20 {
@@ -47,11 +27,23 @@ import Testing
             }
             let encoded = try random.form.encode()
             let chunks = random.form.bodyChunks(maximumSize: maximumSize)
+            // The same body filled into buffers the caller makes (FilledChunksTests has the rest of their rules).
+            let filled = random.form.bodyChunks(maximumSize: maximumSize) { size, fill in
+                var chunk = Data(count: size)
+                chunk.count = try chunk.withUnsafeMutableBytes { try fill($0) }
+                return chunk
+            }
             for iteration in 0..<2 {
-                let (collected, error) = await collect(chunks)
+                let (collected, error) = await collectIteration(chunks)
                 #expect(error == nil, "round \(round) iteration \(iteration): \(String(describing: error))")
                 #expect(collected.allSatisfy { !$0.isEmpty && $0.count <= maximumSize })
                 #expect(Data(collected.joined()) == encoded, "round \(round) iteration \(iteration)")
+                var filledBody = Data()
+                for try await chunk in filled {
+                    #expect(!chunk.isEmpty && chunk.count <= maximumSize)
+                    filledBody.append(chunk)
+                }
+                #expect(filledBody == encoded, "filled, round \(round) iteration \(iteration)")
             }
         }
     }
@@ -61,7 +53,7 @@ import Testing
         var form = MultipartFormData()
         form.append("caption", name: "title")
         try form.append(fileURL: try directory.file("big.bin", contents: fileBody), name: "file")
-        let (collected, error) = await collect(form.bodyChunks())
+        let (collected, error) = await collectIteration(form.bodyChunks())
         #expect(error == nil)
         #expect(collected.count == Int((form.contentLength + 65_535) / 65_536))
         let parts = try Peer.node.parse(Data(collected.joined()), contentType: form.contentType)
@@ -73,7 +65,7 @@ import Testing
         var form = try MultipartFormData(boundary: "b")
         form.append("x", name: "n")
         for size in [0, -5, Int.min] {
-            let (collected, error) = await collect(form.bodyChunks(maximumSize: size))
+            let (collected, error) = await collectIteration(form.bodyChunks(maximumSize: size))
             #expect(error == nil)
             #expect(collected.count == Int(form.contentLength))
             #expect(Data(collected.joined()) == (try form.encode()))
@@ -83,7 +75,7 @@ import Testing
     @Test func aHugeMaximumSizeIsCappedAt16MiB() async throws {
         var form = MultipartFormData()
         form.append(length: 40 << 20, name: "zeros") { InputStream(data: Data(count: 40 << 20)) }
-        let (collected, error) = await collect(form.bodyChunks(maximumSize: .max))
+        let (collected, error) = await collectIteration(form.bodyChunks(maximumSize: .max))
         #expect(error == nil)
         #expect(collected.map(\.count).max() == 16 << 20)
         #expect(UInt64(collected.reduce(0) { $0 + $1.count }) == form.contentLength)
@@ -94,10 +86,10 @@ import Testing
         form.append("a", name: "first")
         form.append(InputStream(data: Data("once".utf8)), length: 4, name: "once")
         let chunks = form.bodyChunks()
-        let first = await collect(chunks)
+        let first = await collectIteration(chunks)
         #expect(first.error == nil)
         #expect(Data(first.chunks.joined()).count == Int(form.contentLength))
-        let second = await collect(chunks)
+        let second = await collectIteration(chunks)
         let error = try #require(second.error)
         #expect(error.partIndex == 1)
         #expect(error.partName == "once")
@@ -110,7 +102,7 @@ import Testing
     @Test func aFormWithAnAppendErrorThrowsItFirst() async throws {
         var form = MultipartFormData()
         form.append(Data(), name: "bad", mimeType: "text/plain\r\nX-Evil: 1")
-        let (collected, error) = await collect(form.bodyChunks())
+        let (collected, error) = await collectIteration(form.bodyChunks())
         #expect(collected.isEmpty)
         #expect(error?.partName == "bad")
         guard case .invalidMIMEType = error?.reason else {
@@ -124,7 +116,7 @@ import Testing
         var form = MultipartFormData()
         try form.append(fileURL: fileURL, name: "file")
         try Data(count: 100).write(to: fileURL)
-        let (collected, error) = await collect(form.bodyChunks())
+        let (collected, error) = await collectIteration(form.bodyChunks())
         #expect(UInt64(collected.reduce(0) { $0 + $1.count }) < form.contentLength)
         #expect(error?.partIndex == 0)
         guard case .fileSizeChanged(_, expected: 200_000, actual: 100) = error?.reason else {
@@ -136,7 +128,7 @@ import Testing
     @Test func aStreamThatEndsEarlyFailsTheIteration() async throws {
         var form = MultipartFormData()
         form.append(length: 10, name: "short") { InputStream(data: Data(count: 4)) }
-        let (_, error) = await collect(form.bodyChunks())
+        let (_, error) = await collectIteration(form.bodyChunks())
         guard case .streamEndedEarly(expected: 10, received: 4) = error?.reason else {
             Issue.record("wrong reason: \(String(describing: error))")
             return

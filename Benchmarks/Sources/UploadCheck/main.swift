@@ -11,11 +11,15 @@ import OpenAPIRuntime
 
 // Uploads a large file (2 GiB by default) through URLSession to a Node server on 127.0.0.1 and checks that every
 // byte arrived. Reports the time and this process's peak resident memory, so run one upload per process.
-// Usage: upload-check [--size BYTES] [--strategy stream|file|floor|async-http-client|httpbody] [--file PATH]
+// Usage: upload-check [--size BYTES] [--strategy stream|file|floor|floor-delegate|async-http-client|httpbody|
+//                     async-http-client-file] [--file PATH]
 //                     [--url URL] [--max-rss MIB]
 //   --strategy floor  URLSession's own floor: the file itself as a plain InputStream(fileAtPath:) body with its
 //                     Content-Length, no multipart, no MultipartStream
-//   --strategy async-http-client  AsyncHTTPClient sends form.bodyChunks() with its known length
+//   --strategy floor-delegate  the same, on a session with a delegate (as every MultipartStream upload has): what
+//                     URLSession costs a task whose session has one, with no MultipartStream
+//   --strategy async-http-client  AsyncHTTPClient sends the README's recipe: form.bodyChunks(makeChunk:) filling
+//                     ByteBuffers, with the known length
 //   --strategy httpbody  swift-openapi-runtime's HTTPBody over form.bodyChunks() with its known length, sent by
 //                     AsyncHTTPClient as swift-openapi-async-http-client sends an HTTPBody
 //   --strategy async-http-client-file  AsyncHTTPClient's own floor: the file itself, read into 1 MiB ByteBuffers
@@ -28,6 +32,7 @@ import OpenAPIRuntime
 
 enum Strategy: String {
     case stream, file, floor
+    case floorWithDelegate = "floor-delegate"
     case asyncHTTPClient = "async-http-client"
     case httpBody = "httpbody"
     case asyncHTTPClientFile = "async-http-client-file"
@@ -50,7 +55,7 @@ while let option = arguments.popFirst() {
     case ("--max-rss", let value?) where Int(value) != nil: maxResidentMiB = Int(value)
     case ("--chunk-size", let value?) where Int(value) != nil: chunkSize = Int(value)
     default:
-        let strategies = "stream|file|floor|async-http-client|httpbody|async-http-client-file"
+        let strategies = "stream|file|floor|floor-delegate|async-http-client|httpbody|async-http-client-file"
         FileHandle.standardError.write(
             Data(
                 ("usage: upload-check [--size BYTES] [--strategy \(strategies)] [--file PATH] [--url URL] "
@@ -91,7 +96,7 @@ try form.append(fileURL: fileURL, name: "file")
 let server = sinkURL == nil ? try UploadServer(.sink) : nil
 let url = sinkURL ?? server!.url()
 let session = URLSession(configuration: .ephemeral)
-let bodyLength = strategy == .floor || strategy == .asyncHTTPClientFile ? size : form.contentLength
+let bodyLength = [.floor, .floorWithDelegate, .asyncHTTPClientFile].contains(strategy) ? size : form.contentLength
 
 let clock = ContinuousClock()
 let start = clock.now
@@ -100,7 +105,7 @@ switch strategy {
 case .stream, .file:
     (data, _) = try await session.upload(
         form, with: URLRequest(url: url), strategy: strategy == .stream ? .stream : .file)
-case .floor:
+case .floor, .floorWithDelegate:
     var request = URLRequest(url: url)
     request.httpMethod = "POST"
     request.httpBodyStream = InputStream(fileAtPath: fileURL.path)
@@ -111,7 +116,11 @@ case .floor:
         request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
         request.setValue(" ", forHTTPHeaderField: "Expect")
     #endif
-    (data, _) = try await session.data(for: request)
+    if strategy == .floor {
+        (data, _) = try await session.data(for: request)
+    } else {
+        data = try await CollectingDelegate().send(request)
+    }
 case .asyncHTTPClient, .httpBody:
     data = try await sendWithAsyncHTTPClient(form, to: url, asHTTPBody: strategy == .httpBody, chunkSize: chunkSize)
 case .asyncHTTPClientFile:
@@ -162,12 +171,17 @@ func sendWithAsyncHTTPClient(
     var request = HTTPClientRequest(url: url.absoluteString)
     request.method = .POST
     request.headers.add(name: "Content-Type", value: form.contentType)
-    let chunks = chunkSize.map { form.bodyChunks(maximumSize: $0) } ?? form.bodyChunks()
     if asHTTPBody {
+        let chunks = chunkSize.map { form.bodyChunks(maximumSize: $0) } ?? form.bodyChunks()
         let body = HTTPBody(chunks, length: .known(Int64(form.contentLength)), iterationBehavior: .multiple)
         request.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
     } else {
-        request.body = .stream(chunks.map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
+        let chunks = form.bodyChunks(maximumSize: chunkSize ?? 1 << 20) { size, fill in
+            var buffer = ByteBuffer()
+            try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size, fill)
+            return buffer
+        }
+        request.body = .stream(chunks, length: .known(Int64(form.contentLength)))
     }
     return try await execute(request)
 }
@@ -218,6 +232,32 @@ struct FileChunks: AsyncSequence, Sendable {
             }
             return buffer
         }
+    }
+}
+
+/// A session delegate that only collects the answer: the least a task whose session has a delegate can cost.
+final class CollectingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let lock = NSLock()
+    private var answer = Data()
+    private var continuation: CheckedContinuation<Data, any Error>?
+
+    /// Sends `request` with its body stream as a data task of a session whose delegate is this object.
+    func send(_ request: URLRequest) async throws -> Data {
+        let session = URLSession(configuration: .ephemeral, delegate: self, delegateQueue: nil)
+        defer { session.finishTasksAndInvalidate() }
+        return try await withCheckedThrowingContinuation { continuation in
+            lock.withLock { self.continuation = continuation }
+            session.dataTask(with: request).resume()
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        lock.withLock { answer.append(data) }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let (continuation, answer) = lock.withLock { (self.continuation.take(), self.answer) }
+        if let error { continuation?.resume(throwing: error) } else { continuation?.resume(returning: answer) }
     }
 }
 

@@ -33,23 +33,12 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
 
     /// One pass over the body.
     public struct Iterator: AsyncIteratorProtocol {
-        private let reader: MultipartReader?
+        private var cursor: BodyChunkCursor
         private let maximumSize: Int
-        /// Why the iteration cannot start (the form's append error, an offset it cannot start at), thrown by the
-        /// first `next()`, or `nil` once thrown.
-        private var appendError: MultipartError?
-        /// Set after the last chunk or the first error: later calls return `nil`.
-        private var isFinished = false
 
         fileprivate init(form: MultipartFormData, maximumSize: Int, offset: UInt64) {
+            cursor = BodyChunkCursor(form: form, offset: offset)
             self.maximumSize = maximumSize
-            do throws(MultipartError) {
-                reader = try MultipartReader(form, startingAt: offset)
-                appendError = form.appendError
-            } catch {
-                reader = nil
-                appendError = form.appendError ?? error
-            }
         }
 
         /// The next chunk, `nil` after the last one.
@@ -57,31 +46,16 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
         /// - Throws: ``MultipartError`` naming the part at fault: an ``MultipartFormData/appendError`` on the first
         ///   call, or a file or stream that failed or changed.
         public mutating func next() async throws(MultipartError) -> ArraySlice<UInt8>? {
-            guard !isFinished else { return nil }
-            if let appendError {
-                isFinished = true
-                throw appendError
-            }
-            guard let reader else { return nil }
-            let count = Int(
-                Swift.min(UInt64(maximumSize), reader.contentLength - reader.startOffset - reader.bytesRead))
-            guard count > 0 else {
-                isFinished = true
-                return nil
-            }
+            guard let count = try cursor.nextChunkSize(atMost: maximumSize) else { return nil }
             var failure: MultipartError?
             let chunk = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                // The reader fills the whole buffer unless the body ends or fails: it loops over short reads.
                 do throws(MultipartError) {
-                    initialized = try reader.read(into: UnsafeMutableRawBufferPointer(buffer))
+                    initialized = try cursor.read(into: UnsafeMutableRawBufferPointer(buffer))
                 } catch {
                     failure = error
                 }
             }
-            if let failure {
-                isFinished = true
-                throw failure
-            }
+            if let failure { throw failure }
             return chunk[...]
         }
     }
@@ -92,9 +66,11 @@ extension MultipartFormData {
     /// one. Pair it with ``contentLength`` so that the client sends a `Content-Length`:
     ///
     /// ```swift
-    /// let chunks = form.bodyChunks().map { ByteBuffer(bytes: $0) }
-    /// request.body = .stream(chunks, length: .known(Int64(form.contentLength)))  // AsyncHTTPClient
+    /// let body = HTTPBody(form.bodyChunks(), length: .known(Int64(form.contentLength)), iterationBehavior: .multiple)
     /// ```
+    ///
+    /// For a client with buffers of its own (AsyncHTTPClient's `ByteBuffer`),
+    /// ``bodyChunks(maximumSize:startingAt:makeChunk:)`` fills them in place instead of copying arrays into them.
     ///
     /// - Parameter maximumSize: The most bytes in one chunk, from 1 to 16 MiB; other values count as the nearest.
     /// - Returns: A sequence that reads the form anew on each iteration.

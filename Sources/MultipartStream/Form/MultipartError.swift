@@ -81,6 +81,9 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// A body was asked to start at byte `offset`, inside or after this one-shot `InputStream` part, whose
         /// earlier bytes cannot be read again: append it with a stream factory to make it resumable.
         case cannotResumeOneShotStream(offset: UInt64)
+        /// A ``MultipartFilledChunks`` chunk of `size` bytes came back with nothing written: its maker returned
+        /// without calling `fill`, or gave it no room.
+        case chunkNotFilled(size: Int)
 
         // Found while uploading.
 
@@ -172,6 +175,8 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .cannotResumeOneShotStream(let offset):
             "the body cannot start at byte \(offset), inside or after this one-shot InputStream, which cannot be "
                 + "read again; use a stream factory to make it resumable"
+        case .chunkNotFilled(let size):
+            "a chunk of the body (\(size) bytes) came back empty: make each chunk by calling fill with room for it"
         case .redirectNotFollowed(let statusCode, let location):
             "the server redirected (\(statusCode)) to \(location?.absoluteString ?? "an unknown location"), and this "
                 + "platform's URLSession would resend the request with an empty body; upload to that URL instead"

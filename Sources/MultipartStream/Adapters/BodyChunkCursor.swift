@@ -1,0 +1,53 @@
+/// One pass over a form's body, chunk by chunk: the iteration state that ``MultipartBodyChunks`` and
+/// ``MultipartBodyBuffers`` share, whatever their chunks are made of.
+struct BodyChunkCursor {
+    private let reader: MultipartReader?
+    /// Why the iteration cannot start (the form's append error, an offset it cannot start at), thrown by the first
+    /// ``nextChunkSize(atMost:)``, or `nil` once thrown.
+    private var startError: MultipartError?
+    /// Set after the last chunk or the first error: later chunks are `nil`.
+    private var isFinished = false
+
+    init(form: MultipartFormData, offset: UInt64) {
+        do throws(MultipartError) {
+            reader = try MultipartReader(form, startingAt: offset)
+            startError = form.appendError
+        } catch {
+            reader = nil
+            startError = form.appendError ?? error
+        }
+    }
+
+    /// The size of the next chunk, at most `maximumSize`; `nil` after the last one or an error.
+    mutating func nextChunkSize(atMost maximumSize: Int) throws(MultipartError) -> Int? {
+        guard !isFinished else { return nil }
+        if let startError {
+            isFinished = true
+            throw startError
+        }
+        guard let reader else { return nil }
+        let count = Int(min(UInt64(maximumSize), reader.contentLength - reader.startOffset - reader.bytesRead))
+        guard count > 0 else {
+            isFinished = true
+            return nil
+        }
+        return count
+    }
+
+    /// Fills `buffer` with the next bytes, looping over short reads, and returns the count (less than the buffer only
+    /// at the end). The first error ends the iteration.
+    mutating func read(into buffer: UnsafeMutableRawBufferPointer) throws(MultipartError) -> Int {
+        guard let reader, !isFinished else { return 0 }
+        do throws(MultipartError) {
+            return try reader.read(into: buffer)
+        } catch {
+            isFinished = true
+            throw error
+        }
+    }
+
+    /// Ends the iteration: later chunks are `nil`.
+    mutating func finish() {
+        isFinished = true
+    }
+}
