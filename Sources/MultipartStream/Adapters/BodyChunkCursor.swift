@@ -1,14 +1,22 @@
 /// One pass over a form's body, chunk by chunk: the iteration state that ``MultipartBodyChunks`` and
 /// ``MultipartBodyBuffers`` share, whatever their chunks are made of.
 struct BodyChunkCursor {
+    /// The largest chunk made, whatever is asked: a chunk is allocated whole, and a body of gigabytes must not be.
+    static let largestChunk = 16 << 20
+
     private let reader: MultipartReader?
+    /// The most bytes in one chunk, from 1 to ``largestChunk``.
+    private let maximumSize: Int
     /// Why the iteration cannot start (the form's append error, an offset it cannot start at), thrown by the first
-    /// ``nextChunkSize(atMost:)``, or `nil` once thrown.
+    /// ``nextChunkSize()``, or `nil` once thrown.
     private var startError: MultipartError?
     /// Set after the last chunk or the first error: later chunks are `nil`.
     private var isFinished = false
 
-    init(form: MultipartFormData, offset: UInt64) {
+    /// A pass from byte `offset` on, in chunks of at most `maximumSize` bytes (other sizes than 1 to 16 MiB count as
+    /// the nearest).
+    init(form: MultipartFormData, offset: UInt64, maximumSize: Int) {
+        self.maximumSize = min(max(1, maximumSize), Self.largestChunk)
         do throws(MultipartError) {
             reader = try MultipartReader(form, startingAt: offset)
             startError = form.appendError
@@ -18,8 +26,8 @@ struct BodyChunkCursor {
         }
     }
 
-    /// The size of the next chunk, at most `maximumSize`; `nil` after the last one or an error.
-    mutating func nextChunkSize(atMost maximumSize: Int) throws(MultipartError) -> Int? {
+    /// The size of the next chunk; `nil` after the last one or an error.
+    mutating func nextChunkSize() throws(MultipartError) -> Int? {
         guard !isFinished else { return nil }
         if let startError {
             isFinished = true

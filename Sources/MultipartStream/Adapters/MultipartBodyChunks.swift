@@ -17,12 +17,9 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
     private let maximumSize: Int
     private let offset: UInt64
 
-    /// The largest chunk made, whatever is asked: a chunk is allocated whole, and a body of gigabytes must not be.
-    static let largestChunk = 16 << 20
-
     init(form: MultipartFormData, maximumSize: Int, offset: UInt64) {
         self.form = form
-        self.maximumSize = Swift.min(Swift.max(1, maximumSize), Self.largestChunk)
+        self.maximumSize = maximumSize
         self.offset = offset
     }
 
@@ -34,11 +31,9 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
     /// One pass over the body.
     public struct Iterator: AsyncIteratorProtocol {
         private var cursor: BodyChunkCursor
-        private let maximumSize: Int
 
         fileprivate init(form: MultipartFormData, maximumSize: Int, offset: UInt64) {
-            cursor = BodyChunkCursor(form: form, offset: offset)
-            self.maximumSize = maximumSize
+            cursor = BodyChunkCursor(form: form, offset: offset, maximumSize: maximumSize)
         }
 
         /// The next chunk, `nil` after the last one.
@@ -46,7 +41,7 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
         /// - Throws: ``MultipartError`` naming the part at fault: an ``MultipartFormData/appendError`` on the first
         ///   call, or a file or stream that failed or changed.
         public mutating func next() async throws(MultipartError) -> ArraySlice<UInt8>? {
-            guard let count = try cursor.nextChunkSize(atMost: maximumSize) else { return nil }
+            guard let count = try cursor.nextChunkSize() else { return nil }
             var failure: MultipartError?
             let chunk = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 do throws(MultipartError) {

@@ -23,20 +23,19 @@ public struct MultipartFilledChunks<Chunk>: AsyncSequence, Sendable {
 
     init(form: MultipartFormData, maximumSize: Int, offset: UInt64, makeChunk: @escaping MakeChunk) {
         self.form = form
-        self.maximumSize = Swift.min(Swift.max(1, maximumSize), MultipartBodyChunks.largestChunk)
+        self.maximumSize = maximumSize
         self.offset = offset
         self.makeChunk = makeChunk
     }
 
     /// Starts a new iteration at the sequence's first byte.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(cursor: BodyChunkCursor(form: form, offset: offset), maximumSize: maximumSize, makeChunk: makeChunk)
+        Iterator(cursor: BodyChunkCursor(form: form, offset: offset, maximumSize: maximumSize), makeChunk: makeChunk)
     }
 
     /// One pass over the body.
     public struct Iterator: AsyncIteratorProtocol {
         fileprivate var cursor: BodyChunkCursor
-        fileprivate let maximumSize: Int
         fileprivate let makeChunk: MakeChunk
 
         /// The next chunk, `nil` after the last one.
@@ -45,7 +44,7 @@ public struct MultipartFilledChunks<Chunk>: AsyncSequence, Sendable {
         ///   call, or a file or stream that failed or changed), whatever the chunk's maker threw, or
         ///   ``MultipartError/Reason/chunkNotFilled(size:)`` when it wrote nothing.
         public mutating func next() async throws -> Chunk? {
-            guard let size = try cursor.nextChunkSize(atMost: maximumSize) else { return nil }
+            guard let size = try cursor.nextChunkSize() else { return nil }
             var written = 0
             // A read's error, kept in case the maker swallows it: the iteration must not go on after a failed read.
             var failure: MultipartError?
