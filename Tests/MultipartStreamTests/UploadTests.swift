@@ -393,7 +393,6 @@ extension URLSessionSuites {
     }
 }
 
-/// A caller's session delegate that answers Basic challenges with u:p.
 /// Answers every redirect with `nil`: the 3xx is the answer.
 private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     func urlSession(
@@ -407,6 +406,7 @@ private final class NoRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     }
 }
 
+/// A caller's session delegate that answers Basic challenges with u:p.
 private final class CredentialDelegate: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
     // @unchecked: guarded by `lock`.
     private let lock = Lock()
