@@ -8,7 +8,7 @@
 //   /silent           reads the body and never answers
 //   /auth             401 (Basic realm="uploads") until the request carries Authorization: Basic dTpw (u:p)
 //   /redirect/CODE    answers CODE with Location: /upload, or the path given as ?to=; with ?early, before
-//                     reading the body, closing the connection
+//                     reading the body, closing the connection as /early does
 //   /elsewhere/CODE   answers CODE with Location: http://localhost:PORT/upload (or the path given as ?to=),
 //                     another origin than 127.0.0.1
 //   /headers          answers 200 with what /upload answers, whatever the method and body
@@ -18,7 +18,7 @@
 //   /echo             answers {contentType, body (base64)}: the raw request body, for byte comparisons
 //   /status/CODE      answers CODE with a short text body
 //   /length-required  411 to a body without Content-Length (chunked), as S3-style servers do; else as /upload
-//   /early            answers 200 at once, without reading the body, and closes the connection
+//   /early            answers 200 at once, without reading the body, and closes its side of the connection
 //   /log              the list of requests seen so far: [{path, query, method, bytes, contentLength,
 //                     transferEncoding, port}]
 //   /connections      how many connections are open, the asking one aside, `port` being the client's, so that a test can count connections
@@ -28,6 +28,16 @@ import { formDataParts } from './formdata-parts.mjs';
 
 const log = [];
 const flakyAnswers = new Map();
+
+// Answers before reading the body, then shuts down its side of the connection and reads no more, keeping the socket
+// until the server stops. Closing the socket itself with bytes unread would reset the connection, and a client still
+// sending could meet the reset before it read the answer (it did, under load).
+function answerUnread(request, status, headers, body) {
+  request.pause();
+  const lines = Object.entries({ ...headers, 'content-length': Buffer.byteLength(body), connection: 'close' })
+    .map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  request.socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${lines}\r\n${body}`);
+}
 
 async function readBody(request, slow) {
   const chunks = [];
@@ -86,13 +96,11 @@ async function handle(request, response) {
   }
   const query = new URL(request.url, 'http://localhost').searchParams;
   if (path.startsWith('/redirect/') && query.has('early')) {
-    response.writeHead(Number(path.slice('/redirect/'.length)), { location: query.get('to') ?? '/upload', connection: 'close' });
-    response.end();
+    answerUnread(request, Number(path.slice('/redirect/'.length)), { location: query.get('to') ?? '/upload' }, '');
     return;
   }
   if (path === '/early') {
-    response.writeHead(200, { 'content-type': 'text/plain', connection: 'close' });
-    response.end('thanks, but I did not read it\n');
+    answerUnread(request, 200, { 'content-type': 'text/plain' }, 'thanks, but I did not read it\n');
     return;
   }
   if (path === '/length-required' && request.headers['content-length'] === undefined) {
