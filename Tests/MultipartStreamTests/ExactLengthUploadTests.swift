@@ -123,9 +123,9 @@ extension URLSessionSuites {
         }
 
         @Test func thePrivateSessionClosesOnceNoUploadIsLeft() async throws {
-            let saved = UploadSession.idleTimeout
-            UploadSession.idleTimeout = 0.2
-            defer { UploadSession.idleTimeout = saved }
+            let saved = SessionPool.idleTimeout
+            SessionPool.idleTimeout = 0.2
+            defer { SessionPool.idleTimeout = saved }
             let server = try UploadServer()
             var small = MultipartFormData()
             small.append("v", name: "n")
@@ -134,8 +134,8 @@ extension URLSessionSuites {
             let caller = session!
             session!.invalidateAndCancel()
             session = nil
-            try await Stopwatch.wait(atMost: 10, polling: 0.02) { UploadSession.isOpen(for: caller) }
-            #expect(!UploadSession.isOpen(for: caller), "the private session outlived its caller's")
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.isOpen(for: caller) }
+            #expect(!SessionPool.isOpen(for: caller), "the private session outlived its caller's")
         }
 
         @Test func progressIsReportedAFewHundredTimesAtMost() async throws {

@@ -11,7 +11,7 @@ import Foundation
 /// keeps the response body, applies ``RedirectPolicy`` and ``ChallengePolicy`` (asking the caller's delegate first,
 /// through ``CallerDelegate``), reports progress, and at the end closes every stream and tells the caller what
 /// ``UploadStateMachine`` makes of how the task ended.
-final class MultipartUpload: @unchecked Sendable {
+final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     // @unchecked: every mutable property is guarded by `lock`; the rest are constants.
     typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
 
@@ -98,7 +98,11 @@ final class MultipartUpload: @unchecked Sendable {
         guard let session = caller.session else { return nil }
         var request = prepared(request)
         if case .none = body {} else { request.httpBodyStream = makeStream(of: body) }
-        return started(UploadSession.makeTask(for: self, of: session, started: true) { $0.dataTask(with: request) })
+        let task = SessionPool.makeTask(for: self, of: session, singleUse: sendsBodyOnce, started: true) {
+            $0.dataTask(with: request)
+        }
+        caller.pin()
+        return started(task)
     }
 
     /// A suspended upload task that sends `request` with the form, from the temporary file or streamed.
@@ -106,7 +110,7 @@ final class MultipartUpload: @unchecked Sendable {
         guard let session = caller.session else { return nil }
         let request = prepared(request)
         let body = lock.withLock { self.body }
-        let task = UploadSession.makeTask(for: self, of: session, started: ownsTask) {
+        let task = SessionPool.makeTask(for: self, of: session, singleUse: sendsBodyOnce, started: ownsTask) {
             session -> URLSessionUploadTask in
             if body.isReadByURLSession, let file = body.temporaryFile {
                 session.uploadTask(with: request, fromFile: file)
@@ -114,6 +118,7 @@ final class MultipartUpload: @unchecked Sendable {
                 session.uploadTask(withStreamedRequest: request)
             }
         }
+        if ownsTask { caller.pin() }
         return started(task)
     }
 
@@ -143,7 +148,7 @@ final class MultipartUpload: @unchecked Sendable {
     }
 
     /// The task began: from now on it keeps the caller's session alive, as URLSession keeps a task's session.
-    func taskStarted() {
+    func taskBegan() {
         caller.pin()
     }
 

@@ -51,3 +51,33 @@ enum TemporaryBodies {
         }.count
     }
 }
+
+/// This process's sockets, resident memory and descriptor limit, from `/proc/self` and `getrlimit`.
+enum ProcessDescriptors {
+    /// Open sockets: connections, and the socket pairs that each URLSession's libcurl handle holds.
+    static func sockets() -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.filter {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)"))?.hasPrefix("socket:")
+                == true
+        }.count
+    }
+
+    /// Resident memory in bytes.
+    static func residentBytes() -> Int {
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Runs `body` with the soft limit of open descriptors at most `limit`, as under `ulimit -n`, then restores it.
+    static func withSoftLimit<T>(_ limit: UInt, _ body: () async throws -> T) async throws -> T {
+        var saved = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) == 0 else { return try await body() }
+        var lowered = saved
+        lowered.rlim_cur = min(saved.rlim_cur, rlim_t(limit))
+        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered)
+        defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+        return try await body()
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLSessionSuites {
+    /// The private sessions that carry uploads end with their callers' sessions and their idle time: a session per
+    /// upload, or storms of cancels, leave no session, descriptor or memory behind, as plain URLSession does not.
+    @Suite(.serialized) struct SessionLifetimeTests {
+        /// Shortens the idle timeout, which every private session left open by earlier tests then meets.
+        private static func shortenIdleTimeout() async throws -> TimeInterval {
+            let saved = SessionPool.idleTimeout
+            SessionPool.idleTimeout = 0.2
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
+            return saved
+        }
+
+        @Test(arguments: [MultipartUploadStrategy.stream, .file])
+        func cancelStormsThroughTheSharedSessionLeaveNoSessionOrSocketOpen(
+            strategy: MultipartUploadStrategy
+        ) async throws {
+            let savedTimeout = try await Self.shortenIdleTimeout()
+            defer { SessionPool.idleTimeout = savedTimeout }
+            do {
+                let server = try UploadServer()
+                var form = MultipartFormData()
+                form.append(Data(count: 4 << 20), name: "big", fileName: "big.bin")
+                let (data, _) = try await URLSession.shared.upload(form, with: URLRequest(url: server.url()))
+                #expect(try server.seen(in: data).bytes == Int(form.contentLength))
+                try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
+                #expect(SessionPool.openCount == 0, "the warm-up's private session outlived its idle timeout")
+                let sockets = ProcessDescriptors.sockets()
+                let sent = form
+                var generator = SeededGenerator(seed: 25)
+                for index in 0..<200 {
+                    let request = URLRequest(url: server.url("/slow?i=\(index)"))
+                    let upload = Task { try await URLSession.shared.upload(sent, with: request, strategy: strategy) }
+                    try await Task.sleep(nanoseconds: UInt64.random(in: 0...60_000_000, using: &generator))
+                    upload.cancel()
+                    let result = await upload.result
+                    #expect(throws: CancellationError.self, "upload \(index)") { try result.get() }
+                }
+
+                try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
+                #expect(SessionPool.openCount == 0, "a private session outlived its idle timeout after the storm")
+                try await Stopwatch.wait(atMost: 10, polling: 0.05) { ProcessDescriptors.sockets() > sockets }
+                #expect(ProcessDescriptors.sockets() <= sockets, "sockets left open by the storm")
+                let log = try await server.log()
+                #expect(log.filter { $0.path == "/slow" && $0.bytes >= Int(form.contentLength) }.isEmpty)
+            }
+        }
+
+        /// A session made for each upload and invalidated after it, thousands of times under the common limit of
+        /// 1,024 descriptors: every upload arrives whole, and descriptors and memory stay as flat as plain
+        /// URLSession's in the same loop.
+        @Test func aSessionPerUploadKeepsDescriptorsAndMemoryFlat() async throws {
+            let savedTimeout = try await Self.shortenIdleTimeout()
+            defer { SessionPool.idleTimeout = savedTimeout }
+            try await ProcessDescriptors.withSoftLimit(1_024) {
+                let server = try UploadServer(.countSink)
+                var form = MultipartFormData()
+                form.append("session per upload", name: "title")
+                form.append(Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0) }), name: "f", fileName: "f.bin")
+                let encoded = try form.encode()
+                var request = URLRequest(url: server.url())
+                request.httpMethod = "POST"
+                request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
+
+                /// `count` uploads, each on a session of its own; the most sockets seen, and the memory added.
+                func loop(_ count: Int, plain: Bool) async throws -> (sockets: Int, memory: Int) {
+                    let memory = ProcessDescriptors.residentBytes()
+                    var mostSockets = 0
+                    for index in 0..<count {
+                        let session = URLSession(configuration: .ephemeral)
+                        let (data, _) =
+                            plain
+                            ? try await session.upload(for: request, from: encoded)
+                            : try await session.upload(form, with: request)
+                        session.finishTasksAndInvalidate()
+                        let counted = try JSONDecoder().decode(UploadServer.Counted.self, from: data)
+                        #expect(counted.bytes == encoded.count, "upload \(index)")
+                        if index % 50 == 0 { mostSockets = max(mostSockets, ProcessDescriptors.sockets()) }
+                    }
+                    return (mostSockets, ProcessDescriptors.residentBytes() - memory)
+                }
+
+                // Warm both paths up, so that neither pays for first-use allocations in the measured loops.
+                _ = try await loop(200, plain: true)
+                _ = try await loop(200, plain: false)
+                let sockets = ProcessDescriptors.sockets()
+                let plain = try await loop(2_000, plain: true)
+                let ours = try await loop(2_000, plain: false)
+                #expect(ours.sockets <= max(plain.sockets, sockets) + 6, "sockets piled up: \(ours) vs \(plain)")
+                // 47 KB per upload piled up before private sessions ended with their callers: 94 MB here.
+                #expect(ours.memory <= plain.memory + 16 << 20, "memory grew: \(ours) vs plain \(plain)")
+                try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
+                #expect(SessionPool.openCount == 0, "a private session outlived its caller's")
+            }
+        }
+
+        /// Released with its upload done, a caller's session takes its private session with it at once rather
+        /// than after the idle timeout.
+        @Test func aReleasedCallerSessionClosesItsPrivateSessionBeforeTheIdleTimeout() async throws {
+            let server = try UploadServer()
+            var small = MultipartFormData()
+            small.append("v", name: "n")
+            var session: URLSession? = URLSession(configuration: .ephemeral)
+            _ = try await session!.upload(small, with: URLRequest(url: server.url()))
+            weak let caller = session
+            let key = ObjectIdentifier(session!)
+            #expect(SessionPool.isOpen(forCallerWith: key))
+            session!.finishTasksAndInvalidate()
+            session = nil
+            let stopwatch = Stopwatch()
+            try await Stopwatch.wait(atMost: 10, polling: 0.01) { SessionPool.isOpen(forCallerWith: key) }
+            #expect(caller == nil)
+            #expect(!SessionPool.isOpen(forCallerWith: key))
+            // The idle timeout is 30 s here.
+            #expect(stopwatch.seconds < 2, "closed only after \(stopwatch.seconds) s")
+        }
+    }
+}
