@@ -7,145 +7,330 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// ``UploadStateMachine``: one upload's tasks and what its caller is told, transition by transition, without a
-/// server.
+/// ``MultipartUpload/StateMachine``: one upload's tasks, bodies and what its caller is told, transition by
+/// transition, without a server.
 @Suite struct UploadStateMachineTests {
+    typealias Machine = MultipartUpload.StateMachine
+
     private let url = URL(string: "http://127.0.0.1/upload")!
+    private let form: MultipartFormData = {
+        var form = try! MultipartFormData(boundary: "state-machine")
+        form.append(Data(count: 1_000), name: "f", fileName: "f.bin")
+        return form
+    }()
+    /// A session that only makes tasks; none is resumed.
+    private let session = URLSession(configuration: .ephemeral)
+
+    private func machine(_ role: MultipartUpload.Role = .wholeForm(.stream(startingAt: 0))) -> Machine {
+        Machine(role: role, contentLength: form.contentLength, contentType: form.contentType)
+    }
+
+    /// A redirect's request that keeps the form's method, as a 307 or 308 does.
+    private func post(_ url: URL) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        return request
+    }
 
     private func response(_ status: Int) -> HTTPURLResponse {
         HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])!
     }
 
-    /// A task that sent `sent` of a 100-byte body and got `status`.
-    private func end(_ status: Int?, sent: UInt64 = 100, error: (any Error)? = nil) -> UploadStateMachine.TaskEnd {
-        UploadStateMachine.TaskEnd(
-            error: error, response: status.map(response), data: Data("answer".utf8), bodyBytesSent: sent,
-            bodyLength: 100, bodyStart: 0, contentLength: 100)
+    /// Gives the machine a body stream of the form from `offset` that has handed out `sent` bytes (all of them
+    /// when `nil`), as URLSession reads it.
+    @discardableResult
+    private func sendBody(_ machine: inout Machine, from offset: UInt64 = 0, sent: UInt64? = nil)
+        -> MultipartBodyStream
+    {
+        let stream = form.makeBodyStream(startingAt: offset)
+        #expect(machine.streamMade(stream) == .hand)
+        stream.open()
+        var buffer = [UInt8](repeating: 0, count: Int(form.contentLength))
+        let count = Int(sent ?? stream.contentLength)
+        if count > 0 { #expect(stream.read(&buffer, maxLength: count) == count) }
+        return stream
     }
 
-    private func finished(_ action: UploadStateMachine.Action) -> Result<(Data, URLResponse), any Error>? {
-        if case .finish(let result) = action { return result }
+    /// The task ends with `status` (none when `nil`) and `error`.
+    private func end(_ machine: inout Machine, _ status: Int?, error: (any Error)? = nil) -> Machine.EndAction {
+        machine.responseBegan()
+        machine.received(Data("answer".utf8))
+        return machine.taskEnded(error: error, response: status.map(response))
+    }
+
+    private func finished(_ action: Machine.EndAction) -> Result<(Data, URLResponse), any Error>? {
+        if case .finish(let finish) = action { return finish.result }
         Issue.record("expected .finish, got \(action)")
         return nil
     }
 
-    private func status(_ action: UploadStateMachine.Action) -> Int? {
+    private func status(_ action: Machine.EndAction) -> Int? {
         guard case .success(let (_, response))? = finished(action) else { return nil }
         return (response as? HTTPURLResponse)?.statusCode
     }
 
-    private func failure(_ action: UploadStateMachine.Action) -> (any Error)? {
+    private func failure(_ action: Machine.EndAction) -> (any Error)? {
         guard case .failure(let error)? = finished(action) else { return nil }
         return error
     }
 
+    // MARK: Verdicts
+
     @Test func aWholeBodyAnsweredIsTheAnswerAndTheUploadFinishesOnce() {
-        var machine = UploadStateMachine()
-        #expect(status(machine.taskEnded(end(201))) == 201)
-        guard case .finished = machine.state, case .none = machine.taskEnded(end(200)) else {
+        var machine = machine()
+        sendBody(&machine)
+        let first = end(&machine, 201)
+        #expect(status(first) == 201)
+        if case .finish(let finish) = first {
+            #expect((try? finish.result.get())?.0 == Data("answer".utf8))
+            #expect(finish.closing.count == 1 && finish.endsProgress)
+        }
+        guard case .finished = machine.state, case .none = end(&machine, 200) else {
             Issue.record("a second end told the caller again")
             return
         }
     }
 
     @Test func aSuccessBeforeTheWholeBodyIsAFailure() {
-        var machine = UploadStateMachine()
-        let error = failure(machine.taskEnded(end(200, sent: 40))) as? MultipartError
-        guard case .answeredBeforeBodySent(statusCode: 200, bytesSent: 40, contentLength: 100)? = error?.reason else {
+        var machine = machine()
+        sendBody(&machine, sent: 40)
+        let error = failure(end(&machine, 200)) as? MultipartError
+        let length = form.contentLength
+        guard case .answeredBeforeBodySent(statusCode: 200, bytesSent: 40, contentLength: length)? = error?.reason
+        else {
             Issue.record("\(String(describing: error))")
             return
         }
-        var refusal = UploadStateMachine()
-        #expect(status(refusal.taskEnded(end(413, sent: 40))) == 413, "a refusal before the body is an answer")
+        var refusal = self.machine()
+        sendBody(&refusal, sent: 40)
+        #expect(status(end(&refusal, 413)) == 413, "a refusal before the body is an answer")
+    }
+
+    @Test func anAppendCountsFromItsOffset() {
+        var machine = machine(.append(from: 600))
+        sendBody(&machine, from: 600, sent: 10)
+        let error = failure(end(&machine, 204)) as? MultipartError
+        guard case .answeredBeforeBodySent(statusCode: 204, bytesSent: 610, _)? = error?.reason else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
     }
 
     @Test func aResendStartsANewTaskThenCountsAgainstTheLimit() {
-        var machine = UploadStateMachine()
-        #expect(machine.canResend(owningTasks: true))
-        #expect(!machine.canResend(owningTasks: false), "a task handed to the caller cannot be replaced")
-        let resend = URLRequest(url: URL(string: "http://127.0.0.1/elsewhere")!)
-        machine.redirected(.resend(resend))
-        guard case .startTask(let request) = machine.taskEnded(end(307, sent: 100)) else {
-            Issue.record("expected a new task")
+        var machine = machine()
+        let resend = post(URL(string: "http://127.0.0.1/elsewhere")!)
+        #expect(machine.taskMade(session.dataTask(with: url)) == .pinCaller)
+        sendBody(&machine)
+        #if !canImport(Darwin)
+            for round in 0..<RedirectPolicy.maximumResends {
+                #expect(machine.redirectAnswered(statusCode: 307, answer: resend, sent: nil) == .refuse)
+                guard case .resend(let request, let closing) = end(&machine, 307) else {
+                    Issue.record("round \(round): expected a new task")
+                    return
+                }
+                #expect(request.url == resend.url && closing.count == 1)
+                guard case .sending(let exchange) = machine.state, exchange.resends == round + 1 else {
+                    Issue.record("\(machine.state)")
+                    return
+                }
+                #expect(machine.taskMade(session.dataTask(with: url)) == .pinCaller)
+                sendBody(&machine)
+            }
+            // At most `maximumResends`: the next 307 fails, naming it.
+            #expect(machine.redirectAnswered(statusCode: 307, answer: resend, sent: nil) == .refuse)
+            let error = failure(end(&machine, 307)) as? MultipartError
+            guard case .redirectNotFollowed(statusCode: 307, _)? = error?.reason else {
+                Issue.record("\(String(describing: error))")
+                return
+            }
+        #endif
+    }
+
+    @Test func aTaskHandedToTheCallerCannotBeReplaced() {
+        var machine = machine(.callerTask(.stream(startingAt: 0)))
+        #expect(machine.taskMade(session.uploadTask(withStreamedRequest: URLRequest(url: url))) == .none)
+        #expect(machine.taskBegan() == .pinCaller)
+        sendBody(&machine)
+        #if !canImport(Darwin)
+            _ = machine.redirectAnswered(statusCode: 308, answer: post(url), sent: nil)
+            let error = failure(end(&machine, 308)) as? MultipartError
+            guard case .redirectNotFollowed(statusCode: 308, _)? = error?.reason else {
+                Issue.record("\(String(describing: error))")
+                return
+            }
+        #endif
+    }
+
+    @Test func aRedirectToAGetIsFollowedWithoutTheBodyHeaders() {
+        var machine = machine()
+        sendBody(&machine)
+        var get = URLRequest(url: url)
+        get.httpMethod = "GET"
+        get.setValue("10", forHTTPHeaderField: "Content-Length")
+        guard case .follow(let request) = machine.redirectAnswered(statusCode: 303, answer: get, sent: nil) else {
+            Issue.record("a 303 to a GET is followed")
             return
         }
-        #expect(request.url == resend.url)
-        guard case .sending(resends: 1) = machine.state else {
-            Issue.record("\(machine.state)")
-            return
-        }
-        for _ in 1..<RedirectPolicy.maximumResends {
-            machine.redirected(.resend(resend))
-            _ = machine.taskEnded(end(307))
-        }
-        #expect(!machine.canResend(owningTasks: true), "at most \(RedirectPolicy.maximumResends) resends")
+        #if !canImport(Darwin)
+            #expect(request.value(forHTTPHeaderField: "Content-Length") == nil)
+        #endif
+        #expect(machine.redirectAnswered(statusCode: 302, answer: nil, sent: nil) == .refuse, "kept as the answer")
     }
 
     @Test func aResendIsNotStartedAfterAFailedBody() {
-        var machine = UploadStateMachine()
-        machine.redirected(.resend(URLRequest(url: url)))
-        let streamFailure = MultipartError(.fileChanged(url), partIndex: 1, partName: "video")
-        var failed = end(307, sent: 10)
-        failed.streamFailure = streamFailure
-        #expect((failure(machine.taskEnded(failed)) as? MultipartError)?.partName == "video")
-    }
-
-    @Test func aRedirectThatCannotBeFollowedFailsNamingIt() {
-        var machine = UploadStateMachine()
-        machine.redirected(.fail(MultipartError(.redirectNotFollowed(statusCode: 308, location: url))))
-        let error = failure(machine.taskEnded(end(308))) as? MultipartError
-        guard case .redirectNotFollowed(statusCode: 308, _)? = error?.reason else {
-            Issue.record("\(String(describing: error))")
-            return
-        }
+        var machine = machine()
+        _ = machine.redirectAnswered(statusCode: 307, answer: post(url), sent: nil)
+        var failingForm = form
+        failingForm.appendError = MultipartError(.fileChanged(url), partIndex: 1, partName: "video")
+        let failing = failingForm.makeBodyStream()
+        #expect(machine.streamMade(failing) == .hand)
+        failing.open()
+        var byte: UInt8 = 0
+        #expect(failing.read(&byte, maxLength: 1) == -1)
+        #expect((failure(end(&machine, 307)) as? MultipartError)?.partName == "video")
     }
 
     @Test func aCancelBeatsEveryOtherOutcomeAndComesOnce() {
-        var machine = UploadStateMachine()
-        machine.redirected(.resend(URLRequest(url: url)))
-        let first = machine.cancel()
-        let second = machine.cancel()
-        #expect(first && !second)
-        #expect((failure(machine.taskEnded(end(200))) as? URLError)?.code == .cancelled, "not a resend, not a 200")
+        var machine = machine()
+        let task = session.dataTask(with: url)
+        _ = machine.taskMade(task)
+        let stream = sendBody(&machine, sent: 10)
+        _ = machine.redirectAnswered(statusCode: 307, answer: post(url), sent: nil)
+        guard case .cancel(let cancelled?, let streams) = machine.cancel() else {
+            Issue.record("the first cancel cancels the task")
+            return
+        }
+        #expect(cancelled === task && streams.count == 1 && streams.first === stream)
+        guard case .none = machine.cancel() else {
+            Issue.record("a second cancel acted again")
+            return
+        }
+        #expect((failure(end(&machine, 200)) as? URLError)?.code == .cancelled, "not a resend, not a 200")
+    }
+
+    @Test func whatComesAfterACancelIsStoppedAtOnce() {
+        var machine = machine()
+        guard case .cancel(nil, streams: []) = machine.cancel() else {
+            Issue.record("a cancel before the task has nothing to stop yet")
+            return
+        }
+        #expect(machine.streamMade(form.makeBodyStream()) == .close, "a stream made after the cancel")
+        #expect(machine.taskMade(session.dataTask(with: url)) == .cancel, "a task made after the cancel")
+        #expect((failure(end(&machine, nil, error: URLError(.cancelled))) as? URLError)?.code == .cancelled)
     }
 
     @Test func a401IsTheAnswerOnlyWhenTheUploadGaveUpItsChallenge() {
+        var givenUp = machine()
+        sendBody(&givenUp)
+        givenUp.challengeGivenUp()
+        #expect(status(end(&givenUp, 401, error: URLError(.cancelled))) == 401)
+        var broken = machine()
+        sendBody(&broken)
         let reset = URLError(.networkConnectionLost)
-        var givenUp = UploadStateMachine()
-        givenUp.gaveUpChallenge()
-        #expect(status(givenUp.taskEnded(end(401, sent: 100, error: URLError(.cancelled)))) == 401)
-        var broken = UploadStateMachine()
-        #expect(
-            (failure(broken.taskEnded(end(401, sent: 100, error: reset))) as? URLError)?.code == .networkConnectionLost)
+        #expect((failure(end(&broken, 401, error: reset)) as? URLError)?.code == .networkConnectionLost)
     }
 
     @Test func aBodyThatCouldNotBeWrittenFailsWithItsReason() {
-        var machine = UploadStateMachine()
-        var failed = end(nil, error: URLError(.unknown))
-        failed.bodyFailure = MultipartError(
-            .fileSizeChanged(url, expected: 10, actual: 5), partIndex: 0, partName: "doc")
-        let error = failure(machine.taskEnded(failed)) as? MultipartError
+        let file = URL(fileURLWithPath: "/tmp/never-written.multipart")
+        var machine = machine(.callerTask(.fileToWrite(file)))
+        guard case .writeFile(file) = machine.bodyRequested() else {
+            Issue.record("the file is written when the task first asks for its body")
+            return
+        }
+        let failure = MultipartError(.fileSizeChanged(url, expected: 10, actual: 5), partIndex: 0, partName: "doc")
+        guard case .failing = machine.fileWritten(failure), case .makeStream(.failing) = machine.bodyRequested() else {
+            Issue.record("a failed write fails every body")
+            return
+        }
+        let error = self.failure(end(&machine, nil, error: URLError(.unknown))) as? MultipartError
         guard case .fileSizeChanged(_, expected: 10, actual: 5)? = error?.reason else {
             Issue.record("\(String(describing: error)): URLSession's 'aborted' instead of the reason")
             return
         }
     }
 
-    @Test func aResendThatCannotStartFailsOnce() {
-        var machine = UploadStateMachine()
-        machine.redirected(.resend(URLRequest(url: url)))
-        _ = machine.taskEnded(end(307))
-        let told = machine.resendFailed(MultipartError(.redirectNotFollowed(statusCode: 307, location: url)))
-        #expect(failure(told) != nil)
-        guard case .none = machine.resendFailed(MultipartError(.redirectNotFollowed(statusCode: 307, location: url)))
-        else {
-            Issue.record("told twice")
+    @Test func aWrittenFileIsStreamedAndRemovedAtTheEnd() {
+        let file = URL(fileURLWithPath: "/tmp/written.multipart")
+        var machine = machine(.callerTask(.fileToWrite(file)))
+        #expect(machine.plan(for: URLRequest(url: url)).kind == .streamedUpload)
+        #if !canImport(Darwin)
+            guard case .encodedFile(file) = machine.fileWritten(nil) else {
+                Issue.record("a written file is streamed")
+                return
+            }
+        #endif
+        sendBody(&machine)
+        guard case .finish(let finish) = end(&machine, 200) else { return }
+        #expect(finish.removing == file)
+    }
+
+    @Test func anAppendGoesOutOnceOnASessionOfItsOwn() {
+        var machine = machine(.append(from: 100))
+        let plan = machine.plan(for: URLRequest(url: url))
+        #expect(plan.singleUse && plan.startsNow && plan.kind == .data(streamed: true))
+        #expect(plan.request.value(forHTTPHeaderField: "Content-Type") == ResumableUpload.partialUploadType)
+        #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(form.contentLength - 100))
+        guard case .makeStream(.form(from: 100, startsOverWhenReopened: false)) = machine.bodyRequested() else {
+            Issue.record("an append's stream fails when reopened")
             return
         }
+        _ = machine.taskMade(session.dataTask(with: url))
+        sendBody(&machine, from: 100)
+        guard case .makeStream(.failing(let error)) = machine.bodyRequested(), case .notReplayable = error.reason
+        else {
+            Issue.record("URLSession's own resend of an append is refused")
+            return
+        }
+        #expect(!machine.role.finishesProgress)
+    }
+
+    @Test func aProtocolRequestIsSentAsItIs() {
+        let machine = machine(.protocolRequest)
+        var request = URLRequest(url: url)
+        request.httpMethod = "HEAD"
+        let plan = machine.plan(for: request)
+        #expect(plan.request == request && plan.kind == .data(streamed: false) && !plan.singleUse)
+    }
+
+    @Test func theWholeFormGoesAsAPostWithItsLength() {
+        let plan = machine().plan(for: URLRequest(url: url))
+        #expect(plan.request.httpMethod == "POST")
+        #expect(plan.request.value(forHTTPHeaderField: "Content-Type") == form.contentType)
+        #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(form.contentLength))
+        #expect(plan.kind == .data(streamed: true) && plan.startsNow)
+    }
+
+    @Test func onlyAFileThatURLSessionReadsReportsItsCount() {
+        var streamed = machine()
+        #expect(streamed.sentBody(totalBytesSent: 10) == nil, "streams count their own")
+        #if canImport(Darwin)
+            var file = machine(.wholeForm(.file(URL(fileURLWithPath: "/tmp/f.multipart"))))
+            _ = file.taskMade(session.dataTask(with: url))
+            #expect(file.sentBody(totalBytesSent: 10) == 10)
+        #endif
+    }
+
+    @Test func aResendThatCannotStartFailsOnceNamingTheRedirect() {
+        var machine = machine()
+        _ = machine.taskMade(session.dataTask(with: url))
+        sendBody(&machine)
+        let elsewhere = URL(string: "http://127.0.0.1/elsewhere")!
+        #if !canImport(Darwin)
+            _ = machine.redirectAnswered(statusCode: 308, answer: post(elsewhere), sent: nil)
+            guard case .resend = end(&machine, 308) else { return }
+            guard let told = machine.resendFailed(), case .failure(let error) = told.result,
+                case .redirectNotFollowed(statusCode: 308, location: elsewhere)? = (error as? MultipartError)?.reason
+            else {
+                Issue.record("the caller is told which redirect was not followed")
+                return
+            }
+            #expect(machine.resendFailed() == nil, "told twice")
+        #endif
     }
 
     @Test func noResponseAtAllIsABadServerResponse() {
-        var machine = UploadStateMachine()
-        #expect((failure(machine.taskEnded(end(nil))) as? URLError)?.code == .badServerResponse)
+        var machine = machine()
+        sendBody(&machine)
+        #expect((failure(end(&machine, nil)) as? URLError)?.code == .badServerResponse)
     }
 }

@@ -11,6 +11,8 @@ import Foundation
 struct ResumableUpload {
     /// The draft's interop version that Apple's URLSession and SwiftNIO's `NIOResumableUpload` speak.
     static let interopVersion = "6"
+    /// The `Content-Type` of an append's body: a part of an upload, not a form.
+    static let partialUploadType = "application/partial-upload"
 
     let form: MultipartFormData
     let request: URLRequest
@@ -40,8 +42,8 @@ struct ResumableUpload {
             case .sendWhole:
                 return try await session.perform(request) { completion in
                     MultipartUpload(
-                        form: form, body: .stream(startingAt: 0), callerSession: session, origin: request.url,
-                        ownsTask: true, progress: progress, finishesProgress: false, completion: completion)
+                        form: form, role: .wholeForm(.stream(startingAt: 0)), callerSession: session,
+                        origin: request.url, progress: progress, completion: completion)
                 }
             case .answer:
                 // Every action before `.answer` sent a request that answered.
@@ -59,9 +61,7 @@ struct ResumableUpload {
         request.httpBodyStream = nil
         request.removeBodyHeaders()
         request.setValue(Self.interopVersion, forHTTPHeaderField: "Upload-Draft-Interop-Version")
-        var body = UploadBody.none
-        var contentType: String?
-        var sendsBodyOnce = false
+        var role = MultipartUpload.Role.protocolRequest
         switch step {
         case .detect:
             request.httpMethod = "OPTIONS"
@@ -77,17 +77,14 @@ struct ResumableUpload {
             request.httpMethod = "PATCH"
             request.setValue(String(offset), forHTTPHeaderField: "Upload-Offset")
             request.setValue("?1", forHTTPHeaderField: "Upload-Complete")
-            body = .stream(startingAt: offset)
-            contentType = "application/partial-upload"
-            sendsBodyOnce = true
+            role = .append(from: offset)
         case .askOffset:
             request.url = location
             request.httpMethod = "HEAD"
         }
         return try await session.perform(request) { completion in
             MultipartUpload(
-                form: form, body: body, contentType: contentType, sendsBodyOnce: sendsBodyOnce, callerSession: session,
-                origin: self.request.url, ownsTask: true, progress: progress, finishesProgress: false,
+                form: form, role: role, callerSession: session, origin: self.request.url, progress: progress,
                 completion: completion)
         }
     }

@@ -16,8 +16,10 @@ final class TaskEventRouter: NSObject, URLSessionDataDelegate, @unchecked Sendab
     let key: ObjectIdentifier
     /// Whether this session carries one task only, on a connection of its own, and is in no pool.
     let isSingleUse: Bool
-    /// The session; it holds this delegate until it is invalidated.
-    private(set) var session: URLSession!
+    /// Set right after `init`, since it needs `self` as its delegate; it holds this delegate until invalidated.
+    private var madeSession: URLSession?
+    /// The session.
+    var session: URLSession { madeSession! }
 
     private var uploads: [Int: any UploadTaskEvents] = [:]
     /// The tasks that have begun (resumed by their upload, or seen to send); a task that is never resumed keeps the
@@ -36,7 +38,7 @@ final class TaskEventRouter: NSObject, URLSessionDataDelegate, @unchecked Sendab
         // A background configuration only reaches here for a form that fails when resumed (its appendError says
         // why); such a session cannot carry stream uploads.
         let configuration = callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
-        session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        madeSession = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }
 
     /// Whether no task has begun and none is being made (guarded by `lock`).

@@ -61,8 +61,8 @@ extension URLSession {
         }
         return try await perform(request) { completion in
             MultipartUpload(
-                form: form, body: bodyFile.map(UploadBody.file) ?? .stream(startingAt: 0), callerSession: self,
-                origin: request.url, ownsTask: true, progress: progress, completion: completion)
+                form: form, role: .wholeForm(bodyFile.map(UploadBody.file) ?? .stream(startingAt: 0)),
+                callerSession: self, origin: request.url, progress: progress, completion: completion)
         }
     }
 
@@ -130,7 +130,7 @@ extension URLSession {
             strategy == .file && form.appendError == nil
             ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream(startingAt: 0)
         let upload = MultipartUpload(
-            form: form, body: body, callerSession: self, origin: request.url, ownsTask: false,
+            form: form, role: .callerTask(body), callerSession: self, origin: request.url,
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in
             switch result {

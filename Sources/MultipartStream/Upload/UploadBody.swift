@@ -14,6 +14,12 @@ enum UploadBody: Sendable {
     /// The temporary file could not be written: every send fails, and the upload fails with this error.
     case failed(MultipartError)
 
+    /// Whether the request carries bytes of the form.
+    var carriesForm: Bool {
+        if case .none = self { return false }
+        return true
+    }
+
     /// The temporary file the upload removes when it ends, if it has one.
     var temporaryFile: URL? {
         switch self {

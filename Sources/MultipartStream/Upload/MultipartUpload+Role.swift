@@ -1,0 +1,58 @@
+import Foundation
+
+extension MultipartUpload {
+    /// What one upload sends, and so how it may send it: the facts every decision of its ``StateMachine`` starts
+    /// from.
+    enum Role: Sendable {
+        /// The whole form, on tasks the upload makes and owns (the async API): it sends the form again itself
+        /// after a 307 or 308, and streams through a data task, whose every 64 KiB Linux URLSession does not report
+        /// to the delegate queue as it does an upload task's. The body is `.stream(startingAt: 0)` or a `.file`
+        /// already written.
+        case wholeForm(UploadBody)
+        /// The whole form, on the one upload task handed to the caller, which may never resume it. The body is
+        /// `.stream(startingAt: 0)` or a `.fileToWrite` when the task first asks for it.
+        case callerTask(UploadBody)
+        /// A request of the resumable-upload protocol that carries no body of the form (`OPTIONS`, the creation,
+        /// `HEAD`), sent as it is.
+        case protocolRequest
+        /// One append of a resumable upload: the form from this byte on, sent once, since the server counts what
+        /// arrives; on a connection of its own, since libcurl resends a request by itself on a reused one that died.
+        case append(from: UInt64)
+
+        /// The body the role starts with.
+        var body: UploadBody {
+            switch self {
+            case .wholeForm(let body), .callerTask(let body): body
+            case .protocolRequest: .none
+            case .append(let offset): .stream(startingAt: offset)
+            }
+        }
+
+        /// Whether the upload makes its tasks and may replace them.
+        var ownsTask: Bool {
+            if case .callerTask = self { return false }
+            return true
+        }
+
+        /// Whether each body goes out once only: a resend URLSession starts by itself fails the request.
+        var sendsBodyOnce: Bool {
+            if case .append = self { return true }
+            return false
+        }
+
+        /// Whether the upload's end ends its progress; not for one request of a resumable upload, whose progress
+        /// goes on with the next.
+        var finishesProgress: Bool {
+            switch self {
+            case .wholeForm, .callerTask: true
+            case .protocolRequest, .append: false
+            }
+        }
+
+        /// The first byte of the form the body holds.
+        var bodyStart: UInt64 {
+            if case .append(let offset) = self { return offset }
+            return 0
+        }
+    }
+}

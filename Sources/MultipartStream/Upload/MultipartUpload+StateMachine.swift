@@ -1,0 +1,431 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension MultipartUpload {
+    /// The decisions of one upload across its tasks, without I/O: every event (a task made, a body asked for, a
+    /// redirect or challenge answered, a cancel, the task's end) goes in, and the action the shell carries out comes
+    /// out. The fixed facts (the role, the form's length) are given once.
+    struct StateMachine {
+        /// The current task's exchange: what it was given and what came back.
+        struct Exchange {
+            /// Tasks started after the first one, to send the form again.
+            var resends: Int
+            var task: URLSessionTask?
+            /// Every body stream the task was given; the last is the one the last request read.
+            var streams: [MultipartBodyStream] = []
+            /// The response's body: a 401's or a redirect's is dropped when the next response begins.
+            var received = Data()
+            /// Body bytes URLSession reported sent, where it reads the body file itself.
+            var fileBytesSent: UInt64 = 0
+            /// The upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
+            var gaveUpChallenge = false
+            /// The redirect this task sends the form again for: its request and status.
+            var resending: (request: URLRequest, statusCode: Int)?
+        }
+
+        enum State {
+            /// No task yet.
+            case idle
+            /// A task sends the request.
+            case sending(Exchange)
+            /// The task was stopped so that the form goes again with this request, once it ends; `statusCode` is
+            /// the redirect's.
+            case awaitingResend(URLRequest, statusCode: Int, Exchange)
+            /// The task was stopped by a redirect that cannot be followed, and the upload fails with this reason.
+            case stopping(MultipartError, Exchange)
+            /// The caller cancelled; the task ends by itself.
+            case cancelled(Exchange)
+            /// The caller has been told.
+            case finished
+        }
+
+        let role: Role
+        let contentLength: UInt64
+        /// The form's `Content-Type`.
+        let contentType: String
+        /// The first byte of the form the body holds, and how many bytes it holds.
+        let bodyStart: UInt64
+        let bodyLength: UInt64
+        /// The body: a file to write becomes the file written, or the failure to write it.
+        private(set) var body: UploadBody
+        private(set) var state = State.idle
+
+        init(role: Role, contentLength: UInt64, contentType: String) {
+            self.role = role
+            self.contentLength = contentLength
+            self.contentType = contentType
+            body = role.body
+            bodyStart = min(role.bodyStart, contentLength)
+            if case .none = role.body {
+                bodyLength = 0
+            } else {
+                bodyLength = contentLength - bodyStart
+            }
+        }
+
+        // MARK: Tasks
+
+        /// The kind of task that sends the body.
+        enum TaskKind: Equatable {
+            /// A data task whose request carries a new body stream: an upload the upload owns.
+            case data(streamed: Bool)
+            /// An upload task that asks its delegate for a body stream.
+            case streamedUpload
+            /// An upload task that URLSession reads from this file itself.
+            case uploadFromFile(URL)
+        }
+
+        /// How to make a task for a request.
+        struct TaskPlan {
+            var kind: TaskKind
+            /// The request as the body's: its method, headers and length.
+            var request: URLRequest
+            /// Whether the task gets a session of its own.
+            var singleUse: Bool
+            /// Whether the upload resumes the task at once, rather than the caller whenever it likes.
+            var startsNow: Bool
+        }
+
+        /// The task to make for `request`.
+        func plan(for request: URLRequest) -> TaskPlan {
+            let kind: TaskKind
+            if body.isReadByURLSession, let file = body.temporaryFile {
+                kind = .uploadFromFile(file)
+            } else if role.ownsTask {
+                kind = .data(streamed: body.carriesForm)
+            } else {
+                kind = .streamedUpload
+            }
+            return TaskPlan(
+                kind: kind, request: prepared(request), singleUse: role.sendsBodyOnce, startsNow: role.ownsTask)
+        }
+
+        /// `request` as the form's: POST unless it names another method, the body's headers, no body of its own. A
+        /// request without a body of the form is sent as it is.
+        private func prepared(_ request: URLRequest) -> URLRequest {
+            guard body.carriesForm else { return request }
+            var request = request
+            if request.httpMethod == nil || request.httpMethod == "GET" { request.httpMethod = "POST" }
+            request.httpBody = nil
+            request.httpBodyStream = nil
+            let contentType = role.sendsBodyOnce ? ResumableUpload.partialUploadType : contentType
+            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+            request.setBodyLength(bodyLength)
+            return request
+        }
+
+        enum TaskMadeAction {
+            /// The task is the upload's: keep the caller's session alive while it runs.
+            case pinCaller
+            /// The upload was cancelled meanwhile: cancel the new task at once (it would otherwise run).
+            case cancel
+            /// A task handed to the caller: nothing until it begins.
+            case none
+        }
+
+        /// A task was made for the upload.
+        mutating func taskMade(_ task: URLSessionTask) -> TaskMadeAction {
+            switch state {
+            case .idle:
+                state = .sending(Exchange(resends: 0, task: task))
+            case .sending(var exchange):
+                // The resend's task, made after `taskEnded` said so.
+                exchange.task = task
+                state = .sending(exchange)
+            case .cancelled(var exchange):
+                exchange.task = task
+                state = .cancelled(exchange)
+                return .cancel
+            case .awaitingResend, .stopping, .finished:
+                return .cancel
+            }
+            return role.ownsTask ? .pinCaller : .none
+        }
+
+        /// The caller's task sent its first event: it keeps the caller's session alive from now on.
+        func taskBegan() -> TaskMadeAction {
+            if case .finished = state { return .none }
+            return .pinCaller
+        }
+
+        // MARK: Bodies
+
+        /// Where a new body stream reads from.
+        enum StreamSource {
+            /// The form from this byte on; `startsOverWhenReopened` unless the body goes out once.
+            case form(from: UInt64, startsOverWhenReopened: Bool)
+            /// The temporary file the form was written to.
+            case encodedFile(URL)
+            /// A stream that fails at once with this error.
+            case failing(MultipartError)
+        }
+
+        enum BodyAction {
+            /// Make a stream of this source and hand it over.
+            case makeStream(StreamSource)
+            /// Write the form to this temporary file first, outside the lock, then tell ``fileWritten(_:)``.
+            case writeFile(URL)
+        }
+
+        /// The task asks for a body: when it starts, and again when URLSession resends by itself (a 401 answered,
+        /// or on Linux a reused connection that died).
+        func bodyRequested() -> BodyAction {
+            if role.sendsBodyOnce, case .sending(let exchange) = state, !exchange.streams.isEmpty {
+                // A part of a resumable upload must not go out twice at the same offset: that resend fails, and
+                // the upload asks the server instead.
+                return .makeStream(.failing(MultipartError(.notReplayable)))
+            }
+            if case .fileToWrite(let url) = body { return .writeFile(url) }
+            return .makeStream(source(of: body))
+        }
+
+        /// The temporary file was written, or failed (`error`): the failure is kept for every later ask.
+        mutating func fileWritten(_ error: MultipartError?) -> StreamSource {
+            if case .fileToWrite(let url) = body { body = error.map(UploadBody.failed) ?? .file(url) }
+            return source(of: body)
+        }
+
+        private func source(of body: UploadBody) -> StreamSource {
+            switch body {
+            case .none, .fileToWrite:
+                .form(from: 0, startsOverWhenReopened: true)
+            case .stream(let offset):
+                .form(from: offset, startsOverWhenReopened: !role.sendsBodyOnce)
+            case .file(let url):
+                .encodedFile(url)
+            case .failed(let error):
+                .failing(error)
+            }
+        }
+
+        enum StreamMadeAction {
+            case hand
+            /// The upload was cancelled: close the stream before handing it over.
+            case close
+        }
+
+        /// A body stream was made for the current task.
+        mutating func streamMade(_ stream: MultipartBodyStream) -> StreamMadeAction {
+            switch state {
+            case .idle:
+                // The body of a data task's request, made before its task.
+                state = .sending(Exchange(resends: 0, streams: [stream]))
+            case .sending(var exchange):
+                exchange.streams.append(stream)
+                state = .sending(exchange)
+            case .awaitingResend(let request, let statusCode, var exchange):
+                exchange.streams.append(stream)
+                state = .awaitingResend(request, statusCode: statusCode, exchange)
+            case .stopping(let reason, var exchange):
+                exchange.streams.append(stream)
+                state = .stopping(reason, exchange)
+            case .cancelled(var exchange):
+                exchange.streams.append(stream)
+                state = .cancelled(exchange)
+                return .close
+            case .finished:
+                return .close
+            }
+            return .hand
+        }
+
+        /// URLSession's count of body bytes sent: the progress to report, where it reads the body file itself
+        /// (streams count their own, since URLSession's counts for them are 0 on Linux).
+        mutating func sentBody(totalBytesSent: Int64) -> UInt64? {
+            guard body.isReadByURLSession else { return nil }
+            let sent = UInt64(max(0, totalBytesSent))
+            modifyExchange { $0.fileBytesSent = sent }
+            return sent
+        }
+
+        // MARK: Response
+
+        /// A response began; a 401's or a redirect's body comes before the response that counts.
+        mutating func responseBegan() {
+            modifyExchange { $0.received = Data() }
+        }
+
+        mutating func received(_ data: Data) {
+            modifyExchange { $0.received.append(data) }
+        }
+
+        enum RedirectAction: Equatable {
+            /// Hand this request to URLSession.
+            case follow(URLRequest)
+            /// Answer `nil`: the 3xx is the answer, or the task stops (to resend, or to fail).
+            case refuse
+        }
+
+        /// The caller's delegate answered a redirect with `answer` (or `nil`), after a `statusCode` answer to
+        /// `sent`.
+        mutating func redirectAnswered(statusCode: Int, answer: URLRequest?, sent: URLRequest?) -> RedirectAction {
+            guard case .sending(let exchange) = state else { return .refuse }
+            let canResend = role.ownsTask && exchange.resends < RedirectPolicy.maximumResends
+            switch RedirectPolicy.decide(statusCode: statusCode, answer: answer, sent: sent, canResend: canResend) {
+            case .follow(let request):
+                return .follow(request)
+            case .keepResponse:
+                return .refuse
+            case .resend(let request):
+                state = .awaitingResend(request, statusCode: statusCode, exchange)
+                return .refuse
+            case .fail(let error):
+                state = .stopping(error, exchange)
+                return .refuse
+            }
+        }
+
+        /// The upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
+        mutating func challengeGivenUp() {
+            modifyExchange { $0.gaveUpChallenge = true }
+        }
+
+        // MARK: Cancel
+
+        enum CancelAction {
+            /// Close these streams and cancel the task, if there is one yet.
+            case cancel(URLSessionTask?, streams: [MultipartBodyStream])
+            /// Nothing: cancelled or finished already.
+            case none
+        }
+
+        /// The caller cancelled.
+        mutating func cancel() -> CancelAction {
+            let exchange: Exchange
+            switch state {
+            case .idle: exchange = Exchange(resends: 0)
+            case .sending(let running), .awaitingResend(_, _, let running), .stopping(_, let running):
+                exchange = running
+            case .cancelled, .finished: return .none
+            }
+            state = .cancelled(exchange)
+            return .cancel(exchange.task, streams: exchange.streams)
+        }
+
+        // MARK: The task's end
+
+        /// How the upload ends: close the task's streams, end progress if it is the upload's, remove the
+        /// temporary file if there is one, and tell the caller.
+        struct Finish {
+            var result: Result<(Data, URLResponse), any Error>
+            var closing: [MultipartBodyStream]
+            var endsProgress: Bool
+            var removing: URL?
+        }
+
+        enum EndAction {
+            /// Close the task's streams and send the form again with this request, on a new task.
+            case resend(URLRequest, closing: [MultipartBodyStream])
+            case finish(Finish)
+            /// Nothing: the caller has been told.
+            case none
+        }
+
+        /// The current task ended with `error` and `response`.
+        mutating func taskEnded(error: (any Error)?, response: URLResponse?) -> EndAction {
+            let exchange: Exchange
+            var stopReason: MultipartError?
+            var isCancelled = false
+            switch state {
+            case .idle: exchange = Exchange(resends: 0)
+            case .sending(let running): exchange = running
+            case .awaitingResend(let request, let statusCode, let running)
+            where error == nil && Self.streamFailure(of: running) == nil:
+                state = .sending(Exchange(resends: running.resends + 1, resending: (request, statusCode)))
+                return .resend(request, closing: running.streams)
+            case .awaitingResend(_, _, let running): exchange = running
+            case .stopping(let reason, let running):
+                exchange = running
+                stopReason = reason
+            case .cancelled(let running):
+                exchange = running
+                isCancelled = true
+            case .finished: return .none
+            }
+            let result: Result<(Data, URLResponse), any Error> =
+                isCancelled
+                ? .failure(URLError(.cancelled))
+                : verdict(error: error, response: response, exchange: exchange, stopReason: stopReason)
+            return .finish(finish(result, closing: exchange.streams))
+        }
+
+        /// The resend could not start (the caller's session is gone, and with it the private session to send on):
+        /// tell the caller which redirect was not followed.
+        mutating func resendFailed() -> Finish? {
+            guard case .sending(let exchange) = state, exchange.task == nil, let resending = exchange.resending
+            else { return nil }
+            let error = MultipartError(
+                .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
+            return finish(.failure(error), closing: exchange.streams)
+        }
+
+        private mutating func finish(
+            _ result: Result<(Data, URLResponse), any Error>,
+            closing streams: [MultipartBodyStream]
+        ) -> Finish {
+            state = .finished
+            return Finish(
+                result: result, closing: streams, endsProgress: role.finishesProgress, removing: body.temporaryFile)
+        }
+
+        /// Why a body stream failed, naming the part; URLSession only says the upload was aborted.
+        private static func streamFailure(of exchange: Exchange) -> (any Error)? {
+            exchange.streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
+        }
+
+        /// What the caller is told: the first reason in this order that applies.
+        private func verdict(
+            error: (any Error)?,
+            response: URLResponse?,
+            exchange: Exchange,
+            stopReason: MultipartError?
+        ) -> Result<(Data, URLResponse), any Error> {
+            if case .failed(let bodyFailure) = body { return .failure(bodyFailure) }
+            if let streamFailure = Self.streamFailure(of: exchange) { return .failure(streamFailure) }
+            if let stopReason { return .failure(stopReason) }
+            let http = response as? HTTPURLResponse
+            if let http, error != nil, exchange.gaveUpChallenge, http.statusCode == 401 || http.statusCode == 407 {
+                // The upload cancelled the challenge for want of a credential: the response is the answer, as
+                // Apple's URLSession gives it. Any other error after a 401's headers (a reset) is a failure.
+                return .success((exchange.received, http))
+            }
+            if let error { return .failure(error) }
+            // Read before the streams close: the latest stream is the one the last request read.
+            let bodyBytesSent =
+                body.isReadByURLSession ? exchange.fileBytesSent : exchange.streams.last?.bytesRead ?? 0
+            if let http, (200..<300).contains(http.statusCode), bodyBytesSent < bodyLength {
+                // The server cannot have read bytes it was never given: it answered without the form. After a
+                // 301-303 the count is the first request's (the GET reads no stream): a server that redirected
+                // without reading the form never got it either.
+                let reason = MultipartError.Reason.answeredBeforeBodySent(
+                    statusCode: http.statusCode, bytesSent: bodyStart + bodyBytesSent, contentLength: contentLength)
+                return .failure(MultipartError(reason))
+            }
+            if let response { return .success((exchange.received, response)) }
+            return .failure(URLError(.badServerResponse))
+        }
+
+        /// Changes the current exchange, in whichever state holds it.
+        private mutating func modifyExchange(_ change: (inout Exchange) -> Void) {
+            switch state {
+            case .sending(var exchange):
+                change(&exchange)
+                state = .sending(exchange)
+            case .awaitingResend(let request, let statusCode, var exchange):
+                change(&exchange)
+                state = .awaitingResend(request, statusCode: statusCode, exchange)
+            case .stopping(let reason, var exchange):
+                change(&exchange)
+                state = .stopping(reason, exchange)
+            case .cancelled(var exchange):
+                change(&exchange)
+                state = .cancelled(exchange)
+            case .idle, .finished:
+                break
+            }
+        }
+    }
+}
