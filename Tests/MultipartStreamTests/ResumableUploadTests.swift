@@ -11,7 +11,7 @@ import Testing
 
 extension URLSessionSuites {
     /// `.resumable` against a server that does not speak the draft: it must behave exactly as `.stream`, and never
-    /// send a part of the form. (Resumption itself is checked against SwiftNIO's NIOResumableUpload through a
+    /// send a part of the form. (The state machine itself is checked against SwiftNIO's NIOResumableUpload through a
     /// fault-injecting proxy by Benchmarks/resumable-check.sh, in CI.)
     @Suite(.serialized) struct ResumableUploadTests {
         let directory: TemporaryDirectory

@@ -3,31 +3,34 @@ import Testing
 
 @testable import MultipartStream
 
-/// ``Resumption``, the resumable-upload protocol's decisions, transition by transition, without a server.
-@Suite struct ResumptionTests {
+/// ``ResumableUpload/StateMachine``, the resumable-upload protocol's decisions, transition by transition, without a server.
+@Suite struct ResumableUploadStateMachineTests {
     private let location = URL(string: "http://127.0.0.1:8080/resumable_upload/abc")!
     private let policy = MultipartResumption(maximumAttempts: 3, initialDelay: 0.5, maximumDelay: 1.5)
 
     private func answer(
         _ status: Int, limit: Bool = false, location: URL? = nil, offset: UInt64? = nil, complete: Bool? = nil
-    ) -> Resumption.Event {
+    ) -> ResumableUpload.StateMachine.Event {
         .answered(
-            Resumption.Answer(
+            ResumableUpload.Answer(
                 statusCode: status, hasUploadLimit: limit, location: location, offset: offset, isComplete: complete))
     }
 
-    private let dropped = Resumption.Event.connectionFailed(description: "reset")
+    private let dropped = ResumableUpload.StateMachine.Event.connectionFailed(description: "reset")
 
     /// A machine that has created its upload and sent its first append.
-    private func appending(_ policy: MultipartResumption? = nil) -> Resumption {
-        var resumption = Resumption(contentLength: 1_000, policy: policy ?? self.policy)
+    private func appending(_ policy: MultipartResumption? = nil) -> ResumableUpload.StateMachine {
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy ?? self.policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
         return resumption
     }
 
-    private func expect(_ action: Resumption.Action, is expected: Resumption.Action, _ comment: Comment? = nil) {
+    private func expect(
+        _ action: ResumableUpload.StateMachine.Action, is expected: ResumableUpload.StateMachine.Action,
+        _ comment: Comment? = nil
+    ) {
         switch (action, expected) {
         case (.send(let step), .send(let other)): #expect(step == other, comment)
         case (.wait(let seconds, let step), .wait(let other, let otherStep)):
@@ -40,25 +43,25 @@ import Testing
     // MARK: Detection: nothing partial before the server says it resumes
 
     @Test func itStartsByAskingWhetherTheServerSpeaksTheDraft() {
-        var resumption = Resumption(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         expect(resumption.start(), is: .send(.detect))
     }
 
     @Test(arguments: [(200, false), (404, false), (405, false), (501, false), (400, true), (301, true)])
     func aServerWithoutUploadLimitInA2xxGetsTheWholeFormInOneRequest(status: Int, limit: Bool) {
-        var resumption = Resumption(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         expect(resumption.handle(answer(status, limit: limit)), is: .sendWhole)
     }
 
     @Test func aServerThatSpeaksTheDraftIsAskedToCreateTheUpload() {
-        var resumption = Resumption(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         expect(resumption.handle(answer(200, limit: true)), is: .send(.create))
     }
 
     @Test func aCreationAnsweredWithLocationAppendsFromTheServersOffset() {
-        var resumption = Resumption(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         expect(
@@ -67,7 +70,7 @@ import Testing
     }
 
     @Test func aCreationAnsweredAsAPlainRequestFailsRatherThanClaimTheForm() {
-        var resumption = Resumption(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         guard case .fail(.resumptionRefused(statusCode: 200)) = resumption.handle(answer(200)) else {
@@ -77,7 +80,7 @@ import Testing
     }
 
     @Test func aCreationRefusedIsTheAnswer() {
-        var resumption = Resumption(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         expect(resumption.handle(answer(413)), is: .answer)
@@ -176,7 +179,7 @@ import Testing
     }
 
     @Test func aDropBeforeTheUploadExistsTriesTheSameRequestAgain() {
-        var resumption = Resumption(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .detect))
         expect(resumption.handle(answer(200, limit: true)), is: .send(.create))
