@@ -110,7 +110,7 @@ enum Command {
                     } else {
                         try form.append(fileURL: fileURL, name: name, fileName: sentName, mimeType: type)
                     }
-                } catch let error where error.reason.isFileProblem {
+                } catch let error where error.isFileProblem {
                     throw CommandFailure(
                         status: .localFile, message: "-F \(name)=@\(path): \(error.reason.description)")
                 } catch {
@@ -129,7 +129,9 @@ enum Command {
                 try append(contents, to: &form, name: name, type: type, headers: headers)
             }
         }
-        if let error = form.appendError { throw UsageError("-F \(error.partName ?? ""): \(error.reason.description)") }
+        if let error = form.appendError {
+            throw UsageError("-F \(error.part?.name ?? ""): \(error.reason.description)")
+        }
         return form
     }
 
@@ -269,16 +271,12 @@ enum Command {
     }
 }
 
-extension MultipartError.Reason {
-    /// Whether the reason is about a local file (exit status 3) rather than the form or the network.
+extension MultipartError {
+    /// Whether the error is about a local file, read or written (exit status 3), rather than the form or the network.
     var isFileProblem: Bool {
-        switch self {
-        case .notAFileURL, .fileNotFound, .isDirectory, .fileSizeUnavailable, .fileUnreadable, .fileVanished,
-            .fileSizeChanged, .fileChanged, .fileReadFailed, .outputFileExists, .outputWriteFailed:
-            true
-        default:
-            false
+        switch category {
+        case .file, .output: true
+        default: false
         }
     }
-
 }

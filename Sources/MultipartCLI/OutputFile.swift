@@ -119,14 +119,10 @@ enum OutputFile {
 
     private static func write(_ data: Data, to descriptor: Int32, option: String, path: String) throws {
         try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-            var written = 0
-            while written < bytes.count {
-                let result = systemWrite(descriptor, bytes.baseAddress! + written, bytes.count - written)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    throw CommandFailure(status: .localFile, message: failure(option, path))
-                }
-                written += result
+            do throws(POSIX.Failure) {
+                try POSIX.writeAll(descriptor, bytes)
+            } catch {
+                throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
             }
         }
     }
@@ -138,19 +134,10 @@ enum OutputFile {
         return RawArguments.decode(Array(UnsafeBufferPointer(start: resolved, count: strlen(resolved))))
     }
 
-    private static func failure(_ option: String, _ path: String) -> String {
-        "\(option) \(path): \(String(cString: strerror(errno)))"
+    private static func failure(_ option: String, _ path: String, _ code: Int32 = errno) -> String {
+        "\(option) \(path): \(String(cString: strerror(code)))"
     }
 }
-
-#if canImport(Darwin)
-    private let systemWrite = Darwin.write
-#elseif canImport(Musl)
-    private let systemWrite = Musl.write
-#else
-    private let systemWrite = Glibc.write
-#endif
-
 /// The bytes a path argument stands for, for the C calls (see ``RawArguments``).
 private func cPath(_ path: String) -> [CChar] {
     RawArguments.fileSystemRepresentation(path)

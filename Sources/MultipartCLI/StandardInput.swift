@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStream
 
 #if canImport(Glibc)
     import Glibc
@@ -20,7 +21,8 @@ final class StandardInputSpool {
         var template = Array((NSTemporaryDirectory() + "/multipart-stdin-XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else {
-            throw CommandFailure(status: .localFile, message: "-F @-: cannot make a temporary file: \(errnoText())")
+            throw CommandFailure(
+                status: .localFile, message: "-F @-: cannot make a temporary file: \(POSIX.errnoText(errno))")
         }
         path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         removeOnSignal(template)
@@ -28,24 +30,22 @@ final class StandardInputSpool {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 1)
         defer { buffer.deallocate() }
         while true {
-            let count = read(STDIN_FILENO, buffer, 1 << 20)
-            if count == 0 { return }
-            if count < 0 {
-                if errno == EINTR { continue }
-                let message = "-F @-: reading standard input failed: \(errnoText())"
+            let count: Int
+            do throws(POSIX.Failure) {
+                count = try POSIX.read(STDIN_FILENO, into: UnsafeMutableRawBufferPointer(start: buffer, count: 1 << 20))
+            } catch {
                 unlink(path)
+                let message = "-F @-: reading standard input failed: \(POSIX.errnoText(error.code))"
                 throw CommandFailure(status: .localFile, message: message)
             }
-            var written = 0
-            while written < count {
-                let result = write(descriptor, buffer + written, count - written)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    let message = "-F @-: writing the temporary copy of standard input failed: \(errnoText())"
-                    unlink(path)
-                    throw CommandFailure(status: .localFile, message: message)
-                }
-                written += result
+            if count == 0 { return }
+            do throws(POSIX.Failure) {
+                try POSIX.writeAll(descriptor, UnsafeRawBufferPointer(start: buffer, count: count))
+            } catch {
+                unlink(path)
+                let message =
+                    "-F @-: writing the temporary copy of standard input failed: \(POSIX.errnoText(error.code))"
+                throw CommandFailure(status: .localFile, message: message)
             }
         }
     }
@@ -92,7 +92,3 @@ private func isIgnored(_ number: Int32) -> Bool {
 
 /// The spool's path for the signal handler, which can capture nothing; set once, before the handlers.
 nonisolated(unsafe) private var spoolPath: UnsafeMutablePointer<CChar>?
-
-private func errnoText() -> String {
-    String(cString: strerror(errno))
-}

@@ -117,7 +117,7 @@ struct Transfer {
         } catch let error as MultipartError {
             watchdog.finish()
             throw AttemptFailure(
-                error.reason.isFileProblem ? .localFile : .network, error.description, isTransient: false)
+                error.isFileProblem ? .localFile : .network, error.description, isTransient: false)
         } catch {
             if let timeout = watchdog.finish() {
                 throw AttemptFailure(.network, "\(url): \(timeout)", isTransient: true)

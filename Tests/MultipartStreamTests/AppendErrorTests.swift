@@ -23,8 +23,8 @@ import Testing
             #expect(throws: MultipartError.self) {
                 try form.append(fileURL: fileURL, name: "upload", mimeType: mimeType)
             })
-        #expect(error.partIndex == 1)
-        #expect(error.partName == "upload")
+        #expect(error.part?.index == 1)
+        #expect(error.part?.name == "upload")
         #expect(form.count == 1, "nothing is added")
         return error
     }
@@ -107,8 +107,8 @@ import Testing
         form.append(Data("x".utf8), name: "bad", fileName: "x.txt", mimeType: mimeType)
         form.append("ok", name: "last")
         let error = try #require(form.appendError)
-        #expect(error.partIndex == 1)
-        #expect(error.partName == "bad")
+        #expect(error.part?.index == 1)
+        #expect(error.part?.name == "bad")
         guard case .invalidMIMEType(mimeType) = error.reason else {
             Issue.record("\(error)")
             return
@@ -121,14 +121,14 @@ import Testing
         #expect(stream.streamStatus == .error)
         var byte: UInt8 = 0
         #expect(stream.read(&byte, maxLength: 1) == -1, "not one byte of a form missing a part is sent")
-        #expect((stream.streamError as? MultipartError)?.partIndex == 1)
+        #expect((stream.streamError as? MultipartError)?.part?.index == 1)
     }
 
     @Test func theFirstAppendErrorIsKept() {
         var form = MultipartFormData()
         form.append(InputStream(data: Data()), length: 0, name: "one", mimeType: "bad\n")
         form.append(length: 0, name: "two", mimeType: "bad\r") { InputStream(data: Data()) }
-        #expect(form.appendError?.partName == "one")
+        #expect(form.appendError?.part?.name == "one")
     }
 
     @Test(arguments: [
@@ -143,7 +143,7 @@ import Testing
                         (name: "Content-Disposition", value: "form-data; name=\"x\""), (name: name, value: value),
                     ], body: Data())
             })
-        #expect(error.partIndex == 0)
+        #expect(error.part?.index == 0)
         guard case .invalidHeaderName(name) = error.reason else {
             Issue.record("\(error)")
             return

@@ -91,8 +91,8 @@ import Testing
         #expect(Data(first.chunks.joined()).count == Int(form.contentLength))
         let second = await collectIteration(chunks)
         let error = try #require(second.error)
-        #expect(error.partIndex == 1)
-        #expect(error.partName == "once")
+        #expect(error.part?.index == 1)
+        #expect(error.part?.name == "once")
         guard case .streamAlreadyConsumed = error.reason else {
             Issue.record("wrong reason: \(error)")
             return
@@ -104,7 +104,7 @@ import Testing
         form.append(Data(), name: "bad", mimeType: "text/plain\r\nX-Evil: 1")
         let (collected, error) = await collectIteration(form.bodyChunks())
         #expect(collected.isEmpty)
-        #expect(error?.partName == "bad")
+        #expect(error?.part?.name == "bad")
         guard case .invalidMIMEType = error?.reason else {
             Issue.record("wrong reason: \(String(describing: error))")
             return
@@ -118,7 +118,7 @@ import Testing
         try Data(count: 100).write(to: fileURL)
         let (collected, error) = await collectIteration(form.bodyChunks())
         #expect(UInt64(collected.reduce(0) { $0 + $1.count }) < form.contentLength)
-        #expect(error?.partIndex == 0)
+        #expect(error?.part?.index == 0)
         guard case .fileSizeChanged(_, expected: 200_000, actual: 100) = error?.reason else {
             Issue.record("wrong reason: \(String(describing: error))")
             return

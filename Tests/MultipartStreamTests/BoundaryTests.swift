@@ -39,7 +39,7 @@ import Testing
             Issue.record("\(error)")
             return
         }
-        #expect(error.partIndex == nil)
+        #expect(error.part?.index == nil)
     }
 
     @Test func aTokenBoundaryIsUnquoted() throws {

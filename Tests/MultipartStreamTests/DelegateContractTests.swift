@@ -119,7 +119,7 @@ extension URLSessionSuites {
                 Issue.record("\(error)")
                 return
             }
-            #expect(error.partName == "doc")
+            #expect(error.part?.name == "doc")
             #expect(try TemporaryBodies.names() == before, "no partial body file left")
             #expect(try await server.log().isEmpty, "nothing was sent")
         }

@@ -88,7 +88,7 @@ import Testing
             Issue.record("\(error)")
             return
         }
-        #expect(error.partName == "doc")
+        #expect(error.part?.name == "doc")
         #expect(!FileManager.default.fileExists(atPath: output.path))
     }
 

@@ -93,7 +93,7 @@ import Testing
         let (collected, error) = await collectIteration(chunks)
         #expect(UInt64(collected.reduce(0) { $0 + $1.count }) < form.contentLength)
         let failure = try #require(error as? MultipartError)
-        #expect(failure.partIndex == 0)
+        #expect(failure.part?.index == 0)
         guard case .fileSizeChanged(_, expected: 200_000, actual: 100) = failure.reason else {
             Issue.record("wrong reason: \(failure)")
             return
@@ -137,7 +137,7 @@ import Testing
         let (collected, error) = await collectIteration(form.bodyChunks { _, _ -> Data in throw OutOfBuffers() })
         #expect(collected.isEmpty)
         let failure = try #require(error as? MultipartError)
-        #expect(failure.partName == "bad")
+        #expect(failure.part?.name == "bad")
         guard case .invalidMIMEType = failure.reason else {
             Issue.record("wrong reason: \(failure)")
             return

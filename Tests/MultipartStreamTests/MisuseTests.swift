@@ -41,7 +41,7 @@ extension URLSessionSuites {
                     return
                 }
                 #expect(url == file)
-                #expect(error.partName == "doc")
+                #expect(error.part?.name == "doc")
                 #expect(error.description.contains("was replaced or modified after it was appended"))
             }
         }
@@ -132,7 +132,7 @@ extension URLSessionSuites {
                 Issue.record("\(error)")
                 return
             }
-            #expect(error.partName == "log")
+            #expect(error.part?.name == "log")
 
             var exact = MultipartFormData()
             exact.append(length: 110, name: "log") { BareStream(Array(repeating: 7, count: 110)) }
@@ -178,14 +178,14 @@ extension URLSessionSuites {
                 Issue.record("\(String(describing: form.appendError))")
                 return
             }
-            #expect(form.appendError?.partName == "huge")
+            #expect(form.appendError?.part?.name == "huge")
             #expect(form.count == 1, "the part was not added")
             #expect(throws: MultipartError.self) { try form.encode() }
 
             var factories = MultipartFormData()
             factories.append(length: UInt64(Int64.max) / 2, name: "a") { InputStream(data: Data()) }
             factories.append(length: UInt64(Int64.max) / 2, name: "b") { InputStream(data: Data()) }
-            #expect(factories.appendError?.partName == "b")
+            #expect(factories.appendError?.part?.name == "b")
         }
 
         @Test func aNegativeReadLengthFailsTheStream() {

@@ -65,8 +65,8 @@ import Testing
         ]
         for error in errors {
             let error = try #require(error)
-            #expect(error.partIndex == 1)
-            #expect(error.partName == "f", "named by its Content-Disposition")
+            #expect(error.part?.index == 1)
+            #expect(error.part?.name == "f", "named by its Content-Disposition")
             switch (error.reason, fault) {
             case (.invalidHeaderName(name), "name"), (.invalidHeaderValue(name, value), "value"): break
             default: Issue.record("wrong reason: \(error)")
@@ -99,7 +99,7 @@ import Testing
             Issue.record("wrong reason: \(error)")
             return
         }
-        #expect(error.partIndex == 0)
+        #expect(error.part?.index == 0)
         #expect(form.count == 0)
     }
 
@@ -135,8 +135,8 @@ import Testing
             return
         }
         #expect(underlying is EncodingError)
-        #expect(error.partIndex == 1)
-        #expect(error.partName == "score")
+        #expect(error.part?.index == 1)
+        #expect(error.part?.name == "score")
         #expect(form.count == 1)
     }
 

@@ -85,7 +85,7 @@ import Testing
             Issue.record("\(String(describing: form.appendError))")
             return
         }
-        #expect(form.appendError?.partIndex == 1)
+        #expect(form.appendError?.part?.index == 1)
         #expect(form.boundary == "XyZ")
         let error = try #require(throws: MultipartError.self) {
             try form.append(headers: [(name: "Content-Disposition", value: "form-data; name=\"XyZ\"")], body: Data())

@@ -16,7 +16,7 @@ import Testing
                 statusCode: status, hasUploadLimit: limit, location: location, offset: offset, isComplete: complete))
     }
 
-    private let dropped = ResumableUpload.StateMachine.Event.connectionFailed(description: "reset")
+    private let dropped = ResumableUpload.StateMachine.Event.connectionFailed(URLError(.networkConnectionLost))
 
     /// A machine that has created its upload and sent its first append.
     private func appending(_ policy: MultipartResumption? = nil) -> ResumableUpload.StateMachine {
@@ -73,7 +73,9 @@ import Testing
         var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
-        guard case .fail(.resumptionRefused(statusCode: 200)) = resumption.handle(answer(200)) else {
+        guard case .fail(let error) = resumption.handle(answer(200)),
+            case .resumptionRefused(statusCode: 200) = error.reason
+        else {
             Issue.record("expected resumptionRefused")
             return
         }
@@ -119,14 +121,14 @@ import Testing
         _ = resumption.handle(answer(204, offset: 700, complete: false))
         _ = resumption.handle(dropped)
         _ = resumption.handle(dropped)
-        guard
-            case .fail(.resumeFailed(retries: 3, bytesAcknowledged: 700, contentLength: 1_000, let underlying)) =
-                resumption.handle(dropped)
+        guard case .fail(let error) = resumption.handle(dropped),
+            case .resumeFailed(retries: 3, bytesAcknowledged: 700, contentLength: 1_000) = error.reason
         else {
             Issue.record("expected resumeFailed after 3 retries")
             return
         }
-        #expect(underlying == "reset")
+        #expect((error.underlying as? URLError)?.code == .networkConnectionLost, "the last failure is kept")
+        #expect(error.category == .resumable)
     }
 
     @Test func aConflictCarriesTheServersOffset() {
@@ -151,7 +153,9 @@ import Testing
         expect(
             resumption.handle(answer(201, location: location, offset: 0, complete: false)), is: .send(.append(from: 0)))
         _ = resumption.handle(dropped)
-        guard case .fail(.uploadExpired(statusCode: 410)) = resumption.handle(answer(410)) else {
+        guard case .fail(let error) = resumption.handle(answer(410)),
+            case .uploadExpired(statusCode: 410) = error.reason
+        else {
             Issue.record("expected uploadExpired")
             return
         }
@@ -160,9 +164,8 @@ import Testing
     @Test func aServerThatHasEverythingButLostTheAnswerIsAFailureNotASuccess() {
         var resumption = appending()
         _ = resumption.handle(dropped)
-        guard
-            case .fail(.answerLost(contentLength: 1_000)) = resumption.handle(
-                answer(204, offset: 1_000, complete: true))
+        guard case .fail(let error) = resumption.handle(answer(204, offset: 1_000, complete: true)),
+            case .answerLost(contentLength: 1_000) = error.reason
         else {
             Issue.record("expected answerLost")
             return
@@ -172,7 +175,9 @@ import Testing
     @Test func anOffsetPastTheFormIsRefused() {
         var resumption = appending()
         _ = resumption.handle(dropped)
-        guard case .fail(.resumeFailed) = resumption.handle(answer(204, offset: 5_000, complete: false)) else {
+        guard case .fail(let error) = resumption.handle(answer(204, offset: 5_000, complete: false)),
+            case .resumeFailed = error.reason
+        else {
             Issue.record("expected resumeFailed")
             return
         }

@@ -118,7 +118,7 @@ import Testing
                 Issue.record("at \(offset): \(String(describing: error))")
                 continue
             }
-            #expect(error?.partIndex == 1 && error?.partName == "once")
+            #expect(error?.part?.index == 1 && error?.part?.name == "once")
         }
     }
 
@@ -132,7 +132,7 @@ import Testing
             Issue.record("\(String(describing: error))")
             return
         }
-        #expect(error?.partName == "short")
+        #expect(error?.part?.name == "short")
     }
 
     @Test func aFileChangedSinceItWasAppendedFailsWhereverTheBodyStarts() throws {
@@ -146,7 +146,7 @@ import Testing
             Issue.record("\(String(describing: error))")
             return
         }
-        #expect(error?.partName == "doc")
+        #expect(error?.part?.name == "doc")
     }
 
     @Test func reopeningStartsAtTheOffsetAgain() throws {

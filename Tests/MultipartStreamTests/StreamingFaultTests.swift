@@ -37,8 +37,8 @@ import Testing
             sourceLocation: sourceLocation)
         #expect(drained.bytes.count < Int(form.contentLength), sourceLocation: sourceLocation)
         #expect(stream.streamStatus == .error, sourceLocation: sourceLocation)
-        #expect(error.partIndex == 1, sourceLocation: sourceLocation)
-        #expect(error.partName == "part", sourceLocation: sourceLocation)
+        #expect(error.part?.index == 1, sourceLocation: sourceLocation)
+        #expect(error.part?.name == "part", sourceLocation: sourceLocation)
         #expect(error.description.hasPrefix("part 1 (\"part\"): "), sourceLocation: sourceLocation)
         var buffer = [UInt8](repeating: 0, count: 16)
         #expect(
@@ -120,7 +120,7 @@ import Testing
             Issue.record("\(error)")
             return
         }
-        #expect(error.partIndex == 1)
+        #expect(error.part?.index == 1)
         expectNoOpenDescriptor(under: directory.url)
     }
 
@@ -149,7 +149,7 @@ import Testing
         try FileManager.default.removeItem(at: fileURL)
         let output = directory.path("out.multipart")
         let error = #expect(throws: MultipartError.self) { try form.writeEncodedData(to: output) }
-        #expect(error?.partIndex == 1)
+        #expect(error?.part?.index == 1)
         #expect(!FileManager.default.fileExists(atPath: output.path))
         #expect(throws: MultipartError.self) { try form.encode() }
     }

@@ -187,7 +187,7 @@ import Testing
         failing.open()
         var byte: UInt8 = 0
         #expect(failing.read(&byte, maxLength: 1) == -1)
-        #expect((failure(end(&machine, 307)) as? MultipartError)?.partName == "video")
+        #expect((failure(end(&machine, 307)) as? MultipartError)?.part?.name == "video")
     }
 
     @Test func aCancelBeatsEveryOtherOutcomeAndComesOnce() {
@@ -276,7 +276,7 @@ import Testing
         }
         _ = machine.taskMade(session.dataTask(with: url))
         sendBody(&machine, from: 100)
-        guard case .makeStream(.failing(let error)) = machine.bodyRequested(), case .notReplayable = error.reason
+        guard case .makeStream(.failing(let error)) = machine.bodyRequested(), case .appendResent = error.reason
         else {
             Issue.record("URLSession's own resend of an append is refused")
             return

@@ -115,7 +115,7 @@ extension URLSessionSuites {
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await session().upload(form, with: URLRequest(url: server.url()))
             }
-            #expect(error.partName == "short")
+            #expect(error.part?.name == "short")
             guard case .streamEndedEarly(expected: 1 << 20, received: 1_000) = error.reason else {
                 Issue.record("\(error)")
                 return

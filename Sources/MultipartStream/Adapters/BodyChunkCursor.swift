@@ -1,5 +1,5 @@
 /// One pass over a form's body, chunk by chunk: the iteration state that ``MultipartBodyChunks`` and
-/// ``MultipartBodyBuffers`` share, whatever their chunks are made of.
+/// ``MultipartFilledChunks`` share, whatever their chunks are made of.
 struct BodyChunkCursor {
     /// The largest chunk made, whatever is asked: a chunk is allocated whole, and a body of gigabytes must not be.
     static let largestChunk = 16 << 20

@@ -31,7 +31,7 @@ public final class MultipartBodyStream: InputStream {
     /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
     var progressHandler: (@Sendable (UInt64) -> Void)?
     /// Whether opening the stream again after it handed out bytes starts over; if not, it fails with
-    /// ``MultipartError/Reason/notReplayable``. A part of a resumable upload is sent once per request: the server
+    /// ``MultipartError/Reason/appendResent``. A part of a resumable upload is sent once per request: the server
     /// has counted what arrived, and the same bytes again at the same offset would conflict.
     var startsOverWhenReopened = true
 
@@ -131,7 +131,7 @@ public final class MultipartBodyStream: InputStream {
     private func restart() -> State {
         let formIsReplayable = if case .form(let form, _) = source { form.isReplayable } else { true }
         guard startsOverWhenReopened && formIsReplayable || bytesRead == 0 else {
-            return .failed(MultipartError(.notReplayable))
+            return .failed(MultipartError(startsOverWhenReopened ? .notReplayable : .appendResent))
         }
         return start()
     }

@@ -98,14 +98,10 @@ extension MultipartFormData {
                 if reader.isAtEnd { return }
                 continue
             }
-            var written = 0
-            while written < count {
-                let result = write(descriptor, buffer.baseAddress! + written, count - written)
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    throw MultipartError(.outputWriteFailed(fileURL, errno: errno))
-                }
-                written += result
+            do throws(POSIX.Failure) {
+                try POSIX.writeAll(descriptor, UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+            } catch {
+                throw MultipartError(.outputWriteFailed(fileURL, errno: error.code))
             }
         }
     }

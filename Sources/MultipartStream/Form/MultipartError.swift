@@ -1,22 +1,80 @@
 import Foundation
 
-/// Why a form could not be built, encoded or streamed, and which part was at fault.
+/// Why a form could not be built, encoded, streamed or uploaded, and which part was at fault.
+///
+/// Match ``reason`` for the exact cause, or ``category`` for the kind of problem; both may gain cases in a later
+/// version, so a `switch` over either needs an `@unknown default`. ``underlying`` keeps the error beneath, when
+/// another library's failure (a stream's, an encoder's, URLSession's) caused this one.
 public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
-    /// The zero-based index of the part at fault, or `nil` when the form as a whole is (its boundary, an output file).
-    public var partIndex: Int?
-    /// The field name of the part at fault, when the part has one.
-    public var partName: String?
-    /// What went wrong.
-    public var reason: Reason
+    /// The part at fault: its zero-based index, and its field name when it has one.
+    public struct Part: Sendable, Equatable {
+        /// The zero-based index of the part in the form.
+        public var index: Int
+        /// The part's field name, when it has one.
+        public var name: String?
 
-    /// Creates an error for the part at `partIndex` named `partName`.
-    public init(_ reason: Reason, partIndex: Int? = nil, partName: String? = nil) {
-        self.reason = reason
-        self.partIndex = partIndex
-        self.partName = partName
+        /// Creates a part reference.
+        public init(index: Int, name: String?) {
+            self.index = index
+            self.name = name
+        }
     }
 
-    /// The reasons a form fails, at append time or while it streams.
+    /// The part at fault, or `nil` when the form as a whole is (its boundary, an output file) or the upload is.
+    public var part: Part?
+    /// What went wrong.
+    public var reason: Reason
+    /// The error that caused this one, when there is one: a caller stream's, an encoder's, or the connection's a
+    /// resumable upload gave up on.
+    public var underlying: (any Error)? {
+        if let storedUnderlying { return storedUnderlying }
+        switch reason {
+        case .jsonEncodingFailed(let error), .streamFactoryFailed(let error): return error
+        case .streamFailed(let error): return error
+        default: return nil
+        }
+    }
+    private var storedUnderlying: (any Error)?
+
+    /// The kind of problem: what the caller may do about it.
+    public var category: Category { reason.category }
+
+    /// Creates an error for `part`, caused by `underlying` if given.
+    public init(_ reason: Reason, part: Part? = nil, underlying: (any Error)? = nil) {
+        self.reason = reason
+        self.part = part
+        storedUnderlying = underlying
+    }
+
+    /// Creates an error for the part at `partIndex` named `partName`.
+    init(_ reason: Reason, partIndex: Int?, partName: String? = nil) {
+        self.init(reason, part: partIndex.map { Part(index: $0, name: partName) })
+    }
+
+    /// The kinds of problem, each with its own remedy.
+    #if hasAttribute(nonexhaustive)
+        @nonexhaustive
+    #endif
+    public enum Category: Sendable, Equatable {
+        /// A file part: missing, unreadable, not a regular file, or changed since it was appended.
+        case file
+        /// The form as built: a boundary, name, header value or MIME type that cannot be sent, or a body too long.
+        case form
+        /// A body stream or chunk sequence: a caller's stream that failed or lied about its length, or a body
+        /// read in a way it cannot be (reopened with a one-shot part, started past its end).
+        case stream
+        /// An upload: a server's answer or redirect the upload cannot honour, or a session it cannot use.
+        case upload
+        /// A resumable upload: the server refused, lost or expired it, or the retries ran out.
+        case resumable
+        /// An encoded copy of the body: a file that exists or cannot be written, or too much for memory.
+        case output
+    }
+
+    /// The reasons a form fails, at append time, while it streams, or while it uploads.
+    #if hasAttribute(nonexhaustive)
+        @nonexhaustive
+    #endif
     public enum Reason: Error, Sendable {
         // Found while appending.
 
@@ -74,7 +132,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case streamNotOpen
         /// `read` was called with a negative `maxLength`.
         case invalidReadLength(Int)
-        /// The body stream was opened again after it handed out bytes, and a part cannot be read twice.
+        /// The body stream was opened again after it handed out bytes, and a one-shot `InputStream` part cannot be
+        /// read twice.
         case notReplayable
         /// A body was asked to start at byte `offset`, past its `contentLength`.
         case offsetPastEnd(offset: UInt64, contentLength: UInt64)
@@ -96,8 +155,11 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// been handed to it: it answered without reading the form, which it cannot have received.
         case answeredBeforeBodySent(statusCode: Int, bytesSent: UInt64, contentLength: UInt64)
         /// A resumable upload gave up after `retries` retries, the server having `bytesAcknowledged` of the form's
-        /// `contentLength` bytes; `underlying` is the last failure.
-        case resumeFailed(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64, underlying: String)
+        /// `contentLength` bytes; ``MultipartError/underlying`` is the last failure.
+        case resumeFailed(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64)
+        /// URLSession sent a part of a resumable upload again by itself (a reused connection died under it), which
+        /// the server would take for a conflict: that request fails, and the upload asks the server where it stands.
+        case appendResent
         /// The server said it resumes uploads, then answered the request that creates one (`statusCode`) as a plain
         /// request, without an upload to resume.
         case resumptionRefused(statusCode: Int)
@@ -117,15 +179,16 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case outputWriteFailed(URL, errno: Int32)
     }
 
-    /// A sentence naming the part and the reason.
+    /// A sentence naming the part and the reason, and the underlying error where the reason does not already.
     public var description: String {
         let subject: String
-        switch (partIndex, partName) {
+        switch (part?.index, part?.name) {
         case (let index?, let name?): subject = "part \(index) (\"\(name)\")"
         case (let index?, nil): subject = "part \(index)"
         default: subject = "form"
         }
-        return "\(subject): \(reason)"
+        guard let storedUnderlying else { return "\(subject): \(reason)" }
+        return "\(subject): \(reason): \(storedUnderlying.localizedDescription)"
     }
 
     /// The same text as ``description``, so `localizedDescription` names the part and reason.
@@ -140,7 +203,7 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .fileNotFound(let url): "no file at \(url.path)"
         case .isDirectory(let url): "\(url.path) is a directory"
         case .fileSizeUnavailable(let url): "\(url.path) is not a regular file, so its length is unknown"
-        case .fileUnreadable(let url, let code): "cannot open \(url.path): \(errnoText(code))"
+        case .fileUnreadable(let url, let code): "cannot open \(url.path): \(POSIX.errnoText(code))"
         case .invalidBoundary(let boundary):
             "invalid boundary \"\(boundary)\": it must be 1 to 70 characters of letters, digits and '()+_,-./:=? "
                 + "and must not end in a space"
@@ -159,7 +222,7 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .fileSizeChanged(let url, let expected, let actual):
             "\(url.path) is \(actual) bytes now, \(expected) when it was appended"
         case .fileChanged(let url): "\(url.path) was replaced or modified after it was appended"
-        case .fileReadFailed(let url, let code): "reading \(url.path) failed: \(errnoText(code))"
+        case .fileReadFailed(let url, let code): "reading \(url.path) failed: \(POSIX.errnoText(code))"
         case .streamEndedEarly(let expected, let received):
             "stream ended after \(received) of its declared \(expected) bytes"
         case .streamLongerThanDeclared(let length): "stream has more than its declared \(length) bytes"
@@ -186,9 +249,11 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .answeredBeforeBodySent(let statusCode, let bytesSent, let contentLength):
             "the server answered \(statusCode) after \(bytesSent) of the body's \(contentLength) bytes, so it never "
                 + "received the whole form; the upload failed"
-        case .resumeFailed(let retries, let acknowledged, let contentLength, let underlying):
+        case .resumeFailed(let retries, let acknowledged, let contentLength):
             "the resumable upload gave up after \(retries) \(retries == 1 ? "retry" : "retries"), the server having "
-                + "\(acknowledged) of the form's \(contentLength) bytes: \(underlying)"
+                + "\(acknowledged) of the form's \(contentLength) bytes"
+        case .appendResent:
+            "URLSession sent a part of the resumable upload again by itself, which the server would refuse"
         case .resumptionRefused(let statusCode):
             "the server offered resumable uploads, then answered \(statusCode) to the request creating one, as if it "
                 + "were the whole form"
@@ -198,11 +263,31 @@ extension MultipartError.Reason: CustomStringConvertible {
             "the server has all \(contentLength) bytes of the form, but its answer was lost with the connection"
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
-        case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(errnoText(code))"
+        case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(POSIX.errnoText(code))"
         }
     }
 }
 
-private func errnoText(_ code: Int32) -> String {
-    "\(String(cString: strerror(code))) (errno \(code))"
+extension MultipartError.Reason {
+    /// The reason's kind of problem.
+    public var category: MultipartError.Category {
+        switch self {
+        case .notAFileURL, .fileNotFound, .isDirectory, .fileSizeUnavailable, .fileUnreadable, .fileVanished,
+            .fileSizeChanged, .fileChanged, .fileReadFailed:
+            .file
+        case .invalidBoundary, .invalidSubtype, .jsonEncodingFailed, .invalidHeaderName, .invalidHeaderValue,
+            .invalidMIMEType, .bodyTooLong, .boundaryInPart:
+            .form
+        case .streamEndedEarly, .streamLongerThanDeclared, .streamFailed, .streamFactoryFailed, .streamAlreadyConsumed,
+            .streamNotOpen, .invalidReadLength, .notReplayable, .offsetPastEnd, .cannotResumeOneShotStream,
+            .chunkNotFilled:
+            .stream
+        case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent:
+            .upload
+        case .resumeFailed, .appendResent, .resumptionRefused, .uploadExpired, .answerLost:
+            .resumable
+        case .tooLargeForMemory, .outputFileExists, .outputWriteFailed:
+            .output
+        }
+    }
 }

@@ -7,18 +7,18 @@ import Foundation
 /// reader is made) and headers (encoded at append time) and reads bodies straight into the buffer. It allocates
 /// nothing per read.
 final class MultipartReader {
-    private let parts: [BodyPart]
+    let parts: [BodyPart]
     /// `\r\n--boundary\r\n`.
     private let delimiter: [UInt8]
     /// `\r\n--boundary--\r\n`.
     private let closeDelimiter: [UInt8]
     private(set) var position: ReaderPosition
     /// The file or stream of the part being read, if it has one.
-    private var openBody: OpenPartBody?
+    var openBody: OpenPartBody?
     /// Set by the first failure; every later read throws it again.
     private(set) var failure: MultipartError?
     /// Bytes produced so far, from ``startOffset``.
-    private(set) var bytesRead: UInt64 = 0
+    var bytesRead: UInt64 = 0
     /// Exact length of the whole body.
     let contentLength: UInt64
     /// The byte of the body the reader started at.
@@ -168,7 +168,7 @@ final class MultipartReader {
 
     /// Moves `count` bytes on from `offset` in the part's body; at its last byte, not a read later, checks that the
     /// source has no more and closes it, so a file is closed as soon as it is sent.
-    private func advance(_ part: Int, from offset: UInt64, by count: Int) throws(MultipartError.Reason) {
+    func advance(_ part: Int, from offset: UInt64, by count: Int) throws(MultipartError.Reason) {
         if offset + UInt64(count) == parts[part].body.length {
             try openBody?.finish()
             openBody?.close()
@@ -178,64 +178,6 @@ final class MultipartReader {
             position = .body(part: part, offset: offset + UInt64(count))
         }
     }
-
-    #if os(Linux)
-        /// Copies the rest of the file part the reader is in straight to `descriptor` with `copy_file_range(2)`,
-        /// the kernel moving the bytes. The file is opened, checked and finished as ``read(into:)`` does it.
-        ///
-        /// - Returns: The bytes copied; `nil` when the reader is not in a file body, or when the kernel cannot copy
-        ///   between these two files (a pipe, a device, another file system on an old kernel) and nothing was
-        ///   copied, so that ``read(into:)`` carries on.
-        /// - Throws: The part's error as ``read(into:)`` throws it, or
-        ///   ``MultipartError/Reason/outputWriteFailed(_:errno:)`` naming `output` when the output is full or fails.
-        func copyFileBody(to descriptor: Int32, writing output: URL) throws(MultipartError) -> Int? {
-            guard failure == nil, let copyFileRange = FileBodyCopy.copyFileRange,
-                case .body(let part, let offset) = position, case .file(let url, _) = parts[part].body
-            else { return nil }
-            let length = parts[part].body.length
-            var copied = 0
-            var outputError: Int32?
-            do throws(MultipartError.Reason) {
-                if openBody == nil { openBody = try OpenPartBody.open(parts[part].body, at: offset) }
-                guard case .file(let file, _) = openBody else { return nil }
-                var sourceOffset = Int64(offset)
-                copying: while UInt64(sourceOffset) < length {
-                    let wanted = Int(min(length - UInt64(sourceOffset), 1 << 30))
-                    let count = copyFileRange(file.descriptor, &sourceOffset, descriptor, nil, wanted, 0)
-                    switch count {
-                    case 1...:
-                        copied += count
-                    case 0:
-                        throw .fileSizeChanged(url, expected: length, actual: (try? file.currentLength()) ?? 0)
-                    default:
-                        let code = errno
-                        if code == EINTR { continue }
-                        if [ENOSPC, EDQUOT, EFBIG, EIO].contains(code) {
-                            outputError = code
-                            break copying
-                        }
-                        // Not between these files: what was copied counts, the rest goes through a buffer.
-                        if copied == 0 { return nil }
-                        break copying
-                    }
-                }
-                // The rest, if any, is read from where the copy stopped.
-                if UInt64(sourceOffset) < length { try file.seek(to: UInt64(sourceOffset)) }
-                try advance(part, from: offset, by: copied)
-            } catch {
-                let failure = MultipartError(error, partIndex: part, partName: parts[part].name)
-                fail(failure)
-                throw failure
-            }
-            bytesRead += UInt64(copied)
-            if let outputError {
-                let failure = MultipartError(.outputWriteFailed(output, errno: outputError))
-                fail(failure)
-                throw failure
-            }
-            return copied
-        }
-    #endif
 
     /// The part the reader is in, `nil` in the close delimiter.
     private var currentPart: Int? { position.part }

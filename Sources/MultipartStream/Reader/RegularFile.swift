@@ -68,17 +68,17 @@ struct RegularFile {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {
             let code = errno
-            _ = systemClose(descriptor)
+            POSIX.close(descriptor)
             throw .fileUnreadable(url, errno: code)
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG:
             break
         case S_IFDIR:
-            _ = systemClose(descriptor)
+            POSIX.close(descriptor)
             throw .isDirectory(url)
         default:
-            _ = systemClose(descriptor)
+            POSIX.close(descriptor)
             throw .fileSizeUnavailable(url)
         }
         #if os(Linux)
@@ -118,25 +118,14 @@ struct RegularFile {
 
     /// Reads up to `buffer.count` bytes into `buffer`; 0 only at the end of the file.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(MultipartError.Reason) -> Int {
-        while true {
-            let count = systemRead(descriptor, buffer.baseAddress, buffer.count)
-            if count >= 0 { return count }
-            if errno != EINTR { throw .fileReadFailed(url, errno: errno) }
+        do throws(POSIX.Failure) {
+            return try POSIX.read(descriptor, into: buffer)
+        } catch {
+            throw .fileReadFailed(url, errno: error.code)
         }
     }
 
     func close() {
-        _ = systemClose(descriptor)
+        POSIX.close(descriptor)
     }
 }
-
-#if canImport(Darwin)
-    private let systemRead = Darwin.read
-    private let systemClose = Darwin.close
-#elseif canImport(Musl)
-    private let systemRead = Musl.read
-    private let systemClose = Musl.close
-#else
-    private let systemRead = Glibc.read
-    private let systemClose = Glibc.close
-#endif

@@ -176,7 +176,7 @@ extension MultipartUpload {
             if role.sendsBodyOnce, case .sending(let exchange) = state, !exchange.streams.isEmpty {
                 // A part of a resumable upload must not go out twice at the same offset: that resend fails, and
                 // the upload asks the server instead.
-                return .makeStream(.failing(MultipartError(.notReplayable)))
+                return .makeStream(.failing(MultipartError(.appendResent)))
             }
             if case .fileToWrite(let url) = body { return .writeFile(url) }
             return .makeStream(source(of: body))

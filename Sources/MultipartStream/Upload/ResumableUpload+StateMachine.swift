@@ -20,13 +20,13 @@ extension ResumableUpload {
             /// The last answer is the upload's answer.
             case answer
             /// Give up.
-            case fail(MultipartError.Reason)
+            case fail(MultipartError)
         }
 
-        enum Event: Equatable {
+        enum Event {
             case answered(Answer)
             /// The request failed in a way that another may not: the connection dropped, was reset or timed out.
-            case connectionFailed(description: String)
+            case connectionFailed(any Error)
         }
 
         let contentLength: UInt64
@@ -70,50 +70,47 @@ extension ResumableUpload {
                 guard (200..<300).contains(answer.statusCode) else { return .answer }
                 guard let location = answer.location, answer.isComplete == false else {
                     // It said it speaks the draft, then answered the creation as a plain request: it has an empty form.
-                    return .fail(.resumptionRefused(statusCode: answer.statusCode))
+                    return .fail(MultipartError(.resumptionRefused(statusCode: answer.statusCode)))
                 }
                 self.location = location
                 return acknowledge(answer.offset ?? 0)
             case (.append, .answered(let answer)) where answer.statusCode == 409:
                 // Conflict: the server says where it stands.
-                guard let offset = answer.offset else { return retry(.askOffset, because: "409 without Upload-Offset") }
-                return resume(at: offset, because: "409 Conflict at \(offset)")
+                guard let offset = answer.offset else {
+                    return retry(.askOffset, because: UnexpectedAnswer("409 without Upload-Offset"))
+                }
+                return resume(at: offset, because: UnexpectedAnswer("409 Conflict at \(offset)"))
             case (.append, .answered(let answer)):
                 if answer.statusCode == 404 || answer.statusCode == 410 {
                     return restart(statusCode: answer.statusCode)
                 }
                 // The application's answer, unless the server says the form is still incomplete.
                 guard answer.isComplete == false, let offset = answer.offset else { return .answer }
-                return resume(at: offset, because: "incomplete at \(offset)")
+                return resume(at: offset, because: UnexpectedAnswer("incomplete at \(offset)"))
             case (.askOffset, .answered(let answer)):
                 if answer.statusCode == 404 || answer.statusCode == 410 {
                     return restart(statusCode: answer.statusCode)
                 }
                 guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
-                    return .fail(
-                        .resumeFailed(
-                            retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength,
-                            underlying: "HEAD answered \(answer.statusCode)"))
+                    return fail(because: UnexpectedAnswer("HEAD answered \(answer.statusCode)"))
                 }
                 if answer.isComplete == true || offset == contentLength {
                     // Everything arrived, but the answer to it went with the connection.
-                    return .fail(.answerLost(contentLength: contentLength))
+                    return .fail(MultipartError(.answerLost(contentLength: contentLength)))
                 }
                 return acknowledge(offset)
-            case (.detect, .connectionFailed(let description)), (.create, .connectionFailed(let description)):
-                return retry(step, because: description)
-            case (.append, .connectionFailed(let description)), (.askOffset, .connectionFailed(let description)):
-                return retry(.askOffset, because: description)
+            case (.detect, .connectionFailed(let error)), (.create, .connectionFailed(let error)):
+                return retry(step, because: error)
+            case (.append, .connectionFailed(let error)), (.askOffset, .connectionFailed(let error)):
+                return retry(.askOffset, because: error)
             }
         }
 
         /// The server has `offset` bytes: send the rest.
         private mutating func acknowledge(_ offset: UInt64) -> Action {
             guard offset <= contentLength else {
-                return .fail(
-                    .resumeFailed(
-                        retries: retries, bytesAcknowledged: offset, contentLength: contentLength,
-                        underlying: "the server has more bytes than the form"))
+                acknowledged = offset
+                return fail(because: UnexpectedAnswer("the server has more bytes than the form"))
             }
             if offset > acknowledged { delay = policy.initialDelay }
             acknowledged = offset
@@ -121,27 +118,29 @@ extension ResumableUpload {
         }
 
         /// Counts a retry; the failure to give up with when the retries are spent.
-        private mutating func countRetry(because description: String) -> Action? {
-            guard retries < policy.maximumAttempts else {
-                return .fail(
-                    .resumeFailed(
-                        retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength,
-                        underlying: description))
-            }
+        private mutating func countRetry(because failure: any Error) -> Action? {
+            guard retries < policy.maximumAttempts else { return fail(because: failure) }
             retries += 1
             return nil
         }
 
+        /// Gives up, with where the upload stood and the last failure beneath.
+        private func fail(because failure: any Error) -> Action {
+            let reason = MultipartError.Reason.resumeFailed(
+                retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength)
+            return .fail(MultipartError(reason, underlying: failure))
+        }
+
         /// The server said where it stands (a conflict, or an answer that the form is incomplete): an answer rather
         /// than a drop, so the rest goes at once from there, as a retry.
-        private mutating func resume(at offset: UInt64, because description: String) -> Action {
-            if let giveUp = countRetry(because: description) { return giveUp }
+        private mutating func resume(at offset: UInt64, because failure: any Error) -> Action {
+            if let giveUp = countRetry(because: failure) { return giveUp }
             return acknowledge(offset)
         }
 
         /// Another try at `step` after the backoff, unless the retries are spent.
-        private mutating func retry(_ step: Step, because description: String) -> Action {
-            if let giveUp = countRetry(because: description) { return giveUp }
+        private mutating func retry(_ step: Step, because failure: any Error) -> Action {
+            if let giveUp = countRetry(because: failure) { return giveUp }
             let wait = delay
             delay = min(delay * 2, policy.maximumDelay)
             self.step = step
@@ -150,11 +149,22 @@ extension ResumableUpload {
 
         /// The upload expired: create it again from byte 0, once.
         private mutating func restart(statusCode: Int) -> Action {
-            guard !restarted else { return .fail(.uploadExpired(statusCode: statusCode)) }
+            guard !restarted else { return .fail(MultipartError(.uploadExpired(statusCode: statusCode))) }
             restarted = true
             acknowledged = 0
             location = nil
             return send(.create)
         }
+    }
+
+    /// An answer of the server that a resumable upload could not go on from: the underlying error of its failure.
+    struct UnexpectedAnswer: Error, CustomStringConvertible, LocalizedError {
+        let description: String
+
+        init(_ description: String) {
+            self.description = description
+        }
+
+        var errorDescription: String? { description }
     }
 }

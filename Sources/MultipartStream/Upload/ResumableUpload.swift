@@ -29,7 +29,7 @@ struct ResumableUpload {
                     last = answer
                     action = resumption.handle(.answered(Answer(answer.1)))
                 } catch let error where Self.isConnectionFailure(error, during: step) {
-                    action = resumption.handle(.connectionFailed(description: "\(error.localizedDescription)"))
+                    action = resumption.handle(.connectionFailed(error))
                 }
             case .wait(let seconds, let step):
                 try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
@@ -43,8 +43,8 @@ struct ResumableUpload {
             case .answer:
                 // Every action before `.answer` sent a request that answered.
                 return last!
-            case .fail(let reason):
-                throw MultipartError(reason)
+            case .fail(let error):
+                throw error
             }
         }
     }
@@ -69,7 +69,7 @@ struct ResumableUpload {
     /// Whether `error` is the connection's, which another request may not meet: dropped, reset, timed out, refused;
     /// or, while appending, URLSession's own resend of the part on a new connection, which the upload refused.
     static func isConnectionFailure(_ error: any Error, during step: Step) -> Bool {
-        if case .append = step, let error = error as? MultipartError, case .notReplayable = error.reason { return true }
+        if case .append = step, let error = error as? MultipartError, case .appendResent = error.reason { return true }
         guard let error = error as? URLError else { return false }
         let codes: Set<URLError.Code> = [
             .networkConnectionLost, .timedOut, .cannotConnectToHost, .notConnectedToInternet, .cannotFindHost,
