@@ -51,6 +51,14 @@ let package = Package(
             path: "Sources/UploadCheck"
         ),
         .executableTarget(
+            name: "upload-cost",
+            dependencies: [
+                .product(name: "MultipartStream", package: "MultipartStream"),
+                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+            ],
+            path: "Sources/UploadCost"
+        ),
+        .executableTarget(
             name: "resumable-server",
             dependencies: [
                 .product(name: "NIOCore", package: "swift-nio"),
