@@ -82,11 +82,6 @@ enum Command {
         } else {
             form = MultipartFormData()
         }
-        if let rate = options.rateLimit {
-            // Reads of a tenth of a second of the rate, at most 64 KiB, started evenly apart.
-            let packet = max(1, min(64 << 10, rate / 10))
-            form.throttleBandwidth(packetSize: packet, delay: Double(packet) / Double(rate))
-        }
         for field in options.fields {
             try checkHeaderText(of: field)
             switch field {

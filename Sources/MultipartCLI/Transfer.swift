@@ -90,8 +90,11 @@ struct Transfer {
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         let resumption = MultipartResumption(
             maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600)
+        let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         let upload = Task {
-            try await session.upload(form, with: request, strategy: strategy, resumption: resumption) { sent in
+            try await session.upload(
+                form, with: request, strategy: strategy, resumption: resumption, pacing: pacing
+            ) { sent in
                 watchdog.sawBody()
                 progress.report(sent)
             }

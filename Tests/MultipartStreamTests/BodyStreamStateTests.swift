@@ -145,11 +145,12 @@ import Testing
     }
 
     @Test(arguments: [(0, -1.0), (-7, Double.nan), (Int.min, -Double.infinity)])
-    func throttlingWithOutOfRangeValuesReadsOneByteAtATimeWithoutPausing(packetSize: Int, delay: Double) throws {
+    func pacingWithOutOfRangeValuesReadsOneByteAtATimeWithoutPausing(packetSize: Int, delay: Double) throws {
         var form = try MultipartFormData(boundary: "b")
         form.append("xyz", name: "f")
-        form.throttleBandwidth(packetSize: packetSize, delay: delay)
-        let stream = form.makeBodyStream()
+        let pacing = MultipartPacing(packetSize: packetSize, delay: delay)
+        #expect(pacing.packetSize == 1 && pacing.delay == 0)
+        let stream = form.makeBodyStream(pacing: pacing)
         stream.open()
         defer { stream.close() }
         var body: [UInt8] = []
@@ -162,11 +163,10 @@ import Testing
         #expect(Data(body) == (try form.encode()))
     }
 
-    @Test func throttlingLimitsEachReadAndPausesAfterIt() throws {
+    @Test func pacingLimitsEachReadAndPausesAfterIt() throws {
         var form = try MultipartFormData(boundary: "B0undary")
         form.append(String(repeating: "x", count: 1_600), name: "f")
-        form.throttleBandwidth(packetSize: 16, delay: 0.01)
-        let stream = form.makeBodyStream()
+        let stream = form.makeBodyStream(pacing: MultipartPacing(packetSize: 16, delay: 0.01))
         stream.open()
         var reads = 0
         let stopwatch = Stopwatch()
@@ -181,9 +181,20 @@ import Testing
         // A lower bound only: the pauses must have happened; a slow machine may take longer.
         // Reads start 10 ms apart: the first at once.
         #expect(elapsed >= 0.01 * Double(reads - 1))
-        // Encoding is never throttled.
-        let encoding = Stopwatch()
+        // Pacing belongs to the stream, not the form: another stream of the same form and encoding are not paced.
+        let unpaced = Stopwatch()
+        let other = form.makeBodyStream()
+        other.open()
+        #expect(read(other, 65_536).count == Int(form.contentLength))
         #expect(try form.encode().count == Int(form.contentLength))
-        #expect(encoding.seconds < 0.01 * Double(reads - 1))
+        #expect(unpaced.seconds < 0.01 * Double(reads - 1))
+    }
+
+    @Test func aRateIsPacedAsCurlsLimitRate() {
+        let pacing = MultipartPacing(bytesPerSecond: 500 << 10)
+        #expect(pacing.packetSize == 51_200 && abs(pacing.delay - 0.1) < 1e-9)
+        #expect(MultipartPacing(bytesPerSecond: 100 << 20).packetSize == 64 << 10, "at most 64 KiB a read")
+        #expect(MultipartPacing(bytesPerSecond: 0).packetSize == 1, "at least a byte")
+        #expect(MultipartPacing(packetSize: 10, delay: 1_000).delay == 60, "a pause of a minute at most")
     }
 }

@@ -14,29 +14,26 @@ public final class MultipartBodyStream: InputStream {
     public let contentLength: UInt64
 
     private let source: Source
-    /// Guards `state` and `isReading`; never held while a read runs, so that `close()` (a cancel) never waits for a
-    /// caller stream that blocks.
-    private let lock = Lock()
-    private var state: State = .notOpen
-    /// Whether a `read` is running the reader now, outside the lock. The reader is not thread-safe: while this is
-    /// set, only that read touches it, and it closes the reader's file or stream itself when it finds the stream
-    /// closed or failed on its return.
-    private var isReading = false
-    /// Separate from `lock`: progress must never wait for a state change.
-    private let progress = Lock()
-    private var handedOut: UInt64 = 0
-    /// When the next throttled read may start, in uptime nanoseconds. Touched only by the read in progress, of which
-    /// `isReading` allows one at a time.
-    private var nextReadDue: UInt64?
-    /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
-    var progressHandler: (@Sendable (UInt64) -> Void)?
     /// Whether opening the stream again after it handed out bytes starts over; if not, it fails with
     /// ``MultipartError/Reason/appendResent``. A part of a resumable upload is sent once per request: the server
     /// has counted what arrived, and the same bytes again at the same offset would conflict.
-    var startsOverWhenReopened = true
+    private let startsOverWhenReopened: Bool
+    private let pacing: MultipartPacing?
+    /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
+    private let progressHandler: (@Sendable (UInt64) -> Void)?
+    /// Guards `state`; never held while a read runs, so that `close()` (a cancel) never waits for a caller stream
+    /// that blocks.
+    private let lock = Lock()
+    private var state: State = .notOpen
+    /// Separate from `lock`: progress must never wait for a state change.
+    private let progress = Lock()
+    private var handedOut: UInt64 = 0
+    /// When the next paced read may start, in uptime nanoseconds. Touched only by the read under way, of which
+    /// `.reading` allows one at a time.
+    private var nextReadDue: UInt64?
 
     /// Where the bytes come from.
-    private enum Source {
+    enum Source {
         /// The form's body from byte `offset` on.
         case form(MultipartFormData, offset: UInt64)
         /// A body that `writeEncodedData(to:)` wrote, `length` bytes long: the `.file` upload strategy's.
@@ -46,24 +43,53 @@ public final class MultipartBodyStream: InputStream {
     private enum State {
         case notOpen
         case open(any BodyReader)
+        /// A `read` runs the reader now, outside the lock; only that read touches it. `interrupted` is the state
+        /// that a close, a reopen or a second reader put in its place meanwhile: the read then hands out nothing,
+        /// closes the reader, and leaves the stream in that state.
+        case reading(any BodyReader, interrupted: Interruption?)
         case atEnd
         /// `finished`: every byte was handed out before the close.
         case closed(finished: Bool)
         case failed(MultipartError)
     }
 
-    init(form: MultipartFormData, startingAt offset: UInt64 = 0) {
-        source = .form(form, offset: offset)
-        // An offset past the end makes no bytes: the stream fails when opened.
-        contentLength = form.contentLength - min(offset, form.contentLength)
-        // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
-        super.init(data: Data())
+    /// What happened to a stream while a read ran.
+    private enum Interruption {
+        /// Closed early.
+        case closed
+        /// Opened again: the state it starts over in.
+        indirect case reopened(State)
+        /// A second thread read at once.
+        case failed(MultipartError)
+
+        var state: State {
+            switch self {
+            case .closed: .closed(finished: false)
+            case .reopened(let state): state
+            case .failed(let error): .failed(error)
+            }
+        }
     }
 
-    /// A stream of the encoded body in `url`, which must stay `length` bytes long and is checked as it is read.
-    init(encodedFile url: URL, length: UInt64) {
-        source = .encodedFile(url, length: length)
-        contentLength = length
+    /// A stream of `source`; `pacing`, `progressHandler` and whether it starts over when reopened are fixed here.
+    init(
+        _ source: Source,
+        startsOverWhenReopened: Bool = true,
+        pacing: MultipartPacing? = nil,
+        progressHandler: (@Sendable (UInt64) -> Void)? = nil
+    ) {
+        self.source = source
+        switch source {
+        case .form(let form, let offset):
+            // An offset past the end makes no bytes: the stream fails when opened.
+            contentLength = form.contentLength - min(offset, form.contentLength)
+        case .encodedFile(_, let length):
+            contentLength = length
+        }
+        self.startsOverWhenReopened = startsOverWhenReopened
+        self.pacing = pacing
+        self.progressHandler = progressHandler
+        // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
         super.init(data: Data())
     }
 
@@ -81,14 +107,16 @@ public final class MultipartBodyStream: InputStream {
             switch state {
             case .notOpen:
                 state = start()
-            case .open(let reader) where reader.bytesRead == 0:
+            case .open where bytesRead == 0, .reading where bytesRead == 0:
                 break
             case .open(let reader):
-                if !isReading { reader.fail(MultipartError(.notReplayable)) }
+                reader.fail(MultipartError(.notReplayable))
                 state = restart()
+            case .reading(let reader, nil):
+                state = .reading(reader, interrupted: .reopened(restart()))
             case .atEnd, .closed:
                 state = restart()
-            case .failed:
+            case .reading, .failed:
                 break
             }
         }
@@ -100,13 +128,15 @@ public final class MultipartBodyStream: InputStream {
         lock.withLock {
             switch state {
             case .open(let reader):
-                if !isReading { reader.fail(MultipartError(.streamNotOpen)) }
+                reader.fail(MultipartError(.streamNotOpen))
                 state = .closed(finished: false)
+            case .reading(let reader, nil):
+                state = .reading(reader, interrupted: .closed)
             case .atEnd:
                 state = .closed(finished: true)
             case .notOpen:
                 state = .closed(finished: false)
-            case .closed, .failed:
+            case .reading, .closed, .failed:
                 break
             }
         }
@@ -127,7 +157,8 @@ public final class MultipartBodyStream: InputStream {
         }
     }
 
-    /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed.
+    /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed, or the body
+    /// goes out once.
     private func restart() -> State {
         let formIsReplayable = if case .form(let form, _) = source { form.isReplayable } else { true }
         guard startsOverWhenReopened && formIsReplayable || bytesRead == 0 else {
@@ -141,21 +172,27 @@ public final class MultipartBodyStream: InputStream {
     /// Fills `buffer` with up to `len` bytes of the body, across part boundaries. Returns 0 only at the end and
     /// -1 on failure, with the reason in `streamError`. With `len` 0 it returns 0 and changes nothing.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        let throttle: Throttle? = if case .form(let form, _) = source { form.throttle } else { nil }
-        let limit = min(len, throttle?.packetSize ?? len)
+        let limit = min(len, pacing?.packetSize ?? len)
         // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
         // Without a reader to run, the answer is known at once.
         let (reader, answer): ((any BodyReader)?, Int) = lock.withLock {
             switch state {
-            case .open(let reader) where !isReading && len >= 0:
-                isReading = true
+            case .open(let reader) where len >= 0:
+                state = .reading(reader, interrupted: nil)
                 return (reader, 0)
-            case .open, .notOpen, .closed(finished: false):
+            case .open, .reading, .notOpen, .closed(finished: false):
                 if len == 0 { return (nil, 0) }
                 // A negative length, a second thread reading at once, or no open stream.
-                let reason: MultipartError.Reason = len < 0 ? .invalidReadLength(len) : .streamNotOpen
-                if case .open(let reader) = state, !isReading { reader.fail(MultipartError(reason)) }
-                state = .failed(MultipartError(reason))
+                let error = MultipartError(len < 0 ? .invalidReadLength(len) : .streamNotOpen)
+                switch state {
+                case .open(let reader):
+                    reader.fail(error)
+                    state = .failed(error)
+                case .reading(let reader, _):
+                    state = .reading(reader, interrupted: .failed(error))
+                default:
+                    state = .failed(error)
+                }
                 return (nil, -1)
             case .atEnd, .closed(finished: true):
                 return (nil, 0)
@@ -164,7 +201,7 @@ public final class MultipartBodyStream: InputStream {
             }
         }
         guard let reader else { return answer }
-        let readStart = throttle.map(waitForTurn)
+        let readStart = pacing.map(waitForTurn)
         let result: Result<Int, MultipartError>
         do throws(MultipartError) {
             result = .success(try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit)))
@@ -173,15 +210,16 @@ public final class MultipartBodyStream: InputStream {
         }
         var total: UInt64 = 0
         let count = lock.withLock { () -> Int in
-            isReading = false
-            guard case .open(let current) = state, current === reader else {
-                // Closed, failed or reopened while the read ran: nothing it read goes out.
+            guard case .reading(_, let interruption) = state else { return -1 }
+            if let interruption {
+                // Closed, reopened or read by another thread meanwhile: nothing this read read goes out.
                 reader.fail(MultipartError(.streamNotOpen))
+                state = interruption.state
                 return -1
             }
             switch result {
             case .success(let count):
-                if reader.isAtEnd { state = .atEnd }
+                state = reader.isAtEnd ? .atEnd : .open(reader)
                 total = progress.withLock {
                     handedOut += UInt64(count)
                     return handedOut
@@ -193,14 +231,14 @@ public final class MultipartBodyStream: InputStream {
             }
         }
         if count > 0 {
-            if let throttle, let readStart { schedule(after: count, startedAt: readStart, throttle) }
+            if let pacing, let readStart { schedule(after: count, startedAt: readStart, pacing) }
             progressHandler?(total)
         }
         return count
     }
 
-    /// Sleeps until the throttle lets the next read start, and returns when it started.
-    private func waitForTurn(_ throttle: Throttle) -> UInt64 {
+    /// Sleeps until the pacing lets the next read start, and returns when it started.
+    private func waitForTurn(_ pacing: MultipartPacing) -> UInt64 {
         let now = DispatchTime.now().uptimeNanoseconds
         guard let due = nextReadDue, due > now else { return now }
         Thread.sleep(forTimeInterval: Double(due - now) / 1e9)
@@ -211,8 +249,8 @@ public final class MultipartBodyStream: InputStream {
     /// and sending counts toward the pause and the rate holds however fast the reads are. Reads that fell behind
     /// (stalls of the reading thread on a busy machine) may catch up by at most one second, as curl's own limit
     /// averages over a few seconds, so a slow consumer never gets a longer burst than that.
-    private func schedule(after count: Int, startedAt readStart: UInt64, _ throttle: Throttle) {
-        let pause = UInt64(throttle.delay * 1e9 * Double(count) / Double(throttle.packetSize))
+    private func schedule(after count: Int, startedAt readStart: UInt64, _ pacing: MultipartPacing) {
+        let pause = UInt64(pacing.delay * 1e9 * Double(count) / Double(pacing.packetSize))
         let catchUp: UInt64 = 1_000_000_000
         let earliest = readStart - min(readStart, catchUp)
         nextReadDue = Swift.max(nextReadDue ?? readStart, earliest) + pause
@@ -224,7 +262,7 @@ public final class MultipartBodyStream: InputStream {
         lock.withLock {
             switch state {
             case .atEnd, .closed(finished: true): false
-            case .notOpen, .open, .closed(finished: false), .failed: true
+            case .notOpen, .open, .reading, .closed(finished: false), .failed: true
             }
         }
     }
@@ -234,7 +272,7 @@ public final class MultipartBodyStream: InputStream {
         lock.withLock {
             switch state {
             case .notOpen: .notOpen
-            case .open: .open
+            case .open, .reading: .open
             case .atEnd: .atEnd
             case .closed: .closed
             case .failed: .error
@@ -310,7 +348,7 @@ extension MultipartFormData {
     ///
     /// - Returns: The stream, for `URLRequest.httpBodyStream` or a `needNewBodyStream` delegate answer.
     public func makeBodyStream() -> MultipartBodyStream {
-        MultipartBodyStream(form: self)
+        MultipartBodyStream(.form(self, offset: 0))
     }
 
     /// A new, unopened stream of this form's bytes from byte `offset` on: the same bytes as `encode()`'s from
@@ -327,6 +365,17 @@ extension MultipartFormData {
     ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` for one inside or after a one-shot
     ///   `InputStream` part.
     public func makeBodyStream(startingAt offset: UInt64) -> MultipartBodyStream {
-        MultipartBodyStream(form: self, startingAt: offset)
+        MultipartBodyStream(.form(self, offset: offset))
+    }
+
+    /// A new, unopened stream of this form's bytes from byte `offset` on (as ``makeBodyStream(startingAt:)``),
+    /// handing them out no faster than `pacing` allows.
+    ///
+    /// - Parameters:
+    ///   - offset: The first byte to produce, from 0 to ``contentLength``.
+    ///   - pacing: How fast the stream hands out bytes.
+    /// - Returns: The stream.
+    public func makeBodyStream(startingAt offset: UInt64 = 0, pacing: MultipartPacing) -> MultipartBodyStream {
+        MultipartBodyStream(.form(self, offset: offset), pacing: pacing)
     }
 }

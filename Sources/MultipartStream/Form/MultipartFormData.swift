@@ -25,7 +25,6 @@ public struct MultipartFormData: Sendable {
     /// ``init(subtype:boundary:)``.
     public let subtype: String
     var bodyParts: [BodyPart] = []
-    var throttle: Throttle?
     /// Header and body bytes of all parts; delimiters are added in ``contentLength``.
     private var partBytes: UInt64 = 0
 
@@ -266,24 +265,6 @@ public struct MultipartFormData: Sendable {
         try add(headers: headers, body: .streamFactory(makeStream, length: length))
     }
 
-    // MARK: Throttling
-
-    /// Limits each `read` of the body stream to `packetSize` bytes and starts reads `delay` seconds apart, as
-    /// AFNetworking did for slow cellular links: the body goes out at `packetSize / delay` bytes per second, the time
-    /// spent reading and sending counted in the pause. No throttling by default.
-    ///
-    /// The pause blocks the thread that reads the stream; on Linux that is URLSession's one serial queue for the
-    /// whole process, so other transfers wait too. ``encode()``, ``writeEncodedData(to:)`` and
-    /// ``bodyChunks(maximumSize:)`` are never throttled, nor is an upload with ``MultipartUploadStrategy/file``,
-    /// whose file URLSession reads itself.
-    ///
-    /// - Parameters:
-    ///   - packetSize: The most bytes one `read` returns; values below 1 count as 1.
-    ///   - delay: Seconds to pause after each read, at most 60; negative values and NaN count as 0.
-    public mutating func throttleBandwidth(packetSize: Int, delay: TimeInterval) {
-        throttle = Throttle(packetSize: Swift.max(1, packetSize), delay: delay > 0 ? Swift.min(delay, 60) : 0)
-    }
-
     // MARK: Helpers
 
     /// For the appends that cannot throw: a part whose MIME type is invalid, or that holds a chosen boundary, is
@@ -355,10 +336,4 @@ public struct MultipartFormData: Sendable {
         partBytes = sum
         bodyParts.append(part)
     }
-}
-
-/// At most `packetSize` bytes per read, then a pause of `delay`.
-struct Throttle: Sendable {
-    var packetSize: Int
-    var delay: TimeInterval
 }

@@ -19,6 +19,8 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// fails with it.
     private let form: MultipartFormData
     private let progress: ProgressCoalescer?
+    /// How fast the form's streams hand out bytes.
+    private let pacing: MultipartPacing?
     /// The caller's session and its delegate, which decides redirects and challenges first.
     let caller: CallerDelegate
     private let completion: Completion
@@ -33,10 +35,12 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         role: Role,
         callerSession: URLSession,
         origin: URL?,
+        pacing: MultipartPacing? = nil,
         progress: ProgressCoalescer?,
         completion: @escaping Completion
     ) {
         self.form = form
+        self.pacing = pacing
         machine = StateMachine(role: role, contentLength: form.contentLength, contentType: form.contentType)
         caller = CallerDelegate(callerSession)
         self.origin = Origin(origin)
@@ -130,12 +134,14 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         let stream: MultipartBodyStream
         switch source {
         case .form(let offset, let startsOver):
-            stream = form.makeBodyStream(startingAt: offset)
-            stream.startsOverWhenReopened = startsOver
-            if let progress { stream.progressHandler = { progress.report(offset + $0) } }
+            var report: (@Sendable (UInt64) -> Void)?
+            if let progress { report = { progress.report(offset + $0) } }
+            stream = MultipartBodyStream(
+                .form(form, offset: offset), startsOverWhenReopened: startsOver, pacing: pacing,
+                progressHandler: report)
         case .encodedFile(let url):
-            stream = MultipartBodyStream(encodedFile: url, length: form.contentLength)
-            if let progress { stream.progressHandler = { progress.report($0) } }
+            stream = MultipartBodyStream(
+                .encodedFile(url, length: form.contentLength), progressHandler: progress.map { $0.report })
         case .failing(let error):
             var failing = form
             failing.appendError = error

@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How `URLSession.upload(_:with:strategy:resumption:progress:)` sends a form. Every strategy sends the exact
+/// How `URLSession.upload(_:with:strategy:resumption:pacing:progress:)` sends a form. Every strategy sends the exact
 /// `Content-Length`.
 public enum MultipartUploadStrategy: Sendable, Equatable {
     /// ``stream``.

@@ -13,6 +13,7 @@ struct ResumableUpload {
     let request: URLRequest
     let session: URLSession
     let policy: MultipartResumption
+    let pacing: MultipartPacing?
     let progress: ProgressCoalescer?
 
     func run() async throws -> (Data, URLResponse) {
@@ -38,7 +39,7 @@ struct ResumableUpload {
                 return try await session.perform(request) { completion in
                     MultipartUpload(
                         form: form, role: .wholeForm(.stream(startingAt: 0)), callerSession: session,
-                        origin: request.url, progress: progress, completion: completion)
+                        origin: request.url, pacing: pacing, progress: progress, completion: completion)
                 }
             case .answer:
                 // Every action before `.answer` sent a request that answered.
@@ -61,8 +62,8 @@ struct ResumableUpload {
         }
         return try await session.perform(request) { completion in
             MultipartUpload(
-                form: form, role: role, callerSession: session, origin: self.request.url, progress: progress,
-                completion: completion)
+                form: form, role: role, callerSession: session, origin: self.request.url, pacing: pacing,
+                progress: progress, completion: completion)
         }
     }
 

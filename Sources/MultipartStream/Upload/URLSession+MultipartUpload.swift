@@ -31,6 +31,8 @@ extension URLSession {
     ///     temporary file first; `.resumable` streams and, against a server that speaks the resumable-upload
     ///     draft, sends only what the server lacks after a dropped connection.
     ///   - resumption: How `.resumable` retries; unused by the other strategies.
+    ///   - pacing: How fast the body goes out; `nil` (the default) for as fast as URLSession reads it. The `.file`
+    ///     strategy's body is never paced.
     ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
     /// - Returns: The response's body and the response, whatever its status.
     /// - Throws: ``MultipartError`` when a part fails, the form has an ``MultipartFormData/appendError``, the
@@ -41,6 +43,7 @@ extension URLSession {
         with request: URLRequest,
         strategy: MultipartUploadStrategy = .automatic,
         resumption: MultipartResumption = MultipartResumption(),
+        pacing: MultipartPacing? = nil,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
     ) async throws -> (Data, URLResponse) {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
@@ -48,7 +51,7 @@ extension URLSession {
         let progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         if strategy == .resumable {
             return try await ResumableUpload(
-                form: form, request: request, session: self, policy: resumption, progress: progress
+                form: form, request: request, session: self, policy: resumption, pacing: pacing, progress: progress
             ).run()
         }
         var bodyFile: URL?
@@ -62,7 +65,7 @@ extension URLSession {
         return try await perform(request) { completion in
             MultipartUpload(
                 form: form, role: .wholeForm(bodyFile.map(UploadBody.file) ?? .stream(startingAt: 0)),
-                callerSession: self, origin: request.url, progress: progress, completion: completion)
+                callerSession: self, origin: request.url, pacing: pacing, progress: progress, completion: completion)
         }
     }
 
@@ -99,7 +102,7 @@ extension URLSession {
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
     /// none) and removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is
-    /// called as in ``upload(_:with:strategy:resumption:progress:)``, and this session's delegate is asked on its
+    /// called as in ``upload(_:with:strategy:resumption:pacing:progress:)``, and this session's delegate is asked on its
     /// `delegateQueue` as there, with the same rule for credentials on redirects. Cancelling the task stops reading
     /// at once and closes any open file. A task never resumed keeps neither this session nor its connections
     /// alive. On Linux a 307/308 redirect fails the task with
@@ -108,8 +111,9 @@ extension URLSession {
     /// - Parameters:
     ///   - request: The URL, method (POST when it is GET) and other headers.
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
-    ///   - strategy: `.stream` (the default) or `.file`, as in ``upload(_:with:strategy:resumption:progress:)``;
+    ///   - strategy: `.stream` (the default) or `.file`, as in ``upload(_:with:strategy:resumption:pacing:progress:)``;
     ///     `.resumable` streams as `.stream` does, since a task cannot be replaced.
+    ///   - pacing: How fast the body goes out; `nil` (the default) for as fast as URLSession reads it.
     ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
     ///   - completionHandler: Called once with the body and response, or with the error: a ``MultipartError`` when a
     ///     part failed or the form cannot be sent.
@@ -118,6 +122,7 @@ extension URLSession {
         with request: URLRequest,
         form: MultipartFormData,
         strategy: MultipartUploadStrategy = .automatic,
+        pacing: MultipartPacing? = nil,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> URLSessionUploadTask {
@@ -130,7 +135,7 @@ extension URLSession {
             strategy == .file && form.appendError == nil
             ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream(startingAt: 0)
         let upload = MultipartUpload(
-            form: form, role: .callerTask(body), callerSession: self, origin: request.url,
+            form: form, role: .callerTask(body), callerSession: self, origin: request.url, pacing: pacing,
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in
             switch result {
