@@ -231,6 +231,43 @@ extension URLSessionSuites {
             #expect(read.value == -1, "the read that was blocked hands out nothing")
         }
 
+        @Test func openingAgainWhileAReadIsBlockedStartsOverAndTheReadHandsOutNothing() async throws {
+            // Handed to the factory once, from the thread that reads the form.
+            nonisolated(unsafe) let blocked = BlockingStream()
+            let gate = blocked.gate
+            let streamsMade = StreamsMade()
+            let body = Data(repeating: 7, count: 100)
+            var form = try MultipartFormData(boundary: "reopen")
+            form.append(length: 100, name: "slow") { streamsMade.next() == 0 ? blocked : InputStream(data: body) }
+            var expected = try MultipartFormData(boundary: "reopen")
+            expected.append(length: 100, name: "slow") { InputStream(data: body) }
+            nonisolated(unsafe) let stream = form.makeBodyStream()
+            stream.open()
+            var head = [UInt8](repeating: 0, count: 10)
+            #expect(stream.read(&head, maxLength: head.count) == head.count, "the delimiter, before the part's stream")
+            let read = Outcome()
+            Thread.detachNewThread {
+                var buffer = [UInt8](repeating: 0, count: 4_096)
+                read.set(stream.read(&buffer, maxLength: buffer.count))
+            }
+            #expect(await gate.entered.waitOffThePool())
+            // Linux URLSession opens a stream again when it resends; here it comes while a read is blocked.
+            stream.open()
+            #expect(stream.streamStatus == .open)
+            gate.release.signal()
+            #expect(await read.done.waitOffThePool())
+            #expect(read.value == -1, "the read that was blocked hands out nothing")
+            var sent: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            while true {
+                let count = stream.read(&buffer, maxLength: buffer.count)
+                #expect(count >= 0, "\(String(describing: stream.streamError))")
+                if count <= 0 { break }
+                sent += buffer[..<count]
+            }
+            #expect(Data(sent) == (try expected.encode()), "started over from the first byte")
+        }
+
         @Test func cancellingAnUploadWhoseStreamBlocksReturnsAtOnce() async throws {
             let server = try UploadServer()
             let blocked = BlockingStream()
@@ -352,6 +389,21 @@ extension DispatchSemaphore {
             DispatchQueue.global().async {
                 continuation.resume(returning: self.wait(timeout: .now() + .seconds(seconds)) == .success)
             }
+        }
+    }
+}
+
+/// How many streams a factory has made, from the threads that read the form.
+private final class StreamsMade: @unchecked Sendable {
+    // @unchecked: `count` is guarded by `lock`.
+    private let lock = Lock()
+    private var count = 0
+
+    /// The number of streams made before this one.
+    func next() -> Int {
+        lock.withLock {
+            defer { count += 1 }
+            return count
         }
     }
 }

@@ -107,12 +107,12 @@ public final class MultipartBodyStream: InputStream {
             switch state {
             case .notOpen:
                 state = start()
-            case .open where bytesRead == 0, .reading where bytesRead == 0:
+            case .open where bytesRead == 0, .reading(_, nil) where bytesRead == 0:
                 break
             case .open(let reader):
                 reader.fail(MultipartError(.notReplayable))
                 state = restart()
-            case .reading(let reader, nil):
+            case .reading(let reader, nil), .reading(let reader, .closed?):
                 state = .reading(reader, interrupted: .reopened(restart()))
             case .atEnd, .closed:
                 state = restart()
@@ -132,14 +132,23 @@ public final class MultipartBodyStream: InputStream {
                 state = .closed(finished: false)
             case .reading(let reader, nil):
                 state = .reading(reader, interrupted: .closed)
+            case .reading(let reader, .reopened(let restarted)?):
+                if case .open(let fresh) = restarted { fresh.fail(MultipartError(.streamNotOpen)) }
+                state = .reading(reader, interrupted: .closed)
             case .atEnd:
                 state = .closed(finished: true)
             case .notOpen:
                 state = .closed(finished: false)
-            case .reading, .closed, .failed:
+            case .reading(_, .closed?), .reading(_, .failed?), .closed, .failed:
                 break
             }
         }
+    }
+
+    /// The state as the stream's callers see it: a read under way is `.open`, or what interrupted it.
+    private var visibleState: State {
+        if case .reading(_, let interruption?) = state { return interruption.state }
+        return state
     }
 
     private func start() -> State {
@@ -260,7 +269,7 @@ public final class MultipartBodyStream: InputStream {
     /// taking `false` for a complete body.
     public override var hasBytesAvailable: Bool {
         lock.withLock {
-            switch state {
+            switch visibleState {
             case .atEnd, .closed(finished: true): false
             case .notOpen, .open, .reading, .closed(finished: false), .failed: true
             }
@@ -270,7 +279,7 @@ public final class MultipartBodyStream: InputStream {
     /// The stream's status.
     public override var streamStatus: Stream.Status {
         lock.withLock {
-            switch state {
+            switch visibleState {
             case .notOpen: .notOpen
             case .open, .reading: .open
             case .atEnd: .atEnd
@@ -283,7 +292,7 @@ public final class MultipartBodyStream: InputStream {
     /// The ``MultipartError`` that failed the stream, or `nil`.
     public override var streamError: Error? {
         lock.withLock {
-            if case .failed(let error) = state { return error }
+            if case .failed(let error) = visibleState { return error }
             return nil
         }
     }

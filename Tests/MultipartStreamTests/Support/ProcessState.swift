@@ -72,12 +72,17 @@ enum ProcessDescriptors {
 
     /// Runs `body` with the soft limit of open descriptors at most `limit`, as under `ulimit -n`, then restores it.
     static func withSoftLimit<T>(_ limit: UInt, _ body: () async throws -> T) async throws -> T {
+        #if os(Linux)
+            let resource = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
         var saved = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) == 0 else { return try await body() }
+        guard getrlimit(resource, &saved) == 0 else { return try await body() }
         var lowered = saved
         lowered.rlim_cur = min(saved.rlim_cur, rlim_t(limit))
-        setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lowered)
-        defer { setrlimit(Int32(RLIMIT_NOFILE.rawValue), &saved) }
+        setrlimit(resource, &lowered)
+        defer { setrlimit(resource, &saved) }
         return try await body()
     }
 }
