@@ -408,19 +408,25 @@ extension MultipartUpload {
             return .failure(URLError(.badServerResponse))
         }
 
-        /// Changes the current exchange, in whichever state holds it.
+        /// Changes the current exchange, in whichever state holds it. The state is emptied while the exchange
+        /// changes, so that its response body (megabytes, in many pieces) is the only reference to its buffer and
+        /// grows in place instead of being copied whole on every piece.
         private mutating func modifyExchange(_ change: (inout Exchange) -> Void) {
             switch state {
             case .sending(var exchange):
+                state = .idle
                 change(&exchange)
                 state = .sending(exchange)
             case .awaitingResend(let request, let statusCode, var exchange):
+                state = .idle
                 change(&exchange)
                 state = .awaitingResend(request, statusCode: statusCode, exchange)
             case .stopping(let reason, var exchange):
+                state = .idle
                 change(&exchange)
                 state = .stopping(reason, exchange)
             case .cancelled(var exchange):
+                state = .idle
                 change(&exchange)
                 state = .cancelled(exchange)
             case .idle, .finished:
