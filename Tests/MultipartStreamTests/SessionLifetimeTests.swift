@@ -97,7 +97,8 @@ extension URLSessionSuites {
                 let ours = try await loop(2_000, plain: false)
                 #expect(ours.sockets <= max(plain.sockets, sockets) + 6, "sockets piled up: \(ours) vs \(plain)")
                 // 47 KB per upload piled up before private sessions ended with their callers: 94 MB here.
-                #expect(ours.memory <= plain.memory + 16 << 20, "memory grew: \(ours) vs plain \(plain)")
+                // Plain's loop may give memory back (a negative growth); ours may then grow by the slack at most.
+                #expect(ours.memory <= max(plain.memory, 0) + 16 << 20, "memory grew: \(ours) vs plain \(plain)")
                 try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
                 #expect(SessionPool.openCount == 0, "a private session outlived its caller's")
             }
