@@ -11,7 +11,7 @@ import MultipartStreamTestSupport
 // (Peers/count-sink.mjs, which answers `Expect: 100-continue` and does no work of its own). Every answer's byte
 // count is checked. Prints the median of the per-round time ratios, and the resident memory each path added over
 // all its rounds per upload; fails past --max-ratio (over plain), past --max-share (over plain with a delegate,
-// below) or when ours grows memory faster than plain's (plus --memory-slack KB per upload). A third path, alternated with the two, measures the platform's share: plain
+// below) or when ours grows memory faster than plain's with a delegate (plus --memory-slack KB per upload). A third path, alternated with the two, measures the platform's share: plain
 // URLSession sending the same `Data` through a data task of a session that has a delegate, as every
 // MultipartStream upload's private session has (Linux URLSession then queues an operation on the delegate queue
 // for each event of the task).
@@ -187,8 +187,10 @@ if let maxShare, share > maxShare {
     print(String(format: "FAIL: MultipartStream's share %.3f is over %.2f", share, maxShare))
     failed = true
 }
-if oursKB > plainKB + memorySlackKB {
-    print(String(format: "FAIL: memory grew %.3f KB per upload faster than plain's", oursKB - plainKB))
+// Against the delegate path, as the time share is: plain's own growth moves by a few tenths of a KB between runs.
+if oursKB > delegateKB + memorySlackKB {
+    print(
+        String(format: "FAIL: memory grew %.3f KB per upload faster than plain's with a delegate", oursKB - delegateKB))
     failed = true
 }
 exit(failed ? 1 : 0)
