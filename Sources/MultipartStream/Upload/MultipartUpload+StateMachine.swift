@@ -213,23 +213,14 @@ extension MultipartUpload {
             case .idle:
                 // The body of a data task's request, made before its task.
                 state = .sending(Exchange(resends: 0, streams: [stream]))
-            case .sending(var exchange):
-                exchange.streams.append(stream)
-                state = .sending(exchange)
-            case .awaitingResend(let request, let statusCode, var exchange):
-                exchange.streams.append(stream)
-                state = .awaitingResend(request, statusCode: statusCode, exchange)
-            case .stopping(let reason, var exchange):
-                exchange.streams.append(stream)
-                state = .stopping(reason, exchange)
-            case .cancelled(var exchange):
-                exchange.streams.append(stream)
-                state = .cancelled(exchange)
-                return .close
+                return .hand
             case .finished:
                 return .close
+            case .sending, .awaitingResend, .stopping, .cancelled:
+                modifyExchange { $0.streams.append(stream) }
+                if case .cancelled = state { return .close }
+                return .hand
             }
-            return .hand
         }
 
         /// URLSession's count of body bytes sent: the progress to report, where it reads the body file itself
