@@ -7,8 +7,9 @@ import MultipartStream
     import Darwin
 #endif
 
-/// Upload progress on stderr: a bar redrawn at most 10 times a second when stderr is a terminal, else one summary
-/// line at the end.
+/// Upload progress on stderr: a bar redrawn at each report when stderr is a terminal, else one summary line at the
+/// end. The library already bounds the reports (128 steps of the body, or one per 100 ms) and settles them at the
+/// bytes the upload handed out when it ended, so the bar neither coalesces nor counts again.
 final class ProgressReporter: @unchecked Sendable {
     // @unchecked: mutable state is guarded by `lock`; reports arrive on URLSession's thread.
     private let lock = Lock()
@@ -16,7 +17,6 @@ final class ProgressReporter: @unchecked Sendable {
     private let isSilent: Bool
     /// Monotonic nanoseconds (DispatchTime, not ContinuousClock, which needs macOS 13 and iOS 16).
     private let start = DispatchTime.now().uptimeNanoseconds
-    private var lastDraw: UInt64?
     private var latest = MultipartUploadProgress(bytesSent: 0, totalBytes: 0)
     private var drewBar = false
 
@@ -25,7 +25,7 @@ final class ProgressReporter: @unchecked Sendable {
         isTerminal = terminal
     }
 
-    /// Body bytes handed out so far, silent or not.
+    /// Body bytes handed out, silent or not: once the upload has ended, the count it ended with.
     var bytesSent: UInt64 { lock.withLock { latest.bytesSent } }
 
     func report(_ progress: MultipartUploadProgress) {
@@ -33,9 +33,6 @@ final class ProgressReporter: @unchecked Sendable {
             latest = progress
             guard isTerminal, !isSilent else { return nil }
             let now = DispatchTime.now().uptimeNanoseconds
-            let isLast = progress.bytesSent == progress.totalBytes
-            if let lastDraw, now - lastDraw < 100_000_000, !isLast { return nil }
-            lastDraw = now
             drewBar = true
             // Erase to the end of the line: a shorter line than the last one would keep its tail (`ETA 0:01`).
             return "\r" + Self.bar(progress, elapsed: Double(now - start) / 1e9) + Self.eraseToEndOfLine

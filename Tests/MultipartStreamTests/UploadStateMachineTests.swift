@@ -116,6 +116,24 @@ import Testing
         }
     }
 
+    @Test func theEndCarriesTheCountTheVerdictRead() {
+        // Progress settles at this count, so the last report, the verdict and the command agree.
+        var append = machine(.append(from: 600))
+        sendBody(&append, from: 600, sent: 10)
+        var whole = machine()
+        sendBody(&whole)
+        var protocolRequest = machine(.protocolRequest)
+        let ends = [
+            end(&append, 204), end(&whole, nil, error: URLError(.networkConnectionLost)), end(&protocolRequest, 204),
+        ]
+        let finishes = ends.compactMap { end -> Machine.Finish? in
+            if case .finish(let finish) = end { return finish }
+            return nil
+        }
+        #expect(finishes.map(\.bytesSent) == [610, form.contentLength, 0])
+        #expect(finishes.map(\.endsProgress) == [false, true, false])
+    }
+
     @Test func aResendStartsANewTaskThenCountsAgainstTheLimit() {
         var machine = machine()
         let resend = post(URL(string: "http://127.0.0.1/elsewhere")!)

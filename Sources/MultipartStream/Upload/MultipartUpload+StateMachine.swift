@@ -298,11 +298,14 @@ extension MultipartUpload {
 
         // MARK: The task's end
 
-        /// How the upload ends: close the task's streams, end progress if it is the upload's, remove the
-        /// temporary file if there is one, and tell the caller.
+        /// How the upload ends: close the task's streams, settle progress at the bytes handed out (and end it if
+        /// it is the upload's), remove the temporary file if there is one, and tell the caller.
         struct Finish {
             var result: Result<(Data, URLResponse), any Error>
             var closing: [MultipartBodyStream]
+            /// The form's bytes handed out to the last request, counted from the form's first byte: the count the
+            /// verdict read.
+            var bytesSent: UInt64
             var endsProgress: Bool
             var removing: URL?
         }
@@ -340,7 +343,7 @@ extension MultipartUpload {
                 isCancelled
                 ? .failure(URLError(.cancelled))
                 : verdict(error: error, response: response, exchange: exchange, stopReason: stopReason)
-            return .finish(finish(result, closing: exchange.streams))
+            return .finish(finish(result, exchange: exchange))
         }
 
         /// The resend could not start (the caller's session is gone, and with it the private session to send on):
@@ -350,16 +353,21 @@ extension MultipartUpload {
             else { return nil }
             let error = MultipartError(
                 .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
-            return finish(.failure(error), closing: exchange.streams)
+            return finish(.failure(error), exchange: exchange)
         }
 
-        private mutating func finish(
-            _ result: Result<(Data, URLResponse), any Error>,
-            closing streams: [MultipartBodyStream]
-        ) -> Finish {
+        private mutating func finish(_ result: Result<(Data, URLResponse), any Error>, exchange: Exchange) -> Finish {
             state = .finished
             return Finish(
-                result: result, closing: streams, endsProgress: role.finishesProgress, removing: body.temporaryFile)
+                result: result, closing: exchange.streams, bytesSent: bytesHandedOut(by: exchange),
+                endsProgress: role.finishesProgress, removing: body.temporaryFile)
+        }
+
+        /// The form's bytes the exchange's body handed out, from the form's first byte: what URLSession reported
+        /// sent where it reads the file itself, else what the latest stream handed out (the one the last request
+        /// read; after a 301-303 the first request's, since the GET reads none). Read before the streams close.
+        private func bytesHandedOut(by exchange: Exchange) -> UInt64 {
+            bodyStart + (body.isReadByURLSession ? exchange.fileBytesSent : exchange.streams.last?.bytesRead ?? 0)
         }
 
         /// Why a body stream failed, naming the part; URLSession only says the upload was aborted.
@@ -384,15 +392,13 @@ extension MultipartUpload {
                 return .success((exchange.received, http))
             }
             if let error { return .failure(error) }
-            // Read before the streams close: the latest stream is the one the last request read.
-            let bodyBytesSent =
-                body.isReadByURLSession ? exchange.fileBytesSent : exchange.streams.last?.bytesRead ?? 0
-            if let http, (200..<300).contains(http.statusCode), bodyBytesSent < bodyLength {
+            let bytesSent = bytesHandedOut(by: exchange)
+            if let http, (200..<300).contains(http.statusCode), bytesSent < bodyStart + bodyLength {
                 // The server cannot have read bytes it was never given: it answered without the form. After a
-                // 301-303 the count is the first request's (the GET reads no stream): a server that redirected
-                // without reading the form never got it either.
+                // 301-303 the count is the first request's: a server that redirected without reading the form
+                // never got it either.
                 let reason = MultipartError.Reason.answeredBeforeBodySent(
-                    statusCode: http.statusCode, bytesSent: bodyStart + bodyBytesSent, contentLength: contentLength)
+                    statusCode: http.statusCode, bytesSent: bytesSent, contentLength: contentLength)
                 return .failure(MultipartError(reason))
             }
             if let response { return .success((exchange.received, response)) }

@@ -227,6 +227,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
 
     private func finish(_ finish: StateMachine.Finish) {
         for stream in finish.closing { stream.close() }
+        progress?.settle(at: finish.bytesSent)
         if finish.endsProgress { progress?.finish() }
         caller.unpin()
         if let file = finish.removing { try? FileManager.default.removeItem(at: file) }

@@ -1,11 +1,14 @@
 import Dispatch
 import Foundation
 
-/// Hands an upload's progress to the caller at a bounded rate: once at least 1/128 of the body (and 64 KiB) has gone
-/// out since the last report or 100 ms have passed, and always at 100%, instead of once per 64 KiB read.
+/// Hands an upload's progress to the caller at most 10 times a second (the first count at once, then one once 100 ms
+/// have passed since the last report), and always at 100%, instead of once per 64 KiB read: the one place progress
+/// is coalesced, so a caller that draws each report (the command's bar) redraws at that rate.
 ///
 /// Reports only rise: a resend after a 401 starts again from 0 and is not reported until it passes what was
-/// reported before, so 100% comes exactly once. None comes after ``finish()`` has returned.
+/// reported before, so 100% comes exactly once. When a request ends, ``settle(at:)`` reports the count it ended with
+/// if that was not due yet, so the last report is the count the upload's verdict read. None comes after
+/// ``finish()`` has returned.
 final class ProgressCoalescer: @unchecked Sendable {
     // @unchecked: the counters are guarded by `lock`.
     private let lock = Lock()
@@ -13,31 +16,36 @@ final class ProgressCoalescer: @unchecked Sendable {
     /// that cancels its own upload (and so finishes it) does not wait for itself.
     private let calling = NSRecursiveLock()
     private let totalBytes: UInt64
-    private let step: UInt64
     private let handler: @Sendable (MultipartUploadProgress) -> Void
     private var reported: UInt64 = 0
     private var reportedAt: UInt64 = 0
     private var isFinished = false
 
-    /// The least time between two reports that are not a step apart.
+    /// The least time between two reports below 100%, unless one settles a request's count.
     static let interval: UInt64 = 100_000_000
 
     init(totalBytes: UInt64, handler: @escaping @Sendable (MultipartUploadProgress) -> Void) {
         self.totalBytes = totalBytes
-        step = max(totalBytes / 128, 64 << 10)
         self.handler = handler
     }
 
     /// Reports `bytesSent` if it is due.
     @Sendable func report(_ bytesSent: UInt64) {
+        report(bytesSent, due: false)
+    }
+
+    /// Reports `bytesSent`, due or not, if it is more than was reported: the count a request ended with.
+    func settle(at bytesSent: UInt64) {
+        report(bytesSent, due: true)
+    }
+
+    private func report(_ bytesSent: UInt64, due: Bool) {
         let now = DispatchTime.now().uptimeNanoseconds
         calling.lock()
         defer { calling.unlock() }
         let isDue = lock.withLock {
             guard !isFinished, bytesSent > reported else { return false }
-            guard bytesSent >= totalBytes || bytesSent - reported >= step || now - reportedAt >= Self.interval else {
-                return false
-            }
+            guard due || bytesSent >= totalBytes || now - reportedAt >= Self.interval else { return false }
             reported = bytesSent
             reportedAt = now
             return true
