@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStreamTestSupport
 import Testing
 
 @testable import MultipartStream
@@ -316,6 +317,58 @@ import Testing
         #expect(plan.request.value(forHTTPHeaderField: "Content-Type") == form.contentType)
         #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(form.contentLength))
         #expect(plan.kind == .data(streamed: true) && plan.startsNow)
+    }
+
+    @Test func aSmallFormInMemoryIsTheRequestsOwnBodyAndURLSessionCountsIt() throws {
+        let bytes = try form.encode()
+        var caller = URLRequest(url: url)
+        caller.setValue("999", forHTTPHeaderField: "Content-Length")
+        caller.setValue("chunked", forHTTPHeaderField: "Transfer-Encoding")
+        var machine = machine(.wholeForm(.inMemory(bytes)))
+        let plan = machine.plan(for: caller)
+        #expect(plan.kind == .data(streamed: false) && plan.startsNow)
+        #expect(plan.request.httpBody == bytes && plan.request.httpBodyStream == nil)
+        #expect(plan.request.httpMethod == "POST")
+        #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(bytes.count))
+        #expect(plan.request.value(forHTTPHeaderField: "Transfer-Encoding") == nil)
+        _ = machine.taskMade(session.dataTask(with: url))
+        #expect(machine.sentBody(totalBytesSent: 40) == 40)
+        let error = failure(end(&machine, 200)) as? MultipartError
+        guard case .answeredBeforeBodySent(statusCode: 200, bytesSent: 40, _)? = error?.reason else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        var resent = self.machine(.wholeForm(.inMemory(bytes)))
+        _ = resent.taskMade(session.dataTask(with: url))
+        let twice = Int64(2 * bytes.count)
+        #expect(resent.sentBody(totalBytesSent: twice) == form.contentLength, "a resend after a 401 counts on")
+        #expect(status(end(&resent, 201)) == 201)
+    }
+
+    @Test func automaticSendsOnlyASmallUnpacedFormHeldInMemoryAsBytes() throws {
+        guard case .inMemory(let bytes) = UploadBody.automatic(for: form, paced: false) else {
+            Issue.record("a 1 KB form in memory goes as bytes")
+            return
+        }
+        #expect(bytes == (try form.encode()))
+        var large = MultipartFormData()
+        large.append(Data(count: (64 << 10) - 100), name: "f")
+        var file = MultipartFormData()
+        let directory = try TemporaryDirectory()
+        try file.append(fileURL: directory.file("a.txt", contents: Data("a".utf8)), name: "f")
+        var factory = MultipartFormData()
+        factory.append(length: 1, name: "s") { InputStream(data: Data("s".utf8)) }
+        for (streamed, why) in [
+            (UploadBody.automatic(for: form, paced: true), "paced"),
+            (.automatic(for: large, paced: false), "over 64 KiB"),
+            (.automatic(for: file, paced: false), "a file part"),
+            (.automatic(for: factory, paced: false), "a stream part"),
+        ] {
+            guard case .stream(startingAt: 0) = streamed else {
+                Issue.record("\(why): \(streamed)")
+                continue
+            }
+        }
     }
 
     @Test func onlyAFileThatURLSessionReadsReportsItsCount() {

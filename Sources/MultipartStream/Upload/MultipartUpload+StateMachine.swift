@@ -95,7 +95,7 @@ extension MultipartUpload {
             if body.isReadByURLSession, let file = body.temporaryFile {
                 kind = .uploadFromFile(file)
             } else if role.ownsTask {
-                kind = .data(streamed: body.carriesForm)
+                kind = .data(streamed: body.carriesForm && body.bytes == nil)
             } else {
                 kind = .streamedUpload
             }
@@ -109,11 +109,15 @@ extension MultipartUpload {
             guard body.carriesForm else { return request }
             var request = request
             if request.httpMethod == nil || request.httpMethod == "GET" { request.httpMethod = "POST" }
-            request.httpBody = nil
             request.httpBodyStream = nil
             let contentType = role.sendsBodyOnce ? ResumableUpload.partialUploadType : contentType
             request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-            request.setBodyLength(bodyLength)
+            if let bytes = body.bytes {
+                request.setBody(bytes)
+            } else {
+                request.httpBody = nil
+                request.setBodyLength(bodyLength)
+            }
             return request
         }
 
@@ -190,7 +194,7 @@ extension MultipartUpload {
 
         private func source(of body: UploadBody) -> StreamSource {
             switch body {
-            case .none, .fileToWrite:
+            case .none, .inMemory, .fileToWrite:
                 .form(from: 0, startsOverWhenReopened: true)
             case .stream(let offset):
                 .form(from: offset, startsOverWhenReopened: !role.sendsBodyOnce)
@@ -227,7 +231,8 @@ extension MultipartUpload {
         /// (streams count their own, since URLSession's counts for them are 0 on Linux).
         mutating func sentBody(totalBytesSent: Int64) -> UInt64? {
             guard body.isReadByURLSession else { return nil }
-            let sent = UInt64(max(0, totalBytesSent))
+            // Linux URLSession goes on counting when it sends the bytes again after a 401, on the same task.
+            let sent = min(UInt64(max(0, totalBytesSent)), bodyLength)
             modifyExchange { $0.fileBytesSent = sent }
             return sent
         }

@@ -7,7 +7,9 @@ import Foundation
 /// How `URLSession.upload(_:with:strategy:resumption:pacing:progress:)` sends a form. Every strategy sends the exact
 /// `Content-Length`.
 public enum MultipartUploadStrategy: Sendable, Equatable {
-    /// ``stream``.
+    /// ``stream``, except that the async `upload` sends a form held wholly in memory (no file or stream part) and no
+    /// larger than 64 KiB, unpaced, as the request's own bytes: one copy of at most 64 KiB, no body stream, and about
+    /// a tenth less time per upload on Linux.
     case automatic
     /// Streams the form lazily with a ``MultipartBodyStream`` (the body stream of a data task for the async
     /// `upload`, `uploadTask(withStreamedRequest:)` for `multipartUploadTask`), with its exact `Content-Length` and

@@ -54,6 +54,13 @@ extension URLRequest {
         #endif
     }
 
+    /// Makes `bytes` the body, with its exact `Content-Length` (not a stale one of the caller's) and no framing.
+    mutating func setBody(_ bytes: Data) {
+        httpBody = bytes
+        setValue(String(bytes.count), forHTTPHeaderField: "Content-Length")
+        setValue(nil, forHTTPHeaderField: "Transfer-Encoding")
+    }
+
     /// Removes what described the body, for a redirect that turned the request into a GET without one.
     mutating func removeBodyHeaders() {
         for name in ["Content-Length", "Content-Type", "Transfer-Encoding", "Expect"] {

@@ -54,18 +54,20 @@ extension URLSession {
                 form: form, request: request, session: self, policy: resumption, pacing: pacing, progress: progress
             ).run()
         }
-        var bodyFile: URL?
-        if strategy == .file {
-            bodyFile = try await Self.writeTemporaryFile(of: form)
+        let body: UploadBody
+        switch strategy {
+        case .file: body = .file(try await Self.writeTemporaryFile(of: form))
+        case .automatic: body = .automatic(for: form, paced: pacing != nil)
+        case .stream, .resumable: body = .stream(startingAt: 0)
         }
         if Task.isCancelled {
-            if let bodyFile { try? FileManager.default.removeItem(at: bodyFile) }
+            if let file = body.temporaryFile { try? FileManager.default.removeItem(at: file) }
             throw CancellationError()
         }
         return try await perform(request) { completion in
             MultipartUpload(
-                form: form, role: .wholeForm(bodyFile.map(UploadBody.file) ?? .stream(startingAt: 0)),
-                callerSession: self, origin: request.url, pacing: pacing, progress: progress, completion: completion)
+                form: form, role: .wholeForm(body), callerSession: self, origin: request.url, pacing: pacing,
+                progress: progress, completion: completion)
         }
     }
 

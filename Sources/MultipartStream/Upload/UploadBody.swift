@@ -6,6 +6,8 @@ enum UploadBody: Sendable {
     case none
     /// A new ``MultipartBodyStream`` of the form, from byte `offset` on, for every send.
     case stream(startingAt: UInt64)
+    /// The whole encoded form as the request's own body, which URLSession sends (and sends again) itself.
+    case inMemory(Data)
     /// The encoded body in a temporary file of the upload's own, written before the task was made.
     case file(URL)
     /// A temporary file to write when the task first asks for its body: a task handed to the caller may never be
@@ -24,15 +26,37 @@ enum UploadBody: Sendable {
     var temporaryFile: URL? {
         switch self {
         case .file(let url), .fileToWrite(let url): url
-        case .none, .stream, .failed: nil
+        case .none, .stream, .inMemory, .failed: nil
         }
     }
 
-    /// Whether URLSession reads the body file itself (`uploadTask(with:fromFile:)`) rather than a stream of it.
+    /// The bytes the request carries itself, if it does.
+    var bytes: Data? {
+        if case .inMemory(let data) = self { return data }
+        return nil
+    }
+
+    /// The body `.automatic` sends `form` with: its bytes when every part is held in memory and the whole form fits
+    /// one of URLSession's reads (64 KiB), since a body stream then only adds cost (Linux URLSession spends about a
+    /// tenth more per upload on one), else a stream. Paced bodies are always streams.
+    static func automatic(for form: MultipartFormData, paced: Bool) -> UploadBody {
+        let inMemory = form.bodyParts.allSatisfy { part in
+            if case .bytes = part.body { return true }
+            return false
+        }
+        if !paced, inMemory, form.contentLength <= 64 << 10, let bytes = try? form.encode() {
+            return .inMemory(bytes)
+        }
+        return .stream(startingAt: 0)
+    }
+
+    /// Whether URLSession reads the body itself, bytes in memory or a file (`uploadTask(with:fromFile:)`), rather
+    /// than a stream of it, and so is the one that counts what was sent.
     ///
-    /// Only on Apple platforms: on Linux that path can crash the process when a task is cancelled while it reads
-    /// (`try!` in swift-corelibs-foundation's `_EasyHandle`), and sends no faster, so the file is streamed there.
+    /// A file only on Apple platforms: on Linux that path can crash the process when a task is cancelled while it
+    /// reads (`try!` in swift-corelibs-foundation's `_EasyHandle`), and sends no faster, so the file is streamed there.
     var isReadByURLSession: Bool {
+        if case .inMemory = self { return true }
         #if canImport(Darwin)
             if case .file = self { return true }
         #endif
