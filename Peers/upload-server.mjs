@@ -19,6 +19,8 @@
 //   /status/CODE      answers CODE with a short text body
 //   /length-required  411 to a body without Content-Length (chunked), as S3-style servers do; else as /upload
 //   /early            answers 200 at once, without reading the body, and closes its side of the connection
+//   /early-drain      answers 200 at once, then reads the whole body and discards it (a lingering close, as nginx
+//                     does), so that the client hands out every byte before its task ends
 //   /log              the list of requests seen so far: [{path, query, method, bytes, contentLength,
 //                     transferEncoding, port}]
 //   /connections      how many connections are open, the asking one aside, `port` being the client's, so that a test can count connections
@@ -97,6 +99,12 @@ async function handle(request, response) {
   const query = new URL(request.url, 'http://localhost').searchParams;
   if (path.startsWith('/redirect/') && query.has('early')) {
     answerUnread(request, Number(path.slice('/redirect/'.length)), { location: query.get('to') ?? '/upload' }, '');
+    return;
+  }
+  if (path === '/early-drain') {
+    response.writeHead(200, { 'content-type': 'text/plain' });
+    response.end('thanks, but I did not read it\n');
+    request.resume();
     return;
   }
   if (path === '/early') {

@@ -90,7 +90,32 @@ extension URLSessionSuites {
             }
             #expect(bytesSent < form.contentLength)
             #expect(error.description.contains("never received the whole form"))
-            #expect(reports.values.last?.bytesSent == bytesSent, "progress ends at the count the verdict read")
+            let last = reports.values.last?.bytesSent ?? 0
+            #expect(last >= bytesSent && last < form.contentLength, "progress ends at the count handed out, \(last)")
+        }
+
+        /// A server that answers at once and then reads the body and discards it, as a lingering close does: every
+        /// byte is handed out before the task ends, but not before the answer came.
+        @Test(arguments: [MultipartUploadStrategy.stream, .file])
+        func aSuccessThatCameBeforeTheBodyIsAnErrorEvenIfTheBodyWasDrainedAfter(
+            strategy: MultipartUploadStrategy
+        ) async throws {
+            let server = try UploadServer()
+            let reports = ProgressReports()
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(
+                    form, with: URLRequest(url: server.url("/early-drain")), strategy: strategy
+                ) { reports.append($0) }
+            }
+            guard
+                case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength) =
+                    error.reason
+            else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(bytesSent < form.contentLength)
+            #expect(reports.values.last?.bytesSent == form.contentLength, "the body was handed out whole after")
         }
 
         @Test func aRedirectAnsweredBeforeTheBodyWasReadIsAnErrorToo() async throws {

@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStreamTestSupport
 import Testing
 
 @testable import MultipartStream
@@ -9,11 +10,13 @@ import Testing
     private let policy = MultipartResumption(maximumAttempts: 3, initialDelay: 0.5, maximumDelay: 1.5)
 
     private func answer(
-        _ status: Int, limit: Bool = false, location: URL? = nil, offset: UInt64? = nil, complete: Bool? = nil
+        _ status: Int, limit: Bool = false, location: URL? = nil, offset: UInt64? = nil, complete: Bool? = nil,
+        length: UInt64? = nil, limits: ResumableUpload.Limits? = nil, retryAfter: Double? = nil
     ) -> ResumableUpload.StateMachine.Event {
         .answered(
             ResumableUpload.Answer(
-                statusCode: status, hasUploadLimit: limit, location: location, offset: offset, isComplete: complete))
+                statusCode: status, limits: limits ?? (limit ? ResumableUpload.Limits() : nil), location: location,
+                offset: offset, isComplete: complete, length: length, retryAfter: retryAfter))
     }
 
     private let dropped = ResumableUpload.StateMachine.Event.connectionFailed(URLError(.networkConnectionLost))
@@ -73,7 +76,7 @@ import Testing
         var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
-        guard case .fail(let error) = resumption.handle(answer(200)),
+        guard case .fail(let error, _) = resumption.handle(answer(200)),
             case .resumptionRefused(statusCode: 200) = error.reason
         else {
             Issue.record("expected resumptionRefused")
@@ -94,7 +97,9 @@ import Testing
         var resumption = appending()
         expect(resumption.handle(answer(200)), is: .answer)
         var failed = appending()
-        expect(failed.handle(answer(500)), is: .answer, "an answer of the application, even a failure")
+        expect(failed.handle(answer(500, complete: true)), is: .answer, "an answer of the application, even a failure")
+        var refused = appending()
+        expect(refused.handle(answer(400)), is: .answer, "a 4xx without Upload-Complete is not retried")
     }
 
     @Test func aDropWaitsThenAsksTheOffsetThenSendsTheRest() {
@@ -121,7 +126,7 @@ import Testing
         _ = resumption.handle(answer(204, offset: 700, complete: false))
         _ = resumption.handle(dropped)
         _ = resumption.handle(dropped)
-        guard case .fail(let error) = resumption.handle(dropped),
+        guard case .fail(let error, _) = resumption.handle(dropped),
             case .resumeFailed(retries: 3, bytesAcknowledged: 700, contentLength: 1_000) = error.reason
         else {
             Issue.record("expected resumeFailed after 3 retries")
@@ -153,7 +158,7 @@ import Testing
         expect(
             resumption.handle(answer(201, location: location, offset: 0, complete: false)), is: .send(.append(from: 0)))
         _ = resumption.handle(dropped)
-        guard case .fail(let error) = resumption.handle(answer(410)),
+        guard case .fail(let error, _) = resumption.handle(answer(410)),
             case .uploadExpired(statusCode: 410) = error.reason
         else {
             Issue.record("expected uploadExpired")
@@ -164,7 +169,7 @@ import Testing
     @Test func aServerThatHasEverythingButLostTheAnswerIsAFailureNotASuccess() {
         var resumption = appending()
         _ = resumption.handle(dropped)
-        guard case .fail(let error) = resumption.handle(answer(204, offset: 1_000, complete: true)),
+        guard case .fail(let error, _) = resumption.handle(answer(204, offset: 1_000, complete: true)),
             case .answerLost(contentLength: 1_000) = error.reason
         else {
             Issue.record("expected answerLost")
@@ -172,15 +177,16 @@ import Testing
         }
     }
 
-    @Test func anOffsetPastTheFormIsRefused() {
+    @Test func anOffsetPastTheFormIsRefusedAndTheUploadDeleted() {
         var resumption = appending()
         _ = resumption.handle(dropped)
-        guard case .fail(let error) = resumption.handle(answer(204, offset: 5_000, complete: false)),
-            case .resumeFailed = error.reason
+        guard case .fail(let error, let deleting) = resumption.handle(answer(204, offset: 5_000, complete: false)),
+            case .offsetOutOfRange(offset: 5_000, allowed: 0...1_000) = error.reason
         else {
-            Issue.record("expected resumeFailed")
+            Issue.record("expected offsetOutOfRange")
             return
         }
+        #expect(deleting == location)
     }
 
     @Test func aDropBeforeTheUploadExistsTriesTheSameRequestAgain() {
@@ -189,5 +195,273 @@ import Testing
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .detect))
         expect(resumption.handle(answer(200, limit: true)), is: .send(.create))
         expect(resumption.handle(dropped), is: .wait(seconds: 1, then: .create))
+    }
+
+    // MARK: Every answer the draft allows (#26)
+
+    private func failure(_ action: ResumableUpload.StateMachine.Action) -> (MultipartError.Reason, URL?)? {
+        guard case .fail(let error, let deleting) = action else {
+            Issue.record("expected a failure, got \(action)")
+            return nil
+        }
+        return (error.reason, deleting)
+    }
+
+    @Test(arguments: [200, 201, 204, 400, 404, 409, 410, 500, 503])
+    func uploadCompleteOnAnyStatusIsTheApplicationsAnswer(status: Int) {
+        var resumption = appending()
+        expect(resumption.handle(answer(status, offset: 1_000, complete: true)), is: .answer, "\(status)")
+        var noOffset = appending()
+        expect(noOffset.handle(answer(status, complete: true)), is: .answer, "\(status) without an offset")
+    }
+
+    @Test func completeAtAnotherLengthThanTheFormsIsRefused() {
+        var resumption = appending()
+        guard
+            case (.offsetOutOfRange(offset: 400, allowed: 1_000...1_000), location)? =
+                failure(resumption.handle(answer(200, offset: 400, complete: true)))
+        else {
+            Issue.record("expected offsetOutOfRange")
+            return
+        }
+    }
+
+    @Test(arguments: [200, 204, 400, 500, 503])
+    func incompleteOnAnAppendNeverEndsTheUpload(status: Int) {
+        var resumption = appending()
+        expect(resumption.handle(answer(status, complete: false)), is: .wait(seconds: 0.5, then: .askOffset))
+        expect(resumption.handle(answer(204, offset: 300, complete: false)), is: .send(.append(from: 300)))
+        var partial = appending()
+        expect(
+            partial.handle(answer(status, offset: 600, complete: false)), is: .send(.append(from: 600)),
+            "a partial acceptance goes on from its offset")
+        #expect(partial.retries == 0, "progress is no retry")
+    }
+
+    @Test func everyByteButIncompleteIsCompletedByAnEmptyAppend() {
+        var resumption = appending()
+        _ = resumption.handle(dropped)
+        expect(resumption.handle(answer(204, offset: 1_000, complete: false)), is: .send(.append(from: 1_000)))
+        var appended = appending()
+        expect(appended.handle(answer(204, offset: 1_000, complete: false)), is: .send(.append(from: 1_000)))
+    }
+
+    @Test func aServerErrorOrBusyAnswerBacksOffHonouringRetryAfterAndAsksTheOffset() {
+        var resumption = appending()
+        expect(resumption.handle(answer(503, retryAfter: 0)), is: .wait(seconds: 0, then: .askOffset))
+        expect(resumption.handle(answer(503, retryAfter: 1)), is: .wait(seconds: 1, then: .askOffset), "HEAD too")
+        expect(resumption.handle(answer(204, offset: 500, complete: false)), is: .send(.append(from: 500)))
+        for status in [408, 429, 500, 502] {
+            var again = appending()
+            expect(again.handle(answer(status)), is: .wait(seconds: 0.5, then: .askOffset), "\(status)")
+        }
+        var huge = appending()
+        expect(huge.handle(answer(503, retryAfter: 4_000_000)), is: .wait(seconds: 1.5, then: .askOffset))
+        #expect(huge.retries == 1)
+    }
+
+    @Test func aRedirectFromTheUploadMovesItOrEndsItButIsNeverTheAnswer() {
+        let moved = URL(string: "http://127.0.0.1:8080/resumable_upload/moved")!
+        for status in [307, 308] {
+            var resumption = appending()
+            expect(resumption.handle(answer(status, location: moved)), is: .send(.askOffset))
+            #expect(resumption.location == moved)
+        }
+        var unfollowed = appending()
+        guard
+            case (.redirectNotFollowed(statusCode: 302, _), location)? =
+                failure(unfollowed.handle(answer(302, location: moved)))
+        else {
+            Issue.record("expected redirectNotFollowed")
+            return
+        }
+    }
+
+    @Test func anHTTPUploadForAnHTTPSRequestIsRefused() {
+        let secure = URL(string: "https://example.com/upload")!
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: secure)
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: true))
+        guard
+            case (.insecureUploadLocation(location), nil)? =
+                failure(resumption.handle(answer(201, location: location, offset: 0, complete: false)))
+        else {
+            Issue.record("expected insecureUploadLocation")
+            return
+        }
+        var plain = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: location)
+        _ = plain.start()
+        _ = plain.handle(answer(200, limit: true))
+        expect(plain.handle(answer(201, location: location)), is: .send(.append(from: 0)))
+    }
+
+    @Test func theDraftsCreationExampleIsAccepted() {
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: true))
+        expect(resumption.handle(answer(201, location: location)), is: .send(.append(from: 0)))
+        var complete = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = complete.start()
+        _ = complete.handle(answer(200, limit: true))
+        guard
+            case (.resumptionRefused(statusCode: 201), nil)? =
+                failure(complete.handle(answer(201, location: location, complete: true)))
+        else {
+            Issue.record("a creation that calls an empty body complete has an empty form")
+            return
+        }
+    }
+
+    @Test func uploadLimitDecidesBeforeAnyByteOfTheForm() {
+        var tooLarge = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = tooLarge.start()
+        guard
+            case (.formOverUploadLimit(maxSize: 999, contentLength: 1_000), nil)? =
+                failure(tooLarge.handle(answer(200, limits: ResumableUpload.Limits(maxSize: 999))))
+        else {
+            Issue.record("expected formOverUploadLimit")
+            return
+        }
+        var small = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = small.start()
+        expect(small.handle(answer(200, limits: ResumableUpload.Limits(minSize: 1_001))), is: .sendWhole)
+        var later = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = later.start()
+        _ = later.handle(answer(200, limit: true))
+        guard
+            case (.formOverUploadLimit(maxSize: 10, contentLength: 1_000), location)? =
+                failure(later.handle(answer(201, location: location, limits: ResumableUpload.Limits(maxSize: 10))))
+        else {
+            Issue.record("a creation answer's limit counts too, and the upload is deleted")
+            return
+        }
+    }
+
+    @Test func offsetsAreCheckedAndABreachDeletesTheUpload() {
+        // An empty creation answered with an offset: the server cannot have bytes that were never sent.
+        var creation = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = creation.start()
+        _ = creation.handle(answer(200, limit: true))
+        guard
+            case (.offsetOutOfRange(offset: 900, allowed: 0...0), location)? =
+                failure(creation.handle(answer(201, location: location, offset: 900, complete: false)))
+        else {
+            Issue.record("expected offsetOutOfRange after the creation")
+            return
+        }
+        // An offset that goes down.
+        var down = appending()
+        _ = down.handle(dropped)
+        _ = down.handle(answer(204, offset: 700, complete: false))
+        _ = down.handle(dropped)
+        guard
+            case (.offsetOutOfRange(offset: 300, allowed: 700...1_000), location)? =
+                failure(down.handle(answer(204, offset: 300, complete: false)))
+        else {
+            Issue.record("expected offsetOutOfRange going down")
+            return
+        }
+        // Another form's length.
+        var otherForm = appending()
+        _ = otherForm.handle(dropped)
+        guard
+            case (.uploadLengthMismatch(serverLength: 999, contentLength: 1_000), location)? =
+                failure(otherForm.handle(answer(204, offset: 10, complete: false, length: 999)))
+        else {
+            Issue.record("expected uploadLengthMismatch")
+            return
+        }
+    }
+
+    @Test func retriesSpentAfterTheUploadExistsDeleteIt() {
+        var resumption = appending(MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0))
+        _ = resumption.handle(dropped)
+        guard case (.resumeFailed, location)? = failure(resumption.handle(dropped)) else {
+            Issue.record("expected resumeFailed")
+            return
+        }
+        var early = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0))
+        _ = early.start()
+        guard case (.resumeFailed, nil)? = failure(early.handle(dropped)) else {
+            Issue.record("nothing to delete before the upload exists")
+            return
+        }
+    }
+
+    @Test(arguments: [-1, .nan, .infinity, -.infinity, 1e300, .greatestFiniteMagnitude])
+    func anyDelayACallerSetsWaitsABoundedFiniteTime(delay: Double) {
+        var policy = MultipartResumption(maximumAttempts: 3)
+        policy.initialDelay = delay
+        policy.maximumDelay = delay
+        var resumption = appending(policy)
+        guard case .wait(let seconds, _) = resumption.handle(dropped) else {
+            Issue.record("expected a wait")
+            return
+        }
+        #expect(seconds.isFinite && seconds >= 0 && seconds <= 3_600, "\(seconds)")
+        #expect(UInt64(seconds * 1e9) <= 3_600_000_000_000, "converts to nanoseconds without trapping")
+        guard case .wait(let again, _) = resumption.handle(dropped) else {
+            Issue.record("expected a wait")
+            return
+        }
+        #expect(again.isFinite && again >= 0 && again <= 3_600, "\(again)")
+    }
+
+    /// Random answer sequences: the upload ends in a 2xx answer only when the server said the form is complete
+    /// (`?1`, or an append's 2xx from a server that does not echo `Upload-Complete`) with every byte, and never sends
+    /// from before an offset the server acknowledged.
+    @Test func randomAnswersNeverEndInSuccessWithoutTheWholeFormAndNeverGoBack() {
+        var generator = SeededGenerator(seed: 26)
+        let length: UInt64 = 1_000
+        let statuses = [200, 201, 204, 307, 400, 404, 409, 410, 413, 500, 503]
+        var successes = 0
+        var appends = 0
+        for _ in 0..<5_000 {
+            // Past detection and creation, into random answers to appends and HEADs.
+            var resumption = appending(MultipartResumption(maximumAttempts: 6, initialDelay: 0))
+            var action = ResumableUpload.StateMachine.Action.send(.append(from: 0))
+            var highestAcknowledged: UInt64 = 0
+            var lastAnswer: ResumableUpload.Answer?
+            var lastStep = ResumableUpload.Step.append(from: 0)
+            for _ in 0..<40 {
+                guard case .send(let step) = action else {
+                    guard case .wait(_, let step) = action else { break }
+                    action = .send(step)
+                    continue
+                }
+                switch step {
+                case .create: highestAcknowledged = 0
+                case .append(let offset):
+                    appends += 1
+                    #expect(offset >= highestAcknowledged, "sent from \(offset) after \(highestAcknowledged)")
+                default: break
+                }
+                lastStep = step
+                if Int.random(in: 0..<6, using: &generator) == 0 {
+                    action = resumption.handle(dropped)
+                    lastAnswer = nil
+                    continue
+                }
+                let answer = ResumableUpload.Answer(
+                    statusCode: statuses.randomElement(using: &generator)!,
+                    location: Bool.random(using: &generator) ? location : nil,
+                    offset: Bool.random(using: &generator) ? UInt64.random(in: 0...length + 5, using: &generator) : nil,
+                    isComplete: [true, false, nil].randomElement(using: &generator)!)
+                lastAnswer = answer
+                action = resumption.handle(.answered(answer))
+                highestAcknowledged = max(highestAcknowledged, resumption.acknowledged)
+            }
+            guard case .answer = action, let answer = lastAnswer, (200..<300).contains(answer.statusCode) else {
+                continue
+            }
+            successes += 1
+            guard case .append = lastStep else {
+                Issue.record("a 2xx answer to \(lastStep) ended the upload")
+                continue
+            }
+            #expect(answer.isComplete != false, "\(answer)")
+            if answer.isComplete == true { #expect(answer.offset == nil || answer.offset == length, "\(answer)") }
+        }
+        #expect(successes > 500 && appends > 5_500, "the sequences reach both outcomes: \(successes) successes, \(appends) appends")
     }
 }

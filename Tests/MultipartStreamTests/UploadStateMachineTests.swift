@@ -107,6 +107,25 @@ import Testing
         #expect(status(end(&refusal, 413)) == 413, "a refusal before the body is an answer")
     }
 
+    @Test func whatWasHandedOutWhenTheAnswerBeganDecidesNotWhatFollowed() {
+        var machine = machine()
+        let stream = sendBody(&machine, sent: 40)
+        machine.responseBegan()
+        var rest = [UInt8](repeating: 0, count: Int(form.contentLength))
+        #expect(stream.read(&rest, maxLength: rest.count) == Int(form.contentLength) - 40, "drained after answering")
+        let error = failure(machine.taskEnded(error: nil, response: response(200))) as? MultipartError
+        guard case .answeredBeforeBodySent(statusCode: 200, bytesSent: 40, _)? = error?.reason else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+        // A later answer (after a 401 was answered and the body sent again) is the one that counts.
+        var resent = self.machine()
+        let first = sendBody(&resent, sent: 40)
+        resent.responseBegan()
+        #expect(first.read(&rest, maxLength: rest.count) == Int(form.contentLength) - 40)
+        #expect(status(end(&resent, 200)) == 200)
+    }
+
     @Test func anAppendCountsFromItsOffset() {
         var machine = machine(.append(from: 600))
         sendBody(&machine, from: 600, sent: 10)

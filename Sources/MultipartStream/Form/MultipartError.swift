@@ -168,6 +168,16 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case uploadExpired(statusCode: Int)
         /// The server has every byte of the form, but its answer was lost with the connection that carried them.
         case answerLost(contentLength: UInt64)
+        /// The server's `Upload-Limit` takes forms of at most `maxSize` bytes, and this one has `contentLength`:
+        /// nothing of it was sent.
+        case formOverUploadLimit(maxSize: UInt64, contentLength: UInt64)
+        /// The server said it has `offset` bytes of the form where only `allowed` can be true (never fewer than it
+        /// acknowledged before, nor more than was sent): the upload was deleted rather than continued from there.
+        case offsetOutOfRange(offset: UInt64, allowed: ClosedRange<UInt64>)
+        /// The server's `Upload-Length` is not the form's: it holds another upload.
+        case uploadLengthMismatch(serverLength: UInt64, contentLength: UInt64)
+        /// The server put the upload at a plain `http:` URL for an `https:` request.
+        case insecureUploadLocation(URL)
 
         // Found while encoding.
 
@@ -261,6 +271,17 @@ extension MultipartError.Reason: CustomStringConvertible {
             "the resumable upload expired on the server (\(statusCode)) again after it was started over"
         case .answerLost(let contentLength):
             "the server has all \(contentLength) bytes of the form, but its answer was lost with the connection"
+        case .formOverUploadLimit(let maxSize, let contentLength):
+            "the server takes uploads of at most \(maxSize) bytes (Upload-Limit max-size), and the form has "
+                + "\(contentLength); nothing was sent"
+        case .offsetOutOfRange(let offset, let allowed):
+            "the server said it has \(offset) bytes of the form, where only \(allowed.lowerBound) to "
+                + "\(allowed.upperBound) can be true; the upload was deleted"
+        case .uploadLengthMismatch(let serverLength, let contentLength):
+            "the server's upload has \(serverLength) bytes (Upload-Length), the form \(contentLength); the upload was "
+                + "deleted"
+        case .insecureUploadLocation(let url):
+            "the server put the upload at \(url), which is not https as the request is"
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(POSIX.errnoText(code))"
@@ -284,7 +305,8 @@ extension MultipartError.Reason {
             .stream
         case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent:
             .upload
-        case .resumeFailed, .appendResent, .resumptionRefused, .uploadExpired, .answerLost:
+        case .resumeFailed, .appendResent, .resumptionRefused, .uploadExpired, .answerLost, .formOverUploadLimit,
+            .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation:
             .resumable
         case .tooLargeForMemory, .outputFileExists, .outputWriteFailed:
             .output

@@ -18,12 +18,22 @@ extension MultipartUpload {
             var streams: [MultipartBodyStream] = []
             /// The response's body: a 401's or a redirect's is dropped when the next response begins.
             var received = Data()
-            /// Body bytes URLSession reported sent, where it reads the body file itself.
+            /// Body bytes URLSession reported sent, where it reads the body itself.
             var fileBytesSent: UInt64 = 0
+            /// The form's bytes handed out when the latest response's head arrived: a server cannot have read more
+            /// than this before it answered, whatever it reads (and discards) afterwards.
+            var bytesAtResponse: UInt64?
             /// The upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
             var gaveUpChallenge = false
             /// The redirect this task sends the form again for: its request and status.
             var resending: (request: URLRequest, statusCode: Int)?
+
+            /// The body bytes handed out: what URLSession reported sent where it reads the body itself, else what
+            /// the latest stream handed out (the one the last request read; after a 301-303 the first request's,
+            /// since the GET reads none).
+            func bodyBytesHandedOut(countedByURLSession: Bool) -> UInt64 {
+                countedByURLSession ? fileBytesSent : streams.last?.bytesRead ?? 0
+            }
         }
 
         enum State {
@@ -241,7 +251,11 @@ extension MultipartUpload {
 
         /// A response began; a 401's or a redirect's body comes before the response that counts.
         mutating func responseBegan() {
-            modifyExchange { $0.received = Data() }
+            let (start, countedByURLSession) = (bodyStart, body.isReadByURLSession)
+            modifyExchange {
+                $0.received = Data()
+                $0.bytesAtResponse = start + $0.bodyBytesHandedOut(countedByURLSession: countedByURLSession)
+            }
         }
 
         mutating func received(_ data: Data) {
@@ -368,11 +382,10 @@ extension MultipartUpload {
                 endsProgress: role.finishesProgress, removing: body.temporaryFile)
         }
 
-        /// The form's bytes the exchange's body handed out, from the form's first byte: what URLSession reported
-        /// sent where it reads the file itself, else what the latest stream handed out (the one the last request
-        /// read; after a 301-303 the first request's, since the GET reads none). Read before the streams close.
+        /// The form's bytes the exchange's body handed out, from the form's first byte. Read before the streams
+        /// close.
         private func bytesHandedOut(by exchange: Exchange) -> UInt64 {
-            bodyStart + (body.isReadByURLSession ? exchange.fileBytesSent : exchange.streams.last?.bytesRead ?? 0)
+            bodyStart + exchange.bodyBytesHandedOut(countedByURLSession: body.isReadByURLSession)
         }
 
         /// Why a body stream failed, naming the part; URLSession only says the upload was aborted.
@@ -397,7 +410,9 @@ extension MultipartUpload {
                 return .success((exchange.received, http))
             }
             if let error { return .failure(error) }
-            let bytesSent = bytesHandedOut(by: exchange)
+            // What was handed out when the answer's head arrived, not by the task's end: a server that answers at
+            // once and then drains the body unread (a lingering close) gets all of it afterwards.
+            let bytesSent = exchange.bytesAtResponse ?? bytesHandedOut(by: exchange)
             if let http, (200..<300).contains(http.statusCode), bytesSent < bodyStart + bodyLength {
                 // The server cannot have read bytes it was never given: it answered without the form. After a
                 // 301-303 the count is the first request's: a server that redirected without reading the form

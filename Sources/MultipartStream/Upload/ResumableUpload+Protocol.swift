@@ -20,10 +20,71 @@ extension ResumableUpload {
     enum Header {
         static let interopVersion = "Upload-Draft-Interop-Version"
         static let complete = "Upload-Complete"
+        /// The field of interop versions before 5, meaning the opposite; `NIOResumableUpload` 1.35.2 still puts
+        /// `Upload-Incomplete: ?0` on the application's answer to a version 6 append.
+        static let incomplete = "Upload-Incomplete"
         static let offset = "Upload-Offset"
         static let length = "Upload-Length"
         static let limit = "Upload-Limit"
         static let location = "Location"
+        static let retryAfter = "Retry-After"
+    }
+
+    /// `Upload-Limit`: what the server takes, a structured-field dictionary (`max-size=1000, max-age=3600`); keys
+    /// that are unknown, or whose value is not a non-negative integer, are left out.
+    struct Limits: Equatable, Sendable {
+        /// The largest form the server takes.
+        var maxSize: UInt64?
+        /// The smallest form worth a resumable upload: a smaller one goes whole, as a plain request.
+        var minSize: UInt64?
+        /// The most bytes one append may carry.
+        var maxAppendSize: UInt64?
+        /// The fewest bytes an append that does not complete the upload may carry.
+        var minAppendSize: UInt64?
+        /// Seconds the upload resource lives after its creation.
+        var maxAge: UInt64?
+
+        init(
+            maxSize: UInt64? = nil, minSize: UInt64? = nil, maxAppendSize: UInt64? = nil,
+            minAppendSize: UInt64? = nil, maxAge: UInt64? = nil
+        ) {
+            self.maxSize = maxSize
+            self.minSize = minSize
+            self.maxAppendSize = maxAppendSize
+            self.minAppendSize = minAppendSize
+            self.maxAge = maxAge
+        }
+
+        /// The limits of a field's value; `nil` when it is not a dictionary at all.
+        init?(field: String) {
+            var limits = Limits()
+            for member in field.split(separator: ",", omittingEmptySubsequences: false) {
+                let pair = member.split(separator: "=", maxSplits: 1)
+                let key = pair.first.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) } ?? ""
+                guard !key.isEmpty, key.utf8.allSatisfy({ (0x61...0x7A).contains($0) || $0 == 0x2D }) else {
+                    return nil
+                }
+                let value = pair.count == 2 ? StructuredField.integer(String(pair[1])).flatMap(UInt64.init) : nil
+                switch key {
+                case "max-size": limits.maxSize = value
+                case "min-size": limits.minSize = value
+                case "max-append-size": limits.maxAppendSize = value
+                case "min-append-size": limits.minAppendSize = value
+                case "max-age": limits.maxAge = value
+                default: break
+                }
+            }
+            self = limits
+        }
+
+        /// These limits, with `other`'s where it names one: a later answer refines an earlier one.
+        func merging(_ other: Limits?) -> Limits {
+            guard let other else { return self }
+            return Limits(
+                maxSize: other.maxSize ?? maxSize, minSize: other.minSize ?? minSize,
+                maxAppendSize: other.maxAppendSize ?? maxAppendSize,
+                minAppendSize: other.minAppendSize ?? minAppendSize, maxAge: other.maxAge ?? maxAge)
+        }
     }
 
     /// The `Content-Type` of an append's body: a part of an upload, not a form.
@@ -39,15 +100,33 @@ extension ResumableUpload {
         case append(from: UInt64)
         /// `HEAD` the upload: how much of the form does the server have?
         case askOffset
+        /// `DELETE` the upload: it failed, and the server should not keep what it has.
+        case delete
+
+        /// How the step's request is named in errors.
+        var name: String {
+            switch self {
+            case .detect: "OPTIONS"
+            case .create: "the creation request"
+            case .append: "PATCH"
+            case .askOffset: "HEAD"
+            case .delete: "DELETE"
+            }
+        }
 
         /// The request of this step, from the caller's `request` (its URL, headers and method where they apply):
-        /// no body of its own, and the draft's headers. An append's body and length are the upload's to add.
+        /// no body of its own, and the draft's headers. An append's body and length are the upload's to add. A
+        /// request to an upload resource on another origin than the caller's request carries none of its
+        /// `Authorization`, `Cookie` and `Proxy-Authorization` unless `credentialsToOtherOrigins`: the server chose
+        /// that URL, as it chooses a redirect's.
         func request(
             from request: URLRequest,
             location: URL?,
             contentLength: UInt64,
-            contentType: String
+            contentType: String,
+            credentialsToOtherOrigins: Bool = false
         ) -> URLRequest {
+            let origin = Origin(request.url)
             var request = request
             request.httpBody = nil
             request.httpBodyStream = nil
@@ -71,22 +150,32 @@ extension ResumableUpload {
             case .askOffset:
                 request.url = location
                 request.httpMethod = "HEAD"
+            case .delete:
+                request.url = location
+                request.httpMethod = "DELETE"
             }
-            return request
+            return credentialsToOtherOrigins ? request : RedirectPolicy.proposal(request, leaving: origin)
         }
     }
 
     /// The draft's fields of an answer.
     struct Answer: Equatable, Sendable {
         var statusCode: Int
-        /// `Upload-Limit` was present (an `OPTIONS` answer from a server that speaks the draft).
-        var hasUploadLimit = false
+        /// `Upload-Limit`, when present and a dictionary (an `OPTIONS` answer from a server that speaks the draft).
+        var limits: Limits?
         /// `Location`, resolved against the request's URL.
         var location: URL?
         /// `Upload-Offset`, a non-negative structured-field integer.
         var offset: UInt64?
-        /// `Upload-Complete`, a structured-field boolean.
+        /// `Upload-Complete`, a structured-field boolean; else the opposite of `Upload-Incomplete`.
         var isComplete: Bool?
+        /// `Upload-Length`, the form's length as the server knows it.
+        var length: UInt64?
+        /// `Retry-After` in seconds (its HTTP-date form is not read).
+        var retryAfter: Double?
+
+        /// Whether `Upload-Limit` was present.
+        var hasUploadLimit: Bool { limits != nil }
 
         /// The fields of `response`; a field that does not parse counts as absent.
         init(_ response: URLResponse) {
@@ -97,26 +186,35 @@ extension ResumableUpload {
             func field(_ name: String) -> String? { response.value(forHTTPHeaderField: name) }
             self.init(
                 statusCode: response.statusCode,
-                hasUploadLimit: field(Header.limit) != nil,
+                limits: field(Header.limit).flatMap(Limits.init(field:)),
                 location: field(Header.location).flatMap {
                     URL(string: $0.trimmingCharacters(in: .whitespaces), relativeTo: response.url)?.absoluteURL
                 },
                 offset: field(Header.offset).flatMap(StructuredField.integer).flatMap { UInt64(exactly: $0) },
-                isComplete: field(Header.complete).flatMap(StructuredField.boolean))
+                isComplete: field(Header.complete).flatMap(StructuredField.boolean)
+                    ?? field(Header.incomplete).flatMap(StructuredField.boolean).map { !$0 },
+                length: field(Header.length).flatMap(StructuredField.integer).flatMap { UInt64(exactly: $0) },
+                retryAfter: field(Header.retryAfter).flatMap {
+                    UInt32($0.trimmingCharacters(in: .whitespaces)).map(Double.init)
+                })
         }
 
         init(
             statusCode: Int,
-            hasUploadLimit: Bool = false,
+            limits: Limits? = nil,
             location: URL? = nil,
             offset: UInt64? = nil,
-            isComplete: Bool? = nil
+            isComplete: Bool? = nil,
+            length: UInt64? = nil,
+            retryAfter: Double? = nil
         ) {
             self.statusCode = statusCode
-            self.hasUploadLimit = hasUploadLimit
+            self.limits = limits
             self.location = location
             self.offset = offset
             self.isComplete = isComplete
+            self.length = length
+            self.retryAfter = retryAfter
         }
     }
 }

@@ -9,6 +9,11 @@ extension ResumableUpload {
     /// Support is detected before any part of the form goes out: an `OPTIONS` answered with `Upload-Limit`, then a
     /// creation request with no body and `Upload-Complete: ?0` answered with `Location`. A server that does neither
     /// gets the whole form in one request, as `.stream` sends it, and never a part of it.
+    ///
+    /// Every answer is untrusted: the upload ends in the application's answer only when the server says
+    /// `Upload-Complete: ?1` (or, as older servers do, answers an append with a 2xx and no `Upload-Complete`), an
+    /// offset must lie between what the server acknowledged before and what was sent, and a failure after the
+    /// upload resource exists deletes it.
     struct StateMachine {
         enum Action {
             /// Send this request.
@@ -19,8 +24,8 @@ extension ResumableUpload {
             case wait(seconds: Double, then: Step)
             /// The last answer is the upload's answer.
             case answer
-            /// Give up.
-            case fail(MultipartError)
+            /// Give up; delete the upload resource at `deleting` first, when there is one.
+            case fail(MultipartError, deleting: URL?)
         }
 
         enum Event {
@@ -31,12 +36,19 @@ extension ResumableUpload {
 
         let contentLength: UInt64
         let policy: MultipartResumption
+        /// The caller's request URL: an upload resource on `http:` for an `https:` request is refused.
+        let requestURL: URL?
         /// The request under way.
         private(set) var step = Step.detect
         /// Where the upload lives, once created.
         private(set) var location: URL?
         /// The bytes of the form the server said it has.
         private(set) var acknowledged: UInt64 = 0
+        /// The most bytes of the form the server can have: none after the creation, which carries none; up to the
+        /// form's end once an append went out (an append sends the rest of the form).
+        private(set) var sent: UInt64 = 0
+        /// What the server said it takes, from the `OPTIONS` and creation answers.
+        private(set) var limits = Limits()
         /// Retries made so far, of ``MultipartResumption/maximumAttempts``.
         private(set) var retries = 0
         /// The wait before the next retry; back to the initial one after a retry that moved the offset on.
@@ -44,10 +56,11 @@ extension ResumableUpload {
         /// Whether the upload expired once already and was created again.
         private var restarted = false
 
-        init(contentLength: UInt64, policy: MultipartResumption) {
+        init(contentLength: UInt64, policy: MultipartResumption, requestURL: URL? = nil) {
             self.contentLength = contentLength
             self.policy = policy
-            delay = policy.initialDelay
+            self.requestURL = requestURL
+            delay = policy.wait(policy.initialDelay)
         }
 
         /// The first action.
@@ -57,6 +70,7 @@ extension ResumableUpload {
 
         private mutating func send(_ step: Step) -> Action {
             self.step = step
+            if case .append = step { sent = contentLength }
             return .send(step)
         }
 
@@ -64,41 +78,15 @@ extension ResumableUpload {
         mutating func handle(_ event: Event) -> Action {
             switch (step, event) {
             case (.detect, .answered(let answer)):
-                let speaksDraft = (200..<300).contains(answer.statusCode) && answer.hasUploadLimit
-                return speaksDraft ? send(.create) : .sendWhole
+                return detected(answer)
             case (.create, .answered(let answer)):
-                guard (200..<300).contains(answer.statusCode) else { return .answer }
-                guard let location = answer.location, answer.isComplete == false else {
-                    // It said it speaks the draft, then answered the creation as a plain request: it has an empty form.
-                    return .fail(MultipartError(.resumptionRefused(statusCode: answer.statusCode)))
-                }
-                self.location = location
-                return acknowledge(answer.offset ?? 0)
-            case (.append, .answered(let answer)) where answer.statusCode == 409:
-                // Conflict: the server says where it stands.
-                guard let offset = answer.offset else {
-                    return retry(.askOffset, because: UnexpectedAnswer("409 without Upload-Offset"))
-                }
-                return resume(at: offset, because: UnexpectedAnswer("409 Conflict at \(offset)"))
+                return created(answer)
             case (.append, .answered(let answer)):
-                if answer.statusCode == 404 || answer.statusCode == 410 {
-                    return restart(statusCode: answer.statusCode)
-                }
-                // The application's answer, unless the server says the form is still incomplete.
-                guard answer.isComplete == false, let offset = answer.offset else { return .answer }
-                return resume(at: offset, because: UnexpectedAnswer("incomplete at \(offset)"))
+                return appended(answer)
             case (.askOffset, .answered(let answer)):
-                if answer.statusCode == 404 || answer.statusCode == 410 {
-                    return restart(statusCode: answer.statusCode)
-                }
-                guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
-                    return fail(because: UnexpectedAnswer("HEAD answered \(answer.statusCode)"))
-                }
-                if answer.isComplete == true || offset == contentLength {
-                    // Everything arrived, but the answer to it went with the connection.
-                    return .fail(MultipartError(.answerLost(contentLength: contentLength)))
-                }
-                return acknowledge(offset)
+                return offsetAnswered(answer)
+            case (.delete, _):
+                return .answer
             case (.detect, .connectionFailed(let error)), (.create, .connectionFailed(let error)):
                 return retry(step, because: error)
             case (.append, .connectionFailed(let error)), (.askOffset, .connectionFailed(let error)):
@@ -106,15 +94,157 @@ extension ResumableUpload {
             }
         }
 
-        /// The server has `offset` bytes: send the rest.
-        private mutating func acknowledge(_ offset: UInt64) -> Action {
-            guard offset <= contentLength else {
-                acknowledged = offset
-                return fail(because: UnexpectedAnswer("the server has more bytes than the form"))
+        // MARK: Answers
+
+        private mutating func detected(_ answer: Answer) -> Action {
+            guard (200..<300).contains(answer.statusCode), let limits = answer.limits else { return .sendWhole }
+            self.limits = limits
+            if let maxSize = limits.maxSize, contentLength > maxSize {
+                return fail(MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength)))
             }
-            if offset > acknowledged { delay = policy.initialDelay }
+            if let minSize = limits.minSize, contentLength < minSize { return .sendWhole }
+            return send(.create)
+        }
+
+        private mutating func created(_ answer: Answer) -> Action {
+            if isTransient(answer) { return retry(.create, because: UnexpectedAnswer(answer, to: .create)) }
+            guard (200..<300).contains(answer.statusCode) else {
+                // A refusal (a 4xx) is the application's answer; a redirect that was not followed is no answer.
+                if (300..<400).contains(answer.statusCode) {
+                    return fail(MultipartError(.redirectNotFollowed(statusCode: answer.statusCode, location: nil)))
+                }
+                return .answer
+            }
+            // The creation carries none of the form: a server that calls it complete has an empty form.
+            guard let location = answer.location, answer.isComplete != true || contentLength == 0 else {
+                return fail(MultipartError(.resumptionRefused(statusCode: answer.statusCode)))
+            }
+            if let refused = refusal(of: location) { return fail(refused) }
+            self.location = location
+            limits = limits.merging(answer.limits)
+            if let maxSize = limits.maxSize, contentLength > maxSize {
+                return fail(MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength)))
+            }
+            return acknowledge(answer.offset ?? 0, answer: answer)
+        }
+
+        private mutating func appended(_ answer: Answer) -> Action {
+            if answer.isComplete == true {
+                // The application's answer, whatever its status: the form is complete, unless the server counts
+                // another length than the form's.
+                if let offset = answer.offset, offset != contentLength {
+                    let whole = contentLength...contentLength
+                    return fail(MultipartError(.offsetOutOfRange(offset: offset, allowed: whole)))
+                }
+                return .answer
+            }
+            if let moved = movedUpload(answer) { return moved }
+            if answer.isComplete == false {
+                // Not complete, whatever the status: a 2xx with an offset is a partial acceptance to go on from.
+                guard let offset = answer.offset else {
+                    return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
+                }
+                return resume(at: offset, answer: answer)
+            }
+            switch answer.statusCode {
+            case 404, 410:
+                return restart(statusCode: answer.statusCode)
+            case 409:
+                // Conflict: the server says where it stands.
+                guard let offset = answer.offset else {
+                    return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
+                }
+                return resume(at: offset, answer: answer)
+            case _ where isTransient(answer):
+                return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
+            default:
+                // An application answer from a server that does not echo `Upload-Complete`, or a refusal (413
+                // among them: the same append is not sent again).
+                return .answer
+            }
+        }
+
+        private mutating func offsetAnswered(_ answer: Answer) -> Action {
+            if answer.statusCode == 404 || answer.statusCode == 410 { return restart(statusCode: answer.statusCode) }
+            if let moved = movedUpload(answer) { return moved }
+            if isTransient(answer) { return retry(.askOffset, because: UnexpectedAnswer(answer, to: .askOffset)) }
+            guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
+                return fail(because: UnexpectedAnswer(answer, to: .askOffset))
+            }
+            if let breach = breach(offset: offset, answer: answer) { return fail(breach) }
+            if answer.isComplete == true {
+                // Everything arrived and the application answered, but its answer went with the connection.
+                return fail(MultipartError(.answerLost(contentLength: contentLength)))
+            }
+            if offset == contentLength && answer.isComplete == nil {
+                // Every byte, and no word on whether the application has the form: its answer may be lost.
+                return fail(MultipartError(.answerLost(contentLength: contentLength)))
+            }
+            // Every byte but not complete (`?0`): an empty append with `?1` completes it.
+            return acknowledge(offset, answer: answer)
+        }
+
+        // MARK: Offsets
+
+        /// The server has `offset` bytes: send the rest, once the offset is checked.
+        private mutating func acknowledge(_ offset: UInt64, answer: Answer) -> Action {
+            if let breach = breach(offset: offset, answer: answer) { return fail(breach) }
+            if offset > acknowledged { delay = policy.wait(policy.initialDelay) }
             acknowledged = offset
             return send(.append(from: offset))
+        }
+
+        /// Why `offset` (and the answer's `Upload-Length`) cannot be the server's: an offset never goes down, is
+        /// never more than was sent, nor more than the form.
+        private func breach(offset: UInt64, answer: Answer) -> MultipartError? {
+            if let length = answer.length, length != contentLength {
+                return MultipartError(.uploadLengthMismatch(serverLength: length, contentLength: contentLength))
+            }
+            let allowed = acknowledged...max(acknowledged, min(sent, contentLength))
+            guard allowed.contains(offset) else {
+                return MultipartError(.offsetOutOfRange(offset: offset, allowed: allowed))
+            }
+            return nil
+        }
+
+        /// The server said where it stands (a conflict, or an answer that the form is incomplete): an answer rather
+        /// than a drop, so the rest goes at once from there; a retry, unless the offset moved on.
+        private mutating func resume(at offset: UInt64, answer: Answer) -> Action {
+            if offset <= acknowledged, let giveUp = countRetry(because: UnexpectedAnswer(answer, to: step)) {
+                return giveUp
+            }
+            return acknowledge(offset, answer: answer)
+        }
+
+        // MARK: Where the upload lives
+
+        /// A 307 or 308 from the upload resource moves it (refused as a `Location` would be); any other redirect
+        /// that was not followed ends the upload. Never the upload's answer.
+        private mutating func movedUpload(_ answer: Answer) -> Action? {
+            guard (300..<400).contains(answer.statusCode) else { return nil }
+            guard answer.statusCode == 307 || answer.statusCode == 308, let moved = answer.location else {
+                return fail(MultipartError(.redirectNotFollowed(statusCode: answer.statusCode, location: nil)))
+            }
+            if let refused = refusal(of: moved) { return fail(refused) }
+            if let giveUp = countRetry(because: UnexpectedAnswer(answer, to: step)) { return giveUp }
+            location = moved
+            return send(.askOffset)
+        }
+
+        /// Why the upload cannot live at `url`: plain `http:` for an `https:` request.
+        private func refusal(of url: URL) -> MultipartError? {
+            let scheme = url.scheme?.lowercased()
+            guard scheme == "https" || scheme == "http" && requestURL?.scheme?.lowercased() != "https" else {
+                return MultipartError(.insecureUploadLocation(url))
+            }
+            return nil
+        }
+
+        // MARK: Retries
+
+        /// 408, 429, 503 and other 5xx: the server may take the request later.
+        private func isTransient(_ answer: Answer) -> Bool {
+            answer.statusCode == 408 || answer.statusCode == 429 || (500..<600).contains(answer.statusCode)
         }
 
         /// Counts a retry; the failure to give up with when the retries are spent.
@@ -128,30 +258,32 @@ extension ResumableUpload {
         private func fail(because failure: any Error) -> Action {
             let reason = MultipartError.Reason.resumeFailed(
                 retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength)
-            return .fail(MultipartError(reason, underlying: failure))
+            return fail(MultipartError(reason, underlying: failure))
         }
 
-        /// The server said where it stands (a conflict, or an answer that the form is incomplete): an answer rather
-        /// than a drop, so the rest goes at once from there, as a retry.
-        private mutating func resume(at offset: UInt64, because failure: any Error) -> Action {
-            if let giveUp = countRetry(because: failure) { return giveUp }
-            return acknowledge(offset)
+        /// Gives up with `error`, deleting the upload resource if there is one.
+        private func fail(_ error: MultipartError) -> Action {
+            .fail(error, deleting: location)
         }
 
-        /// Another try at `step` after the backoff, unless the retries are spent.
+        /// Another try at `step` after the backoff (or the server's `Retry-After`), unless the retries are spent.
         private mutating func retry(_ step: Step, because failure: any Error) -> Action {
             if let giveUp = countRetry(because: failure) { return giveUp }
-            let wait = delay
-            delay = min(delay * 2, policy.maximumDelay)
+            var wait = delay
+            if let answer = failure as? UnexpectedAnswer, let retryAfter = answer.retryAfter {
+                wait = policy.wait(retryAfter)
+            }
+            delay = policy.wait(delay * 2)
             self.step = step
             return .wait(seconds: wait, then: step)
         }
 
         /// The upload expired: create it again from byte 0, once.
         private mutating func restart(statusCode: Int) -> Action {
-            guard !restarted else { return .fail(MultipartError(.uploadExpired(statusCode: statusCode))) }
+            guard !restarted else { return fail(MultipartError(.uploadExpired(statusCode: statusCode))) }
             restarted = true
             acknowledged = 0
+            sent = 0
             location = nil
             return send(.create)
         }
@@ -160,9 +292,19 @@ extension ResumableUpload {
     /// An answer of the server that a resumable upload could not go on from: the underlying error of its failure.
     struct UnexpectedAnswer: Error, CustomStringConvertible, LocalizedError {
         let description: String
+        /// The answer's `Retry-After`, in seconds.
+        var retryAfter: Double?
 
         init(_ description: String) {
             self.description = description
+        }
+
+        init(_ answer: Answer, to step: Step) {
+            var text = "\(step.name) answered \(answer.statusCode)"
+            if let isComplete = answer.isComplete { text += isComplete ? ", complete" : ", incomplete" }
+            if let offset = answer.offset { text += " at \(offset)" }
+            description = text
+            retryAfter = answer.retryAfter
         }
 
         var errorDescription: String? { description }

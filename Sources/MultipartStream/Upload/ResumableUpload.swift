@@ -7,7 +7,8 @@ import Foundation
 /// A `.resumable` upload: carries out the actions its ``StateMachine`` decides, each request one ``MultipartUpload`` on
 /// the caller session's private session, so that redirects, challenges, the caller's delegate, exact lengths and
 /// cancellation behave as in every other upload. Progress is one count over all requests: it goes on from the
-/// offset a request resumes at, and never counts a byte twice.
+/// offset a request resumes at, and never counts a byte twice. An upload that fails or is cancelled once its upload
+/// resource exists deletes that resource, so that the server keeps no part of a form that will not complete.
 struct ResumableUpload {
     let form: MultipartFormData
     let request: URLRequest
@@ -19,10 +20,16 @@ struct ResumableUpload {
     func run() async throws -> (Data, URLResponse) {
         // Ended before returning or throwing: no progress comes after the upload returns.
         defer { progress?.finish() }
-        var resumption = StateMachine(contentLength: form.contentLength, policy: policy)
+        var resumption = StateMachine(contentLength: form.contentLength, policy: policy, requestURL: request.url)
         var action = resumption.start()
         var last: (Data, URLResponse)?
         while true {
+            do {
+                try Task.checkCancellation()
+            } catch {
+                await deleteWhileCancelled(resumption.location)
+                throw error
+            }
             switch action {
             case .send(let step):
                 do {
@@ -31,9 +38,13 @@ struct ResumableUpload {
                     action = resumption.handle(.answered(Answer(answer.1)))
                 } catch let error where Self.isConnectionFailure(error, during: step) {
                     action = resumption.handle(.connectionFailed(error))
+                } catch is CancellationError {
+                    await deleteWhileCancelled(resumption.location)
+                    throw CancellationError()
                 }
             case .wait(let seconds, let step):
-                try await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                // The machine bounds every wait (finite, at most an hour); a cancel ends it at once.
+                try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
                 action = .send(step)
             case .sendWhole:
                 return try await session.perform(request) { completion in
@@ -44,16 +55,29 @@ struct ResumableUpload {
             case .answer:
                 // Every action before `.answer` sent a request that answered.
                 return last!
-            case .fail(let error):
+            case .fail(let error, let location):
+                if let location { _ = try? await send(.delete, to: location) }
                 throw error
             }
         }
     }
 
+    /// Deletes the upload resource of a cancelled upload, on a task of its own that the cancel does not stop, within
+    /// a few seconds.
+    private func deleteWhileCancelled(_ location: URL?) async {
+        guard let location else { return }
+        let upload = self
+        await Task.detached { _ = try? await upload.send(.delete, to: location, timeout: 5) }.value
+    }
+
     /// Sends one request of the protocol, with the caller's URL, headers and method where they apply.
-    private func send(_ step: Step, to location: URL?) async throws -> (Data, URLResponse) {
-        let request = step.request(
-            from: request, location: location, contentLength: form.contentLength, contentType: form.contentType)
+    private func send(_ step: Step, to location: URL?, timeout: TimeInterval? = nil) async throws -> (
+        Data, URLResponse
+    ) {
+        var request = step.request(
+            from: request, location: location, contentLength: form.contentLength, contentType: form.contentType,
+            credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
+        if let timeout { request.timeoutInterval = timeout }
         let role: MultipartUpload.Role
         if case .append(let offset) = step {
             role = .append(from: offset)
