@@ -462,6 +462,6 @@ import Testing
             #expect(answer.isComplete != false, "\(answer)")
             if answer.isComplete == true { #expect(answer.offset == nil || answer.offset == length, "\(answer)") }
         }
-        #expect(successes > 500 && appends > 5_500, "the sequences reach both outcomes: \(successes) successes, \(appends) appends")
+        #expect(successes > 500 && appends > 5_500, "both outcomes reached: \(successes) successes, \(appends) appends")
     }
 }
