@@ -44,7 +44,10 @@ struct Transfer {
                 report.contentType = answer.response.value(forHTTPHeaderField: "Content-Type")
                 let status = answer.response.statusCode
                 progress.finish(outcome: "HTTP \(status)")
-                guard Self.retriedStatuses.contains(status), attempt < options.retries else { return answer }
+                // A resumable upload retried what it could itself; another attempt would start the form over.
+                guard Self.retriedStatuses.contains(status), !options.resumes, attempt < options.retries else {
+                    return answer
+                }
                 retryAfter = answer.response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
                 problem = "HTTP \(status)"
             } catch let failure as AttemptFailure {
@@ -89,7 +92,8 @@ struct Transfer {
         // With -C -, --retry and --retry-delay shape the resumption: retries send only what the server lacks.
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         let resumption = MultipartResumption(
-            maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600)
+            maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600,
+            credentialsToOtherOrigins: options.trustsRedirects)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         let upload = Task {
             try await session.upload(

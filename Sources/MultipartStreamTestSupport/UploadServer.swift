@@ -190,17 +190,6 @@ public final class UploadServer: @unchecked Sendable {
 
     /// `path`'s answer, fetched with curl.
     private func fetch(_ path: String) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["curl", "-s", "--max-time", "30", url(path).absoluteString]
-        let stdout = Pipe()
-        process.standardOutput = stdout
-        try process.run()
-        let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Peer.Failure(description: "curl \(url(path)) exited \(process.terminationStatus)")
-        }
-        return data
+        try curl(url(path))
     }
 }

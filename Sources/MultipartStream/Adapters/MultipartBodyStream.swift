@@ -14,10 +14,6 @@ public final class MultipartBodyStream: InputStream {
     public let contentLength: UInt64
 
     private let source: Source
-    /// Whether opening the stream again after it handed out bytes starts over; if not, it fails with
-    /// ``MultipartError/Reason/appendResent``. A part of a resumable upload is sent once per request: the server
-    /// has counted what arrived, and the same bytes again at the same offset would conflict.
-    private let startsOverWhenReopened: Bool
     private let pacing: MultipartPacing?
     /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
     private let progressHandler: (@Sendable (UInt64) -> Void)?
@@ -71,10 +67,9 @@ public final class MultipartBodyStream: InputStream {
         }
     }
 
-    /// A stream of `source`; `pacing`, `progressHandler` and whether it starts over when reopened are fixed here.
+    /// A stream of `source`; `pacing` and `progressHandler` are fixed here.
     init(
         _ source: Source,
-        startsOverWhenReopened: Bool = true,
         pacing: MultipartPacing? = nil,
         progressHandler: (@Sendable (UInt64) -> Void)? = nil
     ) {
@@ -86,7 +81,6 @@ public final class MultipartBodyStream: InputStream {
         case .encodedFile(_, let length):
             contentLength = length
         }
-        self.startsOverWhenReopened = startsOverWhenReopened
         self.pacing = pacing
         self.progressHandler = progressHandler
         // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
@@ -166,13 +160,14 @@ public final class MultipartBodyStream: InputStream {
         }
     }
 
-    /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed, or the body
-    /// goes out once.
+    /// A new reader, unless bytes were handed out and a one-shot part may already have been consumed.
+    ///
+    /// Linux URLSession reopens a request's body stream to send it again after a challenge was answered. A part
+    /// of a resumable upload starts over too: a server applies nothing of a request it refused for want of a
+    /// credential. Its other resends ask the upload for a new stream, which refuses them.
     private func restart() -> State {
         let formIsReplayable = if case .form(let form, _) = source { form.isReplayable } else { true }
-        guard startsOverWhenReopened && formIsReplayable || bytesRead == 0 else {
-            return .failed(MultipartError(startsOverWhenReopened ? .notReplayable : .appendResent))
-        }
+        guard formIsReplayable || bytesRead == 0 else { return .failed(MultipartError(.notReplayable)) }
         return start()
     }
 

@@ -12,9 +12,11 @@ extension MultipartUpload {
         /// The whole form, on the one upload task handed to the caller, which may never resume it. The body is
         /// `.stream(startingAt: 0)` or a `.fileToWrite` when the task first asks for it.
         case callerTask(UploadBody)
-        /// A request of the resumable-upload protocol that carries no body of the form (`OPTIONS`, the creation,
-        /// `HEAD`), sent as it is.
+        /// A request of the resumable-upload protocol to the caller's URL that carries no body of the form
+        /// (`OPTIONS`, the creation), sent as it is.
         case protocolRequest
+        /// A request to the upload resource that carries no body of the form (`HEAD`, `DELETE`), sent as it is.
+        case resourceRequest
         /// One append of a resumable upload: the form from this byte on, sent once, since the server counts what
         /// arrives; on a connection of its own, since libcurl resends a request by itself on a reused one that died.
         case append(from: UInt64)
@@ -23,8 +25,18 @@ extension MultipartUpload {
         var body: UploadBody {
             switch self {
             case .wholeForm(let body), .callerTask(let body): body
-            case .protocolRequest: .none
+            case .protocolRequest, .resourceRequest: .none
             case .append(let offset): .stream(startingAt: offset)
+            }
+        }
+
+        /// Whether a redirect goes to the caller's delegate and the redirect policy; otherwise the 3xx is the
+        /// answer: an append's, which the resumable upload's machine decides on (the upload resource moved, or the
+        /// upload ends), as it does for `HEAD` and `DELETE`.
+        var followsRedirects: Bool {
+            switch self {
+            case .wholeForm, .callerTask, .protocolRequest: true
+            case .resourceRequest, .append: false
             }
         }
 
@@ -45,7 +57,7 @@ extension MultipartUpload {
         var finishesProgress: Bool {
             switch self {
             case .wholeForm, .callerTask: true
-            case .protocolRequest, .append: false
+            case .protocolRequest, .resourceRequest, .append: false
             }
         }
 

@@ -25,6 +25,9 @@ extension MultipartUpload {
             var bytesAtResponse: UInt64?
             /// The upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
             var gaveUpChallenge = false
+            /// Challenges answered with a credential: each lets URLSession send a body that goes out once again,
+            /// since a server applies no part of a request it refused for want of a credential.
+            var answeredChallenges = 0
             /// The redirect this task sends the form again for: its request and status.
             var resending: (request: URLRequest, statusCode: Int)?
 
@@ -169,8 +172,8 @@ extension MultipartUpload {
 
         /// Where a new body stream reads from.
         enum StreamSource {
-            /// The form from this byte on; `startsOverWhenReopened` unless the body goes out once.
-            case form(from: UInt64, startsOverWhenReopened: Bool)
+            /// The form from this byte on.
+            case form(from: UInt64)
             /// The temporary file the form was written to.
             case encodedFile(URL)
             /// A stream that fails at once with this error.
@@ -187,9 +190,12 @@ extension MultipartUpload {
         /// The task asks for a body: when it starts, and again when URLSession resends by itself (a 401 answered,
         /// or on Linux a reused connection that died).
         func bodyRequested() -> BodyAction {
-            if role.sendsBodyOnce, case .sending(let exchange) = state, !exchange.streams.isEmpty {
+            if role.sendsBodyOnce, case .sending(let exchange) = state,
+                exchange.streams.count > exchange.answeredChallenges
+            {
                 // A part of a resumable upload must not go out twice at the same offset: that resend fails, and
-                // the upload asks the server instead.
+                // the upload asks the server instead; unless the server refused it for want of a credential,
+                // which has now been given.
                 return .makeStream(.failing(MultipartError(.appendResent)))
             }
             if case .fileToWrite(let url) = body { return .writeFile(url) }
@@ -205,9 +211,9 @@ extension MultipartUpload {
         private func source(of body: UploadBody) -> StreamSource {
             switch body {
             case .none, .inMemory, .fileToWrite:
-                .form(from: 0, startsOverWhenReopened: true)
+                .form(from: 0)
             case .stream(let offset):
-                .form(from: offset, startsOverWhenReopened: !role.sendsBodyOnce)
+                .form(from: offset)
             case .file(let url):
                 .encodedFile(url)
             case .failed(let error):
@@ -269,6 +275,11 @@ extension MultipartUpload {
             case refuse
         }
 
+        /// Whether a redirect the task met is put to the caller's delegate; if not, the 3xx is the answer.
+        func redirectMet() -> Bool {
+            role.followsRedirects
+        }
+
         /// The caller's delegate answered a redirect with `answer` (or `nil`), after a `statusCode` answer to
         /// `sent`.
         mutating func redirectAnswered(statusCode: Int, answer: URLRequest?, sent: URLRequest?) -> RedirectAction {
@@ -291,6 +302,11 @@ extension MultipartUpload {
         /// The upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
         mutating func challengeGivenUp() {
             modifyExchange { $0.gaveUpChallenge = true }
+        }
+
+        /// A challenge was answered with a credential: URLSession sends the request again.
+        mutating func challengeAnswered() {
+            modifyExchange { $0.answeredChallenges += 1 }
         }
 
         // MARK: Cancel

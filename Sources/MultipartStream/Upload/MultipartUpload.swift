@@ -133,11 +133,11 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         }
         let stream: MultipartBodyStream
         switch source {
-        case .form(let offset, let startsOver):
+        case .form(let offset):
             var report: (@Sendable (UInt64) -> Void)?
             if let progress { report = { progress.report(offset + $0) } }
             stream = MultipartBodyStream(
-                .form(form, offset: offset), startsOverWhenReopened: startsOver, pacing: pacing,
+                .form(form, offset: offset), pacing: pacing,
                 progressHandler: report)
         case .encodedFile(let url):
             stream = MultipartBodyStream(
@@ -174,6 +174,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         proposed: URLRequest,
         answer: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        guard modify({ $0.redirectMet() }) else { return answer(nil) }
         let proposal = RedirectPolicy.proposal(proposed, leaving: origin)
         let sent = task.currentRequest ?? task.originalRequest
         caller.redirect(response, to: proposal, task: task) { request in
@@ -192,10 +193,13 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         caller.challenge(challenge, task: task) { disposition, credential in
-            guard disposition == .performDefaultHandling else { return answer(disposition, credential) }
-            let (fallback, stored) = ChallengePolicy.defaultAnswer(to: challenge, storage: storage)
-            if fallback == .cancelAuthenticationChallenge { self.modify { $0.challengeGivenUp() } }
-            answer(fallback, stored)
+            var (disposition, credential) = (disposition, credential)
+            if disposition == .performDefaultHandling {
+                (disposition, credential) = ChallengePolicy.defaultAnswer(to: challenge, storage: storage)
+                if disposition == .cancelAuthenticationChallenge { self.modify { $0.challengeGivenUp() } }
+            }
+            if disposition == .useCredential, credential != nil { self.modify { $0.challengeAnswered() } }
+            answer(disposition, credential)
         }
     }
 

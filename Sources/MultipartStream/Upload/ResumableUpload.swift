@@ -78,12 +78,12 @@ struct ResumableUpload {
             from: request, location: location, contentLength: form.contentLength, contentType: form.contentType,
             credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
         if let timeout { request.timeoutInterval = timeout }
-        let role: MultipartUpload.Role
-        if case .append(let offset) = step {
-            role = .append(from: offset)
-        } else {
-            role = .protocolRequest
-        }
+        let role: MultipartUpload.Role =
+            switch step {
+            case .append(let offset): .append(from: offset)
+            case .askOffset, .delete: .resourceRequest
+            case .detect, .create: .protocolRequest
+            }
         return try await session.perform(request) { completion in
             MultipartUpload(
                 form: form, role: role, callerSession: session, origin: self.request.url, pacing: pacing,

@@ -1,0 +1,241 @@
+"""A scripted server of draft-ietf-httpbis-resumable-upload (interop version 6) on 127.0.0.1, for tests.
+
+It answers as the draft allows but as SwiftNIO's NIOResumableUpload never does, one scenario at a time: the
+scenario is the last path segment of the URL a client starts from (`/s/NAME`), and every upload it creates behaves
+that way. It listens on two ports: the first line of stdout is `PORT ALT`; an upload resource is at
+`http://127.0.0.1:PORT/u/ID`, or on ALT (another origin) in the `other-origin` scenario. It exits when stdin closes.
+
+Scenarios (the default answers as the draft's examples do; the others change one thing):
+  default               OPTIONS 200 with Upload-Limit; creation 201 with Location, Upload-Complete: ?0, offset 0;
+                        PATCH stores the bytes and, once all are there with ?1, answers the application's 200 (a JSON
+                        {bytes, sha256} of the form) with Upload-Complete: ?1; HEAD 204 with the offset
+  other-origin          the upload resource is on the other port
+  complete-409          the application answers 409 with Upload-Complete: ?1
+  complete-404          the application answers 404 with Upload-Complete: ?1
+  incomplete-204        the first PATCH keeps half the bytes and answers 204 with Upload-Complete: ?0, no offset
+  redirect-307          the first PATCH answers 307 to another URL of the same upload, keeping nothing
+  creation-201          the creation answer has Location only: no Upload-Complete, no Upload-Offset
+  max-size              OPTIONS says max-size=100
+  min-size              OPTIONS says min-size=1000000000; a plain POST of the whole form is the application's
+  head-503              the first PATCH keeps half and drops the connection; the first HEAD answers 503,
+                        Retry-After: 0
+  patch-503             the first PATCH keeps half and answers 503 without Upload-Complete
+  offset-down           the first PATCH keeps 60% and drops; the next keeps nothing and drops; HEADs then say 10%
+  creation-offset       the creation answers Upload-Offset: length - 100
+  all-bytes-incomplete  the first PATCH keeps every byte and drops without answering; HEAD says ?0 at the length
+  slow                  PATCH reads 64 KiB every 50 ms
+  auth                  PATCH without `Authorization: Basic dTpw` (u:p) is refused with 401 and a Basic challenge,
+                        its body read and dropped
+
+GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, bytes}; GET /forms
+lists the forms the application processed: {bytes, sha256}.
+"""
+import hashlib
+import http.server
+import json
+import socket
+import socketserver
+import sys
+import threading
+import time
+
+lock = threading.Lock()
+log = []
+forms = []
+uploads = {}
+next_id = [0]
+ports = {}
+
+
+def form_answer(upload):
+    body = bytes(upload["data"])
+    digest = hashlib.sha256(body).hexdigest()
+    forms.append({"bytes": len(body), "sha256": digest})
+    return json.dumps({"bytes": len(body), "sha256": digest}).encode()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def entry(self, bytes_read):
+        with lock:
+            log.append({
+                "method": self.command, "path": self.path, "port": self.server.server_address[1],
+                "authorization": self.headers.get("Authorization"), "cookie": self.headers.get("Cookie"),
+                "offset": self.headers.get("Upload-Offset"), "complete": self.headers.get("Upload-Complete"),
+                "bytes": bytes_read,
+            })
+
+    def answer(self, status, headers=None, body=b""):
+        self.send_response(status)
+        self.send_header("Upload-Draft-Interop-Version", "6")
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def drop(self):
+        """Ends the connection without an answer, as a network failure would."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def read(self, limit=None, slow=False):
+        length = int(self.headers.get("Content-Length") or 0)
+        wanted = length if limit is None else min(limit, length)
+        data = bytearray()
+        while len(data) < wanted:
+            chunk = self.rfile.read(min(65536, wanted - len(data)))
+            if not chunk:
+                break
+            data += chunk
+            if slow:
+                time.sleep(0.05)
+        return bytes(data), length
+
+    def upload(self):
+        return uploads.get(self.path.split("/")[-1])
+
+    def do_GET(self):
+        if self.path == "/log":
+            with lock:
+                body = json.dumps(log).encode()
+        elif self.path == "/forms":
+            with lock:
+                body = json.dumps(forms).encode()
+        else:
+            return self.answer(404)
+        self.answer(200, {"Content-Type": "application/json"}, body)
+
+    def do_OPTIONS(self):
+        self.entry(0)
+        scenario = self.path.split("/")[-1]
+        limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000"}.get(scenario, "max-age=3600")
+        self.answer(200, {"Upload-Limit": limit})
+
+    def do_POST(self):
+        scenario = self.path.split("/")[-1]
+        if self.headers.get("Upload-Complete") is None:
+            # A plain request: the whole form, the application's.
+            data, _ = self.read()
+            self.entry(len(data))
+            with lock:
+                body = form_answer({"data": data})
+            return self.answer(200, {"Content-Type": "application/json"}, body)
+        data, _ = self.read()
+        self.entry(len(data))
+        with lock:
+            next_id[0] += 1
+            upload_id = str(next_id[0])
+            length = int(self.headers.get("Upload-Length") or 0)
+            uploads[upload_id] = {"scenario": scenario, "data": bytearray(data), "length": length, "patches": 0,
+                                  "heads": 0}
+        port = ports["alt"] if scenario == "other-origin" else ports["main"]
+        headers = {"Location": f"http://127.0.0.1:{port}/u/{upload_id}"}
+        if scenario != "creation-201":
+            headers["Upload-Complete"] = "?0"
+            headers["Upload-Offset"] = str(length - 100 if scenario == "creation-offset" else 0)
+        self.answer(201, headers)
+
+    def do_HEAD(self):
+        self.entry(0)
+        upload = self.upload()
+        if upload is None:
+            return self.answer(404)
+        with lock:
+            upload["heads"] += 1
+            first = upload["heads"] == 1
+            offset = len(upload["data"])
+            scenario = upload["scenario"]
+        if scenario == "head-503" and first:
+            return self.answer(503, {"Retry-After": "0"})
+        if scenario == "offset-down" and upload["patches"] >= 2:
+            offset = upload["length"] // 10
+        self.answer(204, {"Upload-Offset": str(offset), "Upload-Complete": "?0", "Cache-Control": "no-store"})
+
+    def do_DELETE(self):
+        self.entry(0)
+        with lock:
+            found = uploads.pop(self.path.split("/")[-1], None)
+        self.answer(204 if found else 404)
+
+    def do_PATCH(self):
+        upload = self.upload()
+        if upload is None:
+            self.read()
+            self.entry(0)
+            return self.answer(404)
+        with lock:
+            upload["patches"] += 1
+            patch = upload["patches"]
+        scenario = upload["scenario"]
+        if scenario == "auth" and self.headers.get("Authorization") != "Basic dTpw":
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(401, {"WWW-Authenticate": 'Basic realm="uploads"'})
+        offset = int(self.headers.get("Upload-Offset") or -1)
+        length = upload["length"]
+        left = length - offset
+        if scenario == "redirect-307" and patch == 1:
+            data, _ = self.read()
+            self.entry(len(data))
+            alias = self.path.split("/")[-1] + "-moved"
+            with lock:
+                uploads[alias] = upload
+            return self.answer(307, {"Location": f"/u/{alias}"})
+        keep = None
+        if patch == 1 and scenario in ("incomplete-204", "head-503", "patch-503"):
+            keep = left // 2
+        elif scenario == "offset-down" and patch == 1:
+            keep = left * 6 // 10
+        elif scenario == "offset-down" and patch == 2:
+            keep = 0
+        data, declared = self.read(limit=keep, slow=scenario == "slow")
+        self.entry(len(data))
+        with lock:
+            if offset != len(upload["data"]):
+                return self.answer(409, {"Upload-Offset": str(len(upload["data"])), "Upload-Complete": "?0"})
+            upload["data"] += data
+            stored = len(upload["data"])
+        if keep is not None and len(data) < declared:
+            if scenario == "incomplete-204":
+                return self.answer(204, {"Upload-Complete": "?0"})
+            if scenario == "patch-503":
+                self.close_connection = True
+                return self.answer(503, {"Connection": "close"})
+            return self.drop()
+        if scenario == "all-bytes-incomplete" and patch == 1:
+            return self.drop()
+        if stored < length or self.headers.get("Upload-Complete") != "?1":
+            return self.answer(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
+        with lock:
+            body = form_answer(upload)
+        status = {"complete-409": 409, "complete-404": 404}.get(scenario, 200)
+        self.answer(status, {"Upload-Complete": "?1", "Upload-Offset": str(stored),
+                             "Content-Type": "application/json"}, body)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def main():
+    main_server = Server(("127.0.0.1", 0), Handler)
+    alt_server = Server(("127.0.0.1", 0), Handler)
+    ports["main"] = main_server.server_address[1]
+    ports["alt"] = alt_server.server_address[1]
+    for server in (main_server, alt_server):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    print(ports["main"], ports["alt"], flush=True)
+    sys.stdin.read()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+import Foundation
+
+/// A scripted server of the resumable-upload draft on 127.0.0.1 (`Peers/draft-server.py`), started for one test and
+/// stopped with it: it answers in the ways the draft allows and `NIOResumableUpload` never does, one scenario per
+/// upload, chosen by the URL the upload starts from.
+public final class DraftServer: @unchecked Sendable {
+    // @unchecked: every property is set in `init` and only read afterwards; the process is touched again in `deinit`.
+
+    /// One request the server saw.
+    public struct Request: Decodable, Equatable, Sendable {
+        /// The request method.
+        public var method: String
+        /// The path, from the server's root.
+        public var path: String
+        /// The port it came in on: ``port``, or ``alternatePort`` (another origin).
+        public var port: Int
+        /// The `Authorization` header.
+        public var authorization: String?
+        /// The `Cookie` header.
+        public var cookie: String?
+        /// `Upload-Offset`.
+        public var offset: String?
+        /// `Upload-Complete`.
+        public var complete: String?
+        /// Body bytes the server read.
+        public var bytes: Int
+    }
+
+    /// A form the application processed.
+    public struct Form: Decodable, Equatable, Sendable {
+        /// Its length.
+        public var bytes: Int
+        /// Its SHA-256, in hex.
+        public var sha256: String
+
+        /// A form of `bytes` bytes whose SHA-256 is `sha256`.
+        public init(bytes: Int, sha256: String) {
+            self.bytes = bytes
+            self.sha256 = sha256
+        }
+    }
+
+    /// The port the uploads start from.
+    public let port: Int
+    /// A second port of the same server: another origin, where the `other-origin` scenario puts its uploads.
+    public let alternatePort: Int
+    private let process = Process()
+    private let stdin = Pipe()
+
+    /// Starts the server and waits until it listens.
+    public init() throws {
+        let stdout = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", peerScript("draft-server.py").path]
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw Peer.Failure(description: "the draft server exited before listening") }
+            line.append(chunk)
+        }
+        let ports = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        guard ports.count == 2 else { throw Peer.Failure(description: "the draft server printed no ports") }
+        (port, alternatePort) = (ports[0], ports[1])
+    }
+
+    deinit {
+        try? stdin.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+
+    /// The URL an upload of `scenario` starts from (see `Peers/draft-server.py`).
+    public func url(scenario: String = "default") -> URL {
+        URL(string: "http://127.0.0.1:\(port)/s/\(scenario)")!
+    }
+
+    /// Every request so far, in order.
+    public func log() throws -> [Request] {
+        try JSONDecoder().decode([Request].self, from: fetch("/log"))
+    }
+
+    /// The forms the application processed so far.
+    public func forms() throws -> [Form] {
+        try JSONDecoder().decode([Form].self, from: fetch("/forms"))
+    }
+
+    /// `path`'s answer, fetched with curl.
+    private func fetch(_ path: String) throws -> Data {
+        try curl(URL(string: "http://127.0.0.1:\(port)\(path)")!)
+    }
+}

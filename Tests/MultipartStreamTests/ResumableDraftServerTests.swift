@@ -1,0 +1,195 @@
+import Foundation
+import MultipartStream
+import MultipartStreamTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLSessionSuites {
+    /// `.resumable` against a scripted draft server (`Peers/draft-server.py`) that answers as the draft allows and
+    /// `NIOResumableUpload` never does: each test one scenario, and what the application processed checked byte for
+    /// byte.
+    @Suite(.serialized) struct ResumableDraftServerTests {
+        let directory: TemporaryDirectory
+        let form: MultipartFormData
+        /// What the application must have processed: the whole form, once.
+        let expected: DraftServer.Form
+        /// Fast retries, so that a scenario with drops takes well under a second.
+        let fast = MultipartResumption(maximumAttempts: 4, initialDelay: 0.05, maximumDelay: 0.2)
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            var generator = SeededGenerator(seed: 2026)
+            var form = MultipartFormData()
+            form.append("Ada \"quoted\" ü", name: "author")
+            let bytes = Data([UInt8].random(count: 300_000, using: &generator))
+            let photo = try directory.file("photo.jpg", contents: bytes)
+            try form.append(fileURL: photo, name: "photo")
+            self.form = form
+            let encoded = try directory.file("form.multipart", contents: try form.encode())
+            expected = DraftServer.Form(bytes: Int(form.contentLength), sha256: try sha256sum(encoded))
+        }
+
+        private func upload(
+            _ server: DraftServer, _ scenario: String, headers: [String: String] = [:],
+            resumption: MultipartResumption? = nil
+        ) async throws -> (Data, Int) {
+            var request = URLRequest(url: server.url(scenario: scenario))
+            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+            let (data, response) = try await URLSession(configuration: .ephemeral).upload(
+                form, with: request, strategy: .resumable, resumption: resumption ?? fast)
+            return (data, (response as? HTTPURLResponse)?.statusCode ?? 0)
+        }
+
+        private func failure(
+            _ server: DraftServer, _ scenario: String
+        ) async throws -> MultipartError.Reason {
+            try await #require(throws: MultipartError.self) { _ = try await upload(server, scenario) }.reason
+        }
+
+        // MARK: Credentials
+
+        @Test func anUploadResourceOnAnotherOriginGetsNoCredentials() async throws {
+            let server = try DraftServer()
+            let credentials = ["Authorization": "Bearer secret", "Cookie": "session=1"]
+            let (_, status) = try await upload(server, "other-origin", headers: credentials)
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            let log = try server.log()
+            let elsewhere = log.filter { $0.port == server.alternatePort }
+            #expect(elsewhere.map(\.method).contains("PATCH"), "\(log.map(\.method))")
+            #expect(elsewhere.allSatisfy { $0.authorization == nil && $0.cookie == nil }, "\(elsewhere)")
+            let here = log.filter { $0.port == server.port }
+            #expect(here.allSatisfy { $0.authorization == "Bearer secret" && $0.cookie == "session=1" })
+
+            var trusting = fast
+            trusting.credentialsToOtherOrigins = true
+            _ = try await upload(server, "other-origin", headers: credentials, resumption: trusting)
+            let trusted = try server.log().dropFirst(log.count).filter { $0.port == server.alternatePort }
+            #expect(!trusted.isEmpty && trusted.allSatisfy { $0.authorization == "Bearer secret" }, "opted in")
+        }
+
+        @Test func anAppendRefusedForWantOfACredentialIsSentAgainWithIt() async throws {
+            let server = try DraftServer()
+            let delegate = CredentialDelegate()
+            let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+            let (_, response) = try await session.upload(
+                form, with: URLRequest(url: server.url(scenario: "auth")), strategy: .resumable, resumption: fast)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.forms() == [expected])
+            #expect(delegate.challenges == 1)
+            let patches = try server.log().filter { $0.method == "PATCH" }
+            #expect(patches.map(\.authorization) == [nil, "Basic dTpw"], "refused once, then sent whole with it")
+            #expect(patches.map(\.offset) == ["0", "0"])
+        }
+
+        // MARK: The application's answer, and only it
+
+        @Test(arguments: [("complete-409", 409), ("complete-404", 404)])
+        func uploadCompleteOnAnErrorStatusIsTheApplicationsAnswer(scenario: String, status: Int) async throws {
+            let server = try DraftServer()
+            let (_, answered) = try await upload(server, scenario)
+            #expect(answered == status)
+            #expect(try server.forms() == [expected], "processed once")
+            #expect(try server.log().map(\.method) == ["OPTIONS", "POST", "PATCH"])
+        }
+
+        @Test func anIncompleteAnswerIsNeverTheUploadsAnswer() async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "incomplete-204")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            #expect(try server.log().map(\.method) == ["OPTIONS", "POST", "PATCH", "HEAD", "PATCH"])
+        }
+
+        @Test func everyByteButIncompleteIsCompletedByAnEmptyAppend() async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "all-bytes-incomplete")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            let last = try #require(try server.log().last)
+            #expect(last.method == "PATCH" && last.bytes == 0 && last.complete == "?1")
+            #expect(last.offset == String(form.contentLength))
+        }
+
+        @Test func aRedirectFromTheUploadResourceMovesIt() async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "redirect-307")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            #expect(try server.log().last.map { $0.method == "PATCH" && $0.path.hasSuffix("-moved") } == true)
+        }
+
+        @Test func theDraftsCreationExampleIsTaken() async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "creation-201")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+        }
+
+        // MARK: Limits and retries
+
+        @Test func aFormOverMaxSizeFailsBeforeAnyByte() async throws {
+            let server = try DraftServer()
+            let reason = try await failure(server, "max-size")
+            guard case .formOverUploadLimit(maxSize: 100, contentLength: form.contentLength) = reason else {
+                Issue.record("\(reason)")
+                return
+            }
+            #expect(try server.log().map(\.method) == ["OPTIONS"])
+        }
+
+        @Test func aFormUnderMinSizeGoesWholeAsAPlainRequest() async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "min-size")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            let log = try server.log()
+            #expect(log.map(\.method) == ["OPTIONS", "POST"])
+            #expect(log.last?.bytes == Int(form.contentLength) && log.last?.complete == nil)
+        }
+
+        @Test(arguments: ["head-503", "patch-503"])
+        func serverErrorsAreRetriedOnTheSameUpload(scenario: String) async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, scenario)
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            #expect(try server.log().filter { $0.method == "POST" }.count == 1, "never created again")
+        }
+
+        // MARK: Offsets
+
+        @Test(arguments: ["offset-down", "creation-offset"])
+        func anOffsetThatCannotBeTrueFailsAndDeletesTheUpload(scenario: String) async throws {
+            let server = try DraftServer()
+            let reason = try await failure(server, scenario)
+            guard case .offsetOutOfRange(let offset, let allowed) = reason, !allowed.contains(offset) else {
+                Issue.record("\(reason)")
+                return
+            }
+            let log = try server.log()
+            #expect(log.last?.method == "DELETE", "\(log.map(\.method))")
+            #expect(try server.forms().isEmpty)
+            if scenario == "creation-offset" { #expect(!log.map(\.method).contains("PATCH"), "nothing sent") }
+        }
+
+        @Test func aCancelledUploadDeletesItsResource() async throws {
+            let server = try DraftServer()
+            let (form, fast) = (form, fast)
+            let request = URLRequest(url: server.url(scenario: "slow"))
+            let started = ProgressReports()
+            let upload = Task {
+                try await URLSession(configuration: .ephemeral).upload(
+                    form, with: request, strategy: .resumable, resumption: fast, progress: started.append)
+            }
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { started.values.isEmpty }
+            upload.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await upload.value }
+            #expect(try server.log().last?.method == "DELETE", "deleted before the upload returned")
+            #expect(try server.forms().isEmpty)
+        }
+    }
+}
