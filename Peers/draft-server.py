@@ -24,6 +24,8 @@ Scenarios (the default answers as the draft's examples do; the others change one
   creation-offset       the creation answers Upload-Offset: length - 100
   all-bytes-incomplete  the first PATCH keeps every byte and drops without answering; HEAD says ?0 at the length
   slow                  PATCH reads 64 KiB every 50 ms
+  max-append            OPTIONS says max-append-size=100000
+  too-large             a PATCH of more than 120000 bytes is refused with 413, its body read and dropped
   auth                  PATCH without `Authorization: Basic dTpw` (u:p) is refused with 401 and a Basic challenge,
                         its body read and dropped
 
@@ -117,7 +119,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_OPTIONS(self):
         self.entry(0)
         scenario = self.path.split("/")[-1]
-        limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000"}.get(scenario, "max-age=3600")
+        limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000",
+                 "max-append": "max-append-size=100000"}.get(scenario, "max-age=3600")
         self.answer(200, {"Upload-Limit": limit})
 
     def do_POST(self):
@@ -180,6 +183,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(401, {"WWW-Authenticate": 'Basic realm="uploads"'})
+        if scenario == "too-large" and int(self.headers.get("Content-Length") or 0) > 120000:
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(413)
         offset = int(self.headers.get("Upload-Offset") or -1)
         length = upload["length"]
         left = length - offset

@@ -151,6 +151,31 @@ extension URLSessionSuites {
             #expect(log.last?.bytes == Int(form.contentLength) && log.last?.complete == nil)
         }
 
+        @Test func maxAppendSizeSendsTheFormInPartsThatSayIncompleteUntilTheLast() async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "max-append")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            let patches = try server.log().filter { $0.method == "PATCH" }
+            #expect(patches.map(\.bytes) == [100_000, 100_000, 100_000, Int(form.contentLength) - 300_000])
+            #expect(patches.map(\.offset) == ["0", "100000", "200000", "300000"])
+            #expect(patches.map(\.complete) == ["?0", "?0", "?0", "?1"])
+        }
+
+        @Test func a413IsAnsweredWithSmallerAppends() async throws {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "too-large")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            let patches = try server.log().filter { $0.method == "PATCH" }
+            // The whole form refused, then half of it, then a quarter at a time, which the server takes.
+            let length = Int(form.contentLength)
+            let quarter = length / 2 / 2
+            let rest = length - 4 * quarter
+            #expect(patches.map(\.bytes) == [length, length / 2, quarter, quarter, quarter, quarter, rest])
+            #expect(patches.map(\.complete).suffix(5) == ["?0", "?0", "?0", "?0", "?1"])
+        }
+
         @Test(arguments: ["head-503", "patch-503"])
         func serverErrorsAreRetriedOnTheSameUpload(scenario: String) async throws {
             let server = try DraftServer()

@@ -55,7 +55,7 @@ import Testing
             step.request(
                 from: caller, location: location, contentLength: 1_000, contentType: "multipart/form-data; boundary=b")
         }
-        for step in [ResumableUpload.Step.detect, .create, .append(from: 10), .askOffset] {
+        for step in [ResumableUpload.Step.detect, .create, .append(from: 10, upTo: 1_000), .askOffset] {
             let made = request(step)
             #expect(made.value(forHTTPHeaderField: "Upload-Draft-Interop-Version") == "6", "\(step)")
             #expect(made.value(forHTTPHeaderField: "Authorization") == "Bearer t", "\(step)")
@@ -67,7 +67,8 @@ import Testing
         #expect(create.value(forHTTPHeaderField: "Upload-Complete") == "?0")
         #expect(create.value(forHTTPHeaderField: "Upload-Length") == "1000")
         #expect(create.value(forHTTPHeaderField: "Content-Type") == "multipart/form-data; boundary=b")
-        let append = request(.append(from: 10))
+        #expect(request(.append(from: 10, upTo: 500)).value(forHTTPHeaderField: "Upload-Complete") == "?0")
+        let append = request(.append(from: 10, upTo: 1_000))
         #expect(append.httpMethod == "PATCH" && append.url == location)
         #expect(append.value(forHTTPHeaderField: "Upload-Offset") == "10")
         #expect(append.value(forHTTPHeaderField: "Upload-Complete") == "?1")

@@ -68,7 +68,8 @@ import Testing
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         expect(
-            resumption.handle(answer(201, location: location, offset: 0, complete: false)), is: .send(.append(from: 0)))
+            resumption.handle(answer(201, location: location, offset: 0, complete: false)),
+            is: .send(.append(from: 0, upTo: 1_000)))
         #expect(resumption.location == location)
     }
 
@@ -105,7 +106,7 @@ import Testing
     @Test func aDropWaitsThenAsksTheOffsetThenSendsTheRest() {
         var resumption = appending()
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset))
-        expect(resumption.handle(answer(204, offset: 400, complete: false)), is: .send(.append(from: 400)))
+        expect(resumption.handle(answer(204, offset: 400, complete: false)), is: .send(.append(from: 400, upTo: 1_000)))
         #expect(resumption.acknowledged == 400)
         #expect(resumption.retries == 1)
     }
@@ -114,9 +115,9 @@ import Testing
         var resumption = appending(MultipartResumption(maximumAttempts: 10, initialDelay: 0.5, maximumDelay: 1.5))
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset))
         expect(resumption.handle(dropped), is: .wait(seconds: 1, then: .askOffset), "the HEAD failed too")
-        expect(resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0)))
+        expect(resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 1_000)))
         expect(resumption.handle(dropped), is: .wait(seconds: 1.5, then: .askOffset), "capped at the maximum")
-        expect(resumption.handle(answer(204, offset: 600, complete: false)), is: .send(.append(from: 600)))
+        expect(resumption.handle(answer(204, offset: 600, complete: false)), is: .send(.append(from: 600, upTo: 1_000)))
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset), "progress resets the wait")
     }
 
@@ -138,7 +139,7 @@ import Testing
 
     @Test func aConflictCarriesTheServersOffset() {
         var resumption = appending()
-        expect(resumption.handle(answer(409, offset: 300, complete: false)), is: .send(.append(from: 300)))
+        expect(resumption.handle(answer(409, offset: 300, complete: false)), is: .send(.append(from: 300, upTo: 1_000)))
         #expect(resumption.acknowledged == 300)
         var blind = appending()
         expect(blind.handle(answer(409)), is: .wait(seconds: 0.5, then: .askOffset), "without an offset, ask it")
@@ -146,7 +147,7 @@ import Testing
 
     @Test func anAnswerThatSaysIncompleteResumesFromItsOffset() {
         var resumption = appending()
-        expect(resumption.handle(answer(201, offset: 800, complete: false)), is: .send(.append(from: 800)))
+        expect(resumption.handle(answer(201, offset: 800, complete: false)), is: .send(.append(from: 800, upTo: 1_000)))
     }
 
     @Test func anExpiredUploadStartsOverOnceThenFails() {
@@ -156,7 +157,8 @@ import Testing
         expect(resumption.handle(answer(404)), is: .send(.create))
         #expect(resumption.acknowledged == 0 && resumption.location == nil)
         expect(
-            resumption.handle(answer(201, location: location, offset: 0, complete: false)), is: .send(.append(from: 0)))
+            resumption.handle(answer(201, location: location, offset: 0, complete: false)),
+            is: .send(.append(from: 0, upTo: 1_000)))
         _ = resumption.handle(dropped)
         guard case .fail(let error, _) = resumption.handle(answer(410)),
             case .uploadExpired(statusCode: 410) = error.reason
@@ -230,10 +232,10 @@ import Testing
     func incompleteOnAnAppendNeverEndsTheUpload(status: Int) {
         var resumption = appending()
         expect(resumption.handle(answer(status, complete: false)), is: .wait(seconds: 0.5, then: .askOffset))
-        expect(resumption.handle(answer(204, offset: 300, complete: false)), is: .send(.append(from: 300)))
+        expect(resumption.handle(answer(204, offset: 300, complete: false)), is: .send(.append(from: 300, upTo: 1_000)))
         var partial = appending()
         expect(
-            partial.handle(answer(status, offset: 600, complete: false)), is: .send(.append(from: 600)),
+            partial.handle(answer(status, offset: 600, complete: false)), is: .send(.append(from: 600, upTo: 1_000)),
             "a partial acceptance goes on from its offset")
         #expect(partial.retries == 0, "progress is no retry")
     }
@@ -241,16 +243,19 @@ import Testing
     @Test func everyByteButIncompleteIsCompletedByAnEmptyAppend() {
         var resumption = appending()
         _ = resumption.handle(dropped)
-        expect(resumption.handle(answer(204, offset: 1_000, complete: false)), is: .send(.append(from: 1_000)))
+        expect(
+            resumption.handle(answer(204, offset: 1_000, complete: false)), is: .send(.append(from: 1_000, upTo: 1_000))
+        )
         var appended = appending()
-        expect(appended.handle(answer(204, offset: 1_000, complete: false)), is: .send(.append(from: 1_000)))
+        expect(
+            appended.handle(answer(204, offset: 1_000, complete: false)), is: .send(.append(from: 1_000, upTo: 1_000)))
     }
 
     @Test func aServerErrorOrBusyAnswerBacksOffHonouringRetryAfterAndAsksTheOffset() {
         var resumption = appending()
         expect(resumption.handle(answer(503, retryAfter: 0)), is: .wait(seconds: 0, then: .askOffset))
         expect(resumption.handle(answer(503, retryAfter: 1)), is: .wait(seconds: 1, then: .askOffset), "HEAD too")
-        expect(resumption.handle(answer(204, offset: 500, complete: false)), is: .send(.append(from: 500)))
+        expect(resumption.handle(answer(204, offset: 500, complete: false)), is: .send(.append(from: 500, upTo: 1_000)))
         for status in [408, 429, 500, 502] {
             var again = appending()
             expect(again.handle(answer(status)), is: .wait(seconds: 0.5, then: .askOffset), "\(status)")
@@ -292,14 +297,14 @@ import Testing
         var plain = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: location)
         _ = plain.start()
         _ = plain.handle(answer(200, limit: true))
-        expect(plain.handle(answer(201, location: location)), is: .send(.append(from: 0)))
+        expect(plain.handle(answer(201, location: location)), is: .send(.append(from: 0, upTo: 1_000)))
     }
 
     @Test func theDraftsCreationExampleIsAccepted() {
         var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
-        expect(resumption.handle(answer(201, location: location)), is: .send(.append(from: 0)))
+        expect(resumption.handle(answer(201, location: location)), is: .send(.append(from: 0, upTo: 1_000)))
         var complete = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = complete.start()
         _ = complete.handle(answer(200, limit: true))
@@ -335,6 +340,40 @@ import Testing
             Issue.record("a creation answer's limit counts too, and the upload is deleted")
             return
         }
+    }
+
+    @Test func maxAppendSizeSplitsTheFormIntoAppendsThatSayIncompleteUntilTheLast() {
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limits: ResumableUpload.Limits(maxAppendSize: 300)))
+        expect(
+            resumption.handle(answer(201, location: location, offset: 0, complete: false)),
+            is: .send(.append(from: 0, upTo: 300)))
+        expect(
+            resumption.handle(answer(204, offset: 300, complete: false)), is: .send(.append(from: 300, upTo: 600)))
+        // A 2xx that says nothing of a part sent as incomplete: ask where the server stands.
+        expect(resumption.handle(answer(204)), is: .send(.askOffset))
+        expect(
+            resumption.handle(answer(204, offset: 600, complete: false)), is: .send(.append(from: 600, upTo: 900)))
+        expect(
+            resumption.handle(answer(204, offset: 900, complete: false)), is: .send(.append(from: 900, upTo: 1_000)))
+        expect(resumption.handle(answer(200, offset: 1_000, complete: true)), is: .answer)
+        #expect(resumption.retries == 0, "progress is no retry")
+    }
+
+    @Test func a413IsNeverSentAgainAtTheSameSize() {
+        var resumption = appending()
+        expect(resumption.handle(answer(413)), is: .wait(seconds: 0.5, then: .askOffset))
+        expect(
+            resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 500)),
+            "half the size")
+        expect(resumption.handle(answer(413)), is: .wait(seconds: 1, then: .askOffset))
+        expect(resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 250)))
+        var tiny = ResumableUpload.StateMachine(contentLength: 1, policy: policy)
+        _ = tiny.start()
+        _ = tiny.handle(answer(200, limit: true))
+        _ = tiny.handle(answer(201, location: location, offset: 0, complete: false))
+        expect(tiny.handle(answer(413)), is: .answer, "one byte too large is the server's refusal")
     }
 
     @Test func offsetsAreCheckedAndABreachDeletesTheUpload() {
@@ -419,10 +458,10 @@ import Testing
         for _ in 0..<5_000 {
             // Past detection and creation, into random answers to appends and HEADs.
             var resumption = appending(MultipartResumption(maximumAttempts: 6, initialDelay: 0))
-            var action = ResumableUpload.StateMachine.Action.send(.append(from: 0))
+            var action = ResumableUpload.StateMachine.Action.send(.append(from: 0, upTo: 1_000))
             var highestAcknowledged: UInt64 = 0
             var lastAnswer: ResumableUpload.Answer?
-            var lastStep = ResumableUpload.Step.append(from: 0)
+            var lastStep = ResumableUpload.Step.append(from: 0, upTo: 1_000)
             for _ in 0..<40 {
                 guard case .send(let step) = action else {
                     guard case .wait(_, let step) = action else { break }
@@ -431,7 +470,7 @@ import Testing
                 }
                 switch step {
                 case .create: highestAcknowledged = 0
-                case .append(let offset):
+                case .append(let offset, _):
                     appends += 1
                     #expect(offset >= highestAcknowledged, "sent from \(offset) after \(highestAcknowledged)")
                 default: break

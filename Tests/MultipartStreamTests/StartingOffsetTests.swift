@@ -1,7 +1,8 @@
 import Foundation
-import MultipartStream
 import MultipartStreamTestSupport
 import Testing
+
+@testable import MultipartStream
 
 #if canImport(Glibc)
     import Glibc
@@ -184,5 +185,36 @@ import Testing
         #expect(drained.error == nil)
         #expect(drained.bytes == Data([0]) + Data("\r\n--\(form.boundary)--\r\n".utf8))
         #expect(read < 1 << 20, "\(read) bytes read to start at the last of 1 GiB")
+    }
+}
+
+/// A stream of a part of the form, as one append of a resumable upload under `max-append-size` sends: exactly
+/// `encode()`'s bytes in the range, and at its end as soon as the last of them is handed out.
+@Suite struct FormRangeStreamTests {
+    @Test func aRangeGivesEncodesBytesInItAndEndsWithTheLast() throws {
+        let directory = try TemporaryDirectory()
+        var generator = SeededGenerator(seed: 77)
+        for _ in 0..<50 {
+            let form = try RandomForm(using: &generator, in: directory, maxParts: 8).form
+            guard form.isReplayable else { continue }
+            let encoded = try form.encode()
+            let length = form.contentLength
+            let start = UInt64.random(in: 0...length, using: &generator)
+            let end = UInt64.random(in: start...length, using: &generator)
+            let stream = MultipartBodyStream(.form(form, offset: start, end: end))
+            #expect(stream.contentLength == end - start)
+            stream.open()
+            var got = Data()
+            var buffer = [UInt8](repeating: 0, count: Int.random(in: 1...70_000, using: &generator))
+            while stream.hasBytesAvailable {
+                let count = stream.read(&buffer, maxLength: buffer.count)
+                #expect(count >= 0, "\(String(describing: stream.streamError))")
+                if count <= 0 { break }
+                got.append(contentsOf: buffer[0..<count])
+            }
+            #expect(got == encoded[Int(start)..<Int(end)], "\(start)..<\(end) of \(length)")
+            #expect(stream.streamStatus == .atEnd, "at its end with the last byte, not one read later")
+            stream.close()
+        }
     }
 }

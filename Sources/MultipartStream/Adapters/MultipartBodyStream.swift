@@ -30,8 +30,9 @@ public final class MultipartBodyStream: InputStream {
 
     /// Where the bytes come from.
     enum Source {
-        /// The form's body from byte `offset` on.
-        case form(MultipartFormData, offset: UInt64)
+        /// The form's body from byte `offset` up to byte `end` (the form's length for the rest of it): one append
+        /// of a resumable upload may carry a part of the form only.
+        case form(MultipartFormData, offset: UInt64, end: UInt64)
         /// A body that `writeEncodedData(to:)` wrote, `length` bytes long: the `.file` upload strategy's.
         case encodedFile(URL, length: UInt64)
     }
@@ -75,9 +76,10 @@ public final class MultipartBodyStream: InputStream {
     ) {
         self.source = source
         switch source {
-        case .form(let form, let offset):
+        case .form(let form, let offset, let end):
             // An offset past the end makes no bytes: the stream fails when opened.
-            contentLength = form.contentLength - min(offset, form.contentLength)
+            let end = min(end, form.contentLength)
+            contentLength = end - min(offset, end)
         case .encodedFile(_, let length):
             contentLength = length
         }
@@ -148,7 +150,7 @@ public final class MultipartBodyStream: InputStream {
     private func start() -> State {
         progress.withLock { handedOut = 0 }
         switch source {
-        case .form(let form, let offset):
+        case .form(let form, let offset, _):
             if let error = form.appendError { return .failed(error) }
             do throws(MultipartError) {
                 return .open(try MultipartReader(form, startingAt: offset))
@@ -166,7 +168,7 @@ public final class MultipartBodyStream: InputStream {
     /// of a resumable upload starts over too: a server applies nothing of a request it refused for want of a
     /// credential. Its other resends ask the upload for a new stream, which refuses them.
     private func restart() -> State {
-        let formIsReplayable = if case .form(let form, _) = source { form.isReplayable } else { true }
+        let formIsReplayable = if case .form(let form, _, _) = source { form.isReplayable } else { true }
         guard formIsReplayable || bytesRead == 0 else { return .failed(MultipartError(.notReplayable)) }
         return start()
     }
@@ -176,12 +178,19 @@ public final class MultipartBodyStream: InputStream {
     /// Fills `buffer` with up to `len` bytes of the body, across part boundaries. Returns 0 only at the end and
     /// -1 on failure, with the reason in `streamError`. With `len` 0 it returns 0 and changes nothing.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        let limit = min(len, pacing?.packetSize ?? len)
+        var limit = min(len, pacing?.packetSize ?? len)
         // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
         // Without a reader to run, the answer is known at once.
         let (reader, answer): ((any BodyReader)?, Int) = lock.withLock {
             switch state {
             case .open(let reader) where len >= 0:
+                // A stream of a part of the form ends at its length, before the reader does.
+                let left = contentLength - min(contentLength, progress.withLock { handedOut })
+                guard left > 0 || len == 0 else {
+                    state = .atEnd
+                    return (nil, 0)
+                }
+                limit = Int(min(UInt64(limit), left))
                 state = .reading(reader, interrupted: nil)
                 return (reader, 0)
             case .open, .reading, .notOpen, .closed(finished: false):
@@ -223,11 +232,11 @@ public final class MultipartBodyStream: InputStream {
             }
             switch result {
             case .success(let count):
-                state = reader.isAtEnd ? .atEnd : .open(reader)
                 total = progress.withLock {
                     handedOut += UInt64(count)
                     return handedOut
                 }
+                state = reader.isAtEnd || total == contentLength ? .atEnd : .open(reader)
                 return count
             case .failure(let error):
                 state = .failed(error)
@@ -352,7 +361,7 @@ extension MultipartFormData {
     ///
     /// - Returns: The stream, for `URLRequest.httpBodyStream` or a `needNewBodyStream` delegate answer.
     public func makeBodyStream() -> MultipartBodyStream {
-        MultipartBodyStream(.form(self, offset: 0))
+        MultipartBodyStream(.form(self, offset: 0, end: contentLength))
     }
 
     /// A new, unopened stream of this form's bytes from byte `offset` on: the same bytes as `encode()`'s from
@@ -369,7 +378,7 @@ extension MultipartFormData {
     ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` for one inside or after a one-shot
     ///   `InputStream` part.
     public func makeBodyStream(startingAt offset: UInt64) -> MultipartBodyStream {
-        MultipartBodyStream(.form(self, offset: offset))
+        MultipartBodyStream(.form(self, offset: offset, end: contentLength))
     }
 
     /// A new, unopened stream of this form's bytes from byte `offset` on (as ``makeBodyStream(startingAt:)``),
@@ -380,6 +389,6 @@ extension MultipartFormData {
     ///   - pacing: How fast the stream hands out bytes.
     /// - Returns: The stream.
     public func makeBodyStream(startingAt offset: UInt64 = 0, pacing: MultipartPacing) -> MultipartBodyStream {
-        MultipartBodyStream(.form(self, offset: offset), pacing: pacing)
+        MultipartBodyStream(.form(self, offset: offset, end: contentLength), pacing: pacing)
     }
 }

@@ -17,16 +17,17 @@ extension MultipartUpload {
         case protocolRequest
         /// A request to the upload resource that carries no body of the form (`HEAD`, `DELETE`), sent as it is.
         case resourceRequest
-        /// One append of a resumable upload: the form from this byte on, sent once, since the server counts what
-        /// arrives; on a connection of its own, since libcurl resends a request by itself on a reused one that died.
-        case append(from: UInt64)
+        /// One append of a resumable upload: the form's bytes from `from` up to `upTo`, sent once, since the server
+        /// counts what arrives; on a connection of its own, since libcurl resends a request by itself on a reused
+        /// one that died.
+        case append(from: UInt64, upTo: UInt64)
 
         /// The body the role starts with.
         var body: UploadBody {
             switch self {
             case .wholeForm(let body), .callerTask(let body): body
             case .protocolRequest, .resourceRequest: .none
-            case .append(let offset): .stream(startingAt: offset)
+            case .append(let offset, let end): .part(offset..<max(offset, end))
             }
         }
 
@@ -63,7 +64,7 @@ extension MultipartUpload {
 
         /// The first byte of the form the body holds.
         var bodyStart: UInt64 {
-            if case .append(let offset) = self { return offset }
+            if case .append(let offset, _) = self { return offset }
             return 0
         }
     }

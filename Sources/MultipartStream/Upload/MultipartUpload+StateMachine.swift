@@ -72,10 +72,10 @@ extension MultipartUpload {
             self.contentType = contentType
             body = role.body
             bodyStart = min(role.bodyStart, contentLength)
-            if case .none = role.body {
-                bodyLength = 0
-            } else {
-                bodyLength = contentLength - bodyStart
+            switch role.body {
+            case .none: bodyLength = 0
+            case .part(let range): bodyLength = min(range.upperBound, contentLength) - bodyStart
+            default: bodyLength = contentLength - bodyStart
             }
         }
 
@@ -172,8 +172,8 @@ extension MultipartUpload {
 
         /// Where a new body stream reads from.
         enum StreamSource {
-            /// The form from this byte on.
-            case form(from: UInt64)
+            /// The form's bytes in this range.
+            case form(Range<UInt64>)
             /// The temporary file the form was written to.
             case encodedFile(URL)
             /// A stream that fails at once with this error.
@@ -211,9 +211,11 @@ extension MultipartUpload {
         private func source(of body: UploadBody) -> StreamSource {
             switch body {
             case .none, .inMemory, .fileToWrite:
-                .form(from: 0)
+                .form(0..<contentLength)
             case .stream(let offset):
-                .form(from: offset)
+                .form(offset..<max(offset, contentLength))
+            case .part(let range):
+                .form(range)
             case .file(let url):
                 .encodedFile(url)
             case .failed(let error):

@@ -133,11 +133,11 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         }
         let stream: MultipartBodyStream
         switch source {
-        case .form(let offset):
+        case .form(let range):
             var report: (@Sendable (UInt64) -> Void)?
-            if let progress { report = { progress.report(offset + $0) } }
+            if let progress { report = { progress.report(range.lowerBound + $0) } }
             stream = MultipartBodyStream(
-                .form(form, offset: offset), pacing: pacing,
+                .form(form, offset: range.lowerBound, end: range.upperBound), pacing: pacing,
                 progressHandler: report)
         case .encodedFile(let url):
             stream = MultipartBodyStream(

@@ -96,8 +96,9 @@ extension ResumableUpload {
         case detect
         /// `POST` (the form's method) with no body and `Upload-Complete: ?0`: where will the upload live?
         case create
-        /// `PATCH` the upload with the form from this byte on, and `Upload-Complete: ?1`.
-        case append(from: UInt64)
+        /// `PATCH` the upload with the form's bytes from `from` up to `upTo`, and `Upload-Complete: ?1` when that is
+        /// the form's end (`?0` for an append that `Upload-Limit`'s `max-append-size` keeps shorter).
+        case append(from: UInt64, upTo: UInt64)
         /// `HEAD` the upload: how much of the form does the server have?
         case askOffset
         /// `DELETE` the upload: it failed, and the server should not keep what it has.
@@ -142,11 +143,11 @@ extension ResumableUpload {
                 request.setValue(String(contentLength), forHTTPHeaderField: Header.length)
                 request.setValue(contentType, forHTTPHeaderField: "Content-Type")
                 request.httpBody = Data()
-            case .append(let offset):
+            case .append(let offset, let end):
                 request.url = location
                 request.httpMethod = "PATCH"
                 request.setValue(String(offset), forHTTPHeaderField: Header.offset)
-                request.setValue(StructuredField.boolean(true), forHTTPHeaderField: Header.complete)
+                request.setValue(StructuredField.boolean(end >= contentLength), forHTTPHeaderField: Header.complete)
             case .askOffset:
                 request.url = location
                 request.httpMethod = "HEAD"

@@ -44,8 +44,8 @@ extension ResumableUpload {
         private(set) var location: URL?
         /// The bytes of the form the server said it has.
         private(set) var acknowledged: UInt64 = 0
-        /// The most bytes of the form the server can have: none after the creation, which carries none; up to the
-        /// form's end once an append went out (an append sends the rest of the form).
+        /// The most bytes of the form the server can have: none after the creation, which carries none; the end of
+        /// the furthest append that went out.
         private(set) var sent: UInt64 = 0
         /// What the server said it takes, from the `OPTIONS` and creation answers.
         private(set) var limits = Limits()
@@ -70,7 +70,7 @@ extension ResumableUpload {
 
         private mutating func send(_ step: Step) -> Action {
             self.step = step
-            if case .append = step { sent = contentLength }
+            if case .append(_, let end) = step { sent = max(sent, end) }
             return .send(step)
         }
 
@@ -149,6 +149,12 @@ extension ResumableUpload {
             switch answer.statusCode {
             case 404, 410:
                 return restart(statusCode: answer.statusCode)
+            case 413:
+                // Too large: never the same size again. Halve what one append carries and ask where the server
+                // stands; an append of one byte that is too large is the server's refusal.
+                guard case .append(let offset, let end) = step, end - offset > 1 else { return .answer }
+                limits.maxAppendSize = (end - offset) / 2
+                return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
             case 409:
                 // Conflict: the server says where it stands.
                 guard let offset = answer.offset else {
@@ -158,8 +164,12 @@ extension ResumableUpload {
             case _ where isTransient(answer):
                 return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
             default:
-                // An application answer from a server that does not echo `Upload-Complete`, or a refusal (413
-                // among them: the same append is not sent again).
+                if case .append(_, let end) = step, end < contentLength, (200..<300).contains(answer.statusCode) {
+                    // A success for a part that was sent as incomplete: where the server stands says how it went.
+                    if let offset = answer.offset { return resume(at: offset, answer: answer) }
+                    return send(.askOffset)
+                }
+                // An application answer from a server that does not echo `Upload-Complete`, or a refusal.
                 return .answer
             }
         }
@@ -191,7 +201,13 @@ extension ResumableUpload {
             if let breach = breach(offset: offset, answer: answer) { return fail(breach) }
             if offset > acknowledged { delay = policy.wait(policy.initialDelay) }
             acknowledged = offset
-            return send(.append(from: offset))
+            return send(.append(from: offset, upTo: appendEnd(from: offset)))
+        }
+
+        /// Where an append from `offset` ends: the form's end, or sooner when `max-append-size` says so.
+        private func appendEnd(from offset: UInt64) -> UInt64 {
+            guard let most = limits.maxAppendSize, most > 0 else { return contentLength }
+            return offset + min(most, contentLength - offset)
         }
 
         /// Why `offset` (and the answer's `Upload-Length`) cannot be the server's: an offset never goes down, is

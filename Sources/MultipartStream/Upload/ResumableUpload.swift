@@ -80,7 +80,7 @@ struct ResumableUpload {
         if let timeout { request.timeoutInterval = timeout }
         let role: MultipartUpload.Role =
             switch step {
-            case .append(let offset): .append(from: offset)
+            case .append(let offset, let end): .append(from: offset, upTo: end)
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }

@@ -6,6 +6,8 @@ enum UploadBody: Sendable {
     case none
     /// A new ``MultipartBodyStream`` of the form, from byte `offset` on, for every send.
     case stream(startingAt: UInt64)
+    /// A new ``MultipartBodyStream`` of these bytes of the form, for every send: one append of a resumable upload.
+    case part(Range<UInt64>)
     /// The whole encoded form as the request's own body, which URLSession sends (and sends again) itself.
     case inMemory(Data)
     /// The encoded body in a temporary file of the upload's own, written before the task was made.
@@ -26,7 +28,7 @@ enum UploadBody: Sendable {
     var temporaryFile: URL? {
         switch self {
         case .file(let url), .fileToWrite(let url): url
-        case .none, .stream, .inMemory, .failed: nil
+        case .none, .stream, .part, .inMemory, .failed: nil
         }
     }
 
