@@ -30,7 +30,8 @@ let usage = """
                                                    sends the whole form again, a 301-303 turns into a GET;
                                                    -u and -H Authorization, Cookie and Proxy-Authorization
                                                    go to the first host only, as curl
-      --location-trusted                           -L, and send those credentials to every host redirected to
+      --location-trusted                           -L, and send those credentials to every host redirected to,
+                                                   and with -C - to the server's upload resource elsewhere
       --max-time S                                 end an attempt after S seconds, exit 4, e.g. --max-time 30
       --connect-timeout S                          end an attempt that has no connection after S seconds
                                                    (no body byte taken), exit 4, e.g. --connect-timeout 5
