@@ -12,6 +12,7 @@ Scenarios (the default answers as the draft's examples do; the others change one
   other-origin          the upload resource is on the other port
   complete-409          the application answers 409 with Upload-Complete: ?1
   complete-404          the application answers 404 with Upload-Complete: ?1
+  complete-503          the application answers 503 with Upload-Complete: ?1
   incomplete-204        the first PATCH keeps half the bytes and answers 204 with Upload-Complete: ?0, no offset
   redirect-307          the first PATCH answers 307 to another URL of the same upload, keeping nothing
   creation-201          the creation answer has Location only: no Upload-Complete, no Upload-Offset
@@ -224,7 +225,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
         with lock:
             body = form_answer(upload)
-        status = {"complete-409": 409, "complete-404": 404}.get(scenario, 200)
+        status = {"complete-409": 409, "complete-404": 404, "complete-503": 503}.get(scenario, 200)
         self.answer(status, {"Upload-Complete": "?1", "Upload-Offset": str(stored),
                              "Content-Type": "application/json"}, body)
 

@@ -329,6 +329,21 @@ import Testing
         #expect(result.stderr.contains("usage: multipart"))
     }
 
+    /// curl's `--retry` sends a request again after a 503; with `-C -` that would create the upload anew and send
+    /// the whole form again, to an application that already processed it.
+    @Test func dashCDashNeverStartsTheFormOverAfterTheApplicationsServerError() throws {
+        let server = try DraftServer()
+        _ = try directory.file("a.txt", contents: Data("resumable".utf8))
+        let result = try run([
+            "-sS", "-C", "-", "--retry", "2", "-F", "f=@a.txt", "-o", "/dev/null",
+            server.url(scenario: "complete-503").absoluteString,
+        ])
+        #expect(result.stderr.contains("answered HTTP 503"), "\(result.stderr)")
+        #expect(!result.stderr.contains("retrying"), "\(result.stderr)")
+        #expect(try server.log().filter { $0.method == "POST" }.count == 1, "created once")
+        #expect(try server.forms().count == 1, "processed once")
+    }
+
     /// Linux only: util-linux's `script` gives the command its pseudo-terminal.
     @Test(.enabled(if: isLinux)) func theProgressBarRendersInATerminal() throws {
         _ = try directory.file("big.bin", contents: Data(count: 2 << 20))
