@@ -44,31 +44,18 @@ public final class DraftServer: @unchecked Sendable {
     public let port: Int
     /// A second port of the same server: another origin, where the `other-origin` scenario puts its uploads.
     public let alternatePort: Int
-    private let process = Process()
-    private let stdin = Pipe()
+    private let peer: PeerProcess
 
     /// Starts the server and waits until it listens.
     public init() throws {
-        let stdout = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", peerScript("draft-server.py").path]
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { throw Peer.Failure(description: "the draft server exited before listening") }
-            line.append(chunk)
-        }
-        let ports = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        peer = try PeerProcess(["python3", peerScript("draft-server.py").path], name: "draft")
+        let ports = peer.firstLine.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         guard ports.count == 2 else { throw Peer.Failure(description: "the draft server printed no ports") }
         (port, alternatePort) = (ports[0], ports[1])
     }
 
     deinit {
-        try? stdin.fileHandleForWriting.close()
-        process.waitUntilExit()
+        peer.stop()
     }
 
     /// The URL an upload of `scenario` starts from (see `Peers/draft-server.py`).

@@ -127,39 +127,26 @@ public final class UploadServer: @unchecked Sendable {
     /// Which server this is.
     public let kind: Kind
     private let base: URL
-    private let process = Process()
-    private let stdin = Pipe()
+    private let peer: PeerProcess
 
     /// Starts the server and waits until it listens.
     public init(_ kind: Kind = .node) throws {
         self.kind = kind
-        let stdout = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        switch kind {
-        case .node: process.arguments = ["node", peerScript("upload-server.mjs").path]
-        case .werkzeug: process.arguments = ["python3", peerScript("parse_werkzeug.py").path, "serve"]
-        case .sink: process.arguments = ["node", peerScript("upload-sink.mjs").path]
-        case .django: process.arguments = ["python3", peerScript("django_server.py").path]
-        case .countSink: process.arguments = ["node", peerScript("count-sink.mjs").path]
-        case .fullBacklog: process.arguments = ["python3", peerScript("full-backlog.py").path]
-        }
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { throw Peer.Failure(description: "the \(kind) server exited before listening") }
-            line.append(chunk)
-        }
-        let port = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        base = URL(string: "http://127.0.0.1:\(port)")!
+        let arguments =
+            switch kind {
+            case .node: ["node", peerScript("upload-server.mjs").path]
+            case .werkzeug: ["python3", peerScript("parse_werkzeug.py").path, "serve"]
+            case .sink: ["node", peerScript("upload-sink.mjs").path]
+            case .django: ["python3", peerScript("django_server.py").path]
+            case .countSink: ["node", peerScript("count-sink.mjs").path]
+            case .fullBacklog: ["python3", peerScript("full-backlog.py").path]
+            }
+        peer = try PeerProcess(arguments, name: kind.rawValue)
+        base = URL(string: "http://127.0.0.1:\(peer.firstLine)")!
     }
 
     deinit {
-        // Closing stdin makes the server exit; wait, so that no server outlives its test.
-        try? stdin.fileHandleForWriting.close()
-        process.waitUntilExit()
+        peer.stop()
     }
 
     /// The URL of `path` on this server.

@@ -1,0 +1,33 @@
+import Foundation
+
+/// A peer server started as a child process: it prints what it listens on as its first line of stdout, and exits
+/// when its stdin closes.
+struct PeerProcess {
+    let process = Process()
+    let stdin = Pipe()
+    /// The first line the peer printed, trimmed.
+    let firstLine: String
+
+    /// Starts `/usr/bin/env arguments` and waits for its first line; `name` says which peer failed.
+    init(_ arguments: [String], name: String) throws {
+        let stdout = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = stdout.fileHandleForReading.availableData
+            guard !chunk.isEmpty else { throw Peer.Failure(description: "the \(name) server exited before listening") }
+            line.append(chunk)
+        }
+        firstLine = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Closes the peer's stdin, which makes it exit, and waits for it: no server outlives its test.
+    func stop() {
+        try? stdin.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
