@@ -412,6 +412,24 @@ import Testing
         }
     }
 
+    @Test func noOffsetIsBelievedPastWhatWasHandedOut() {
+        var resumption = appending()
+        resumption.bodyHandedOut(upTo: 400)
+        _ = resumption.handle(dropped)
+        guard
+            case (.offsetOutOfRange(offset: 700, allowed: 0...400), location)? =
+                failure(resumption.handle(answer(204, offset: 700, complete: false)))
+        else {
+            Issue.record("expected offsetOutOfRange past what was handed out")
+            return
+        }
+        var honest = appending()
+        honest.bodyHandedOut(upTo: 400)
+        _ = honest.handle(dropped)
+        expect(
+            honest.handle(answer(204, offset: 400, complete: false)), is: .send(.append(from: 400, upTo: 1_000)))
+    }
+
     @Test func retriesSpentAfterTheUploadExistsDeleteIt() {
         var resumption = appending(MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0))
         _ = resumption.handle(dropped)

@@ -29,6 +29,11 @@ final class ProgressCoalescer: @unchecked Sendable {
         self.handler = handler
     }
 
+    /// The most bytes reported: once a request has ended, the furthest byte of the form handed out so far.
+    var highest: UInt64 {
+        lock.withLock { reported }
+    }
+
     /// Reports `bytesSent` if it is due.
     @Sendable func report(_ bytesSent: UInt64) {
         report(bytesSent, due: false)

@@ -45,7 +45,7 @@ extension ResumableUpload {
         /// The bytes of the form the server said it has.
         private(set) var acknowledged: UInt64 = 0
         /// The most bytes of the form the server can have: none after the creation, which carries none; the end of
-        /// the furthest append that went out.
+        /// the furthest append that went out, or less where fewer bytes were handed out (``bodyHandedOut(upTo:)``).
         private(set) var sent: UInt64 = 0
         /// What the server said it takes, from the `OPTIONS` and creation answers.
         private(set) var limits = Limits()
@@ -61,6 +61,11 @@ extension ResumableUpload {
             self.policy = policy
             self.requestURL = requestURL
             delay = policy.wait(policy.initialDelay)
+        }
+
+        /// The form's bytes handed out so far reach `end`: the server cannot have more, whatever an append's length.
+        mutating func bodyHandedOut(upTo end: UInt64) {
+            sent = min(sent, max(end, acknowledged))
         }
 
         /// The first action.

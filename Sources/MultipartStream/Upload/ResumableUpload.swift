@@ -18,8 +18,10 @@ struct ResumableUpload {
     let progress: ProgressCoalescer?
 
     func run() async throws -> (Data, URLResponse) {
-        // Ended before returning or throwing: no progress comes after the upload returns.
-        defer { progress?.finish() }
+        // Counts what the appends hand out, for the caller or only for the offsets' bound; ended before returning
+        // or throwing: no progress comes after the upload returns.
+        let progress = self.progress ?? ProgressCoalescer(totalBytes: form.contentLength) { _ in }
+        defer { progress.finish() }
         var resumption = StateMachine(contentLength: form.contentLength, policy: policy, requestURL: request.url)
         var action = resumption.start()
         var last: (Data, URLResponse)?
@@ -33,10 +35,12 @@ struct ResumableUpload {
             switch action {
             case .send(let step):
                 do {
-                    let answer = try await send(step, to: resumption.location)
+                    let answer = try await send(step, to: resumption.location, progress: progress)
+                    resumption.bodyHandedOut(upTo: progress.highest)
                     last = answer
                     action = resumption.handle(.answered(Answer(answer.1)))
                 } catch let error where Self.isConnectionFailure(error, during: step) {
+                    resumption.bodyHandedOut(upTo: progress.highest)
                     action = resumption.handle(.connectionFailed(error))
                 } catch is CancellationError {
                     await deleteWhileCancelled(resumption.location)
@@ -56,7 +60,7 @@ struct ResumableUpload {
                 // Every action before `.answer` sent a request that answered.
                 return last!
             case .fail(let error, let location):
-                if let location { _ = try? await send(.delete, to: location) }
+                if let location { _ = try? await send(.delete, to: location, progress: nil, timeout: 5) }
                 throw error
             }
         }
@@ -67,13 +71,13 @@ struct ResumableUpload {
     private func deleteWhileCancelled(_ location: URL?) async {
         guard let location else { return }
         let upload = self
-        await Task.detached { _ = try? await upload.send(.delete, to: location, timeout: 5) }.value
+        await Task.detached { _ = try? await upload.send(.delete, to: location, progress: nil, timeout: 5) }.value
     }
 
     /// Sends one request of the protocol, with the caller's URL, headers and method where they apply.
-    private func send(_ step: Step, to location: URL?, timeout: TimeInterval? = nil) async throws -> (
-        Data, URLResponse
-    ) {
+    private func send(
+        _ step: Step, to location: URL?, progress: ProgressCoalescer?, timeout: TimeInterval? = nil
+    ) async throws -> (Data, URLResponse) {
         var request = step.request(
             from: request, location: location, contentLength: form.contentLength, contentType: form.contentType,
             credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
