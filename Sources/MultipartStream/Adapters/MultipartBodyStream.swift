@@ -185,7 +185,7 @@ public final class MultipartBodyStream: InputStream {
             switch state {
             case .open(let reader) where len >= 0:
                 // A stream of a part of the form ends at its length, before the reader does.
-                let left = contentLength - min(contentLength, progress.withLock { handedOut })
+                let left = contentLength - min(contentLength, reader.bytesRead)
                 guard left > 0 || len == 0 else {
                     state = .atEnd
                     return (nil, 0)

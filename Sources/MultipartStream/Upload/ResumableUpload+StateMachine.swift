@@ -104,9 +104,7 @@ extension ResumableUpload {
         private mutating func detected(_ answer: Answer) -> Action {
             guard (200..<300).contains(answer.statusCode), let limits = answer.limits else { return .sendWhole }
             self.limits = limits
-            if let maxSize = limits.maxSize, contentLength > maxSize {
-                return fail(MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength)))
-            }
+            if let tooLarge = overMaxSize() { return tooLarge }
             if let minSize = limits.minSize, contentLength < minSize { return .sendWhole }
             return send(.create)
         }
@@ -127,10 +125,14 @@ extension ResumableUpload {
             if let refused = refusal(of: location) { return fail(refused) }
             self.location = location
             limits = limits.merging(answer.limits)
-            if let maxSize = limits.maxSize, contentLength > maxSize {
-                return fail(MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength)))
-            }
+            if let tooLarge = overMaxSize() { return tooLarge }
             return acknowledge(answer.offset ?? 0, answer: answer)
+        }
+
+        /// The failure of a form over the server's `max-size`, before or after the upload exists.
+        private func overMaxSize() -> Action? {
+            guard let maxSize = limits.maxSize, contentLength > maxSize else { return nil }
+            return fail(MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength)))
         }
 
         private mutating func appended(_ answer: Answer) -> Action {
@@ -187,12 +189,9 @@ extension ResumableUpload {
                 return fail(because: UnexpectedAnswer(answer, to: .askOffset))
             }
             if let breach = breach(offset: offset, answer: answer) { return fail(breach) }
-            if answer.isComplete == true {
-                // Everything arrived and the application answered, but its answer went with the connection.
-                return fail(MultipartError(.answerLost(contentLength: contentLength)))
-            }
-            if offset == contentLength && answer.isComplete == nil {
-                // Every byte, and no word on whether the application has the form: its answer may be lost.
+            if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
+                // The application has the form (or, with every byte and no word, may have it), but its answer went
+                // with the connection.
                 return fail(MultipartError(.answerLost(contentLength: contentLength)))
             }
             // Every byte but not complete (`?0`): an empty append with `?1` completes it.

@@ -26,11 +26,9 @@ struct ResumableUpload {
         var action = resumption.start()
         var last: (Data, URLResponse)?
         while true {
-            do {
-                try Task.checkCancellation()
-            } catch {
-                await deleteWhileCancelled(resumption.location)
-                throw error
+            if Task.isCancelled {
+                await delete(resumption.location)
+                throw CancellationError()
             }
             switch action {
             case .send(let step):
@@ -43,7 +41,7 @@ struct ResumableUpload {
                     resumption.bodyHandedOut(upTo: progress.highest)
                     action = resumption.handle(.connectionFailed(error))
                 } catch is CancellationError {
-                    await deleteWhileCancelled(resumption.location)
+                    await delete(resumption.location)
                     throw CancellationError()
                 }
             case .wait(let seconds, let step):
@@ -60,15 +58,15 @@ struct ResumableUpload {
                 // Every action before `.answer` sent a request that answered.
                 return last!
             case .fail(let error, let location):
-                if let location { _ = try? await send(.delete, to: location, progress: nil, timeout: 5) }
+                await delete(location)
                 throw error
             }
         }
     }
 
-    /// Deletes the upload resource of a cancelled upload, on a task of its own that the cancel does not stop, within
-    /// a few seconds.
-    private func deleteWhileCancelled(_ location: URL?) async {
+    /// Deletes the upload resource, if there is one, within a few seconds: on a task of its own, which a cancel of
+    /// the upload does not stop.
+    private func delete(_ location: URL?) async {
         guard let location else { return }
         let upload = self
         await Task.detached { _ = try? await upload.send(.delete, to: location, progress: nil, timeout: 5) }.value
