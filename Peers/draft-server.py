@@ -27,6 +27,10 @@ Scenarios (the default answers as the draft's examples do; the others change one
   slow                  PATCH reads 64 KiB every 50 ms
   max-append            OPTIONS says max-append-size=100000
   too-large             a PATCH of more than 120000 bytes is refused with 413, its body read and dropped
+  stall                 the first PATCH of the server's first upload keeps 1 MiB, then stops reading without closing,
+                        until the next request to the upload comes (or 20 s), then drops
+  token-once            every request must carry `Authorization: Bearer T` with a T no request carried before, else
+                        401 (the body read and dropped)
   auth                  PATCH without `Authorization: Basic dTpw` (u:p) is refused with 401 and a Basic challenge,
                         its body read and dropped
 
@@ -47,6 +51,7 @@ log = []
 forms = []
 uploads = {}
 next_id = [0]
+used_tokens = set()
 ports = {}
 
 
@@ -117,8 +122,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(404)
         self.answer(200, {"Content-Type": "application/json"}, body)
 
+    def token_reused(self):
+        """In the `token-once` scenario: whether the request's bearer token is missing or was used before."""
+        token = self.headers.get("Authorization")
+        with lock:
+            reused = token is None or token in used_tokens
+            used_tokens.add(token)
+        return reused
+
     def do_OPTIONS(self):
         self.entry(0)
+        if self.path.endswith("/token-once") and self.token_reused():
+            return self.answer(401)
         scenario = self.path.split("/")[-1]
         limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000",
                  "max-append": "max-append-size=100000"}.get(scenario, "max-age=3600")
@@ -126,6 +141,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         scenario = self.path.split("/")[-1]
+        if scenario == "token-once" and self.token_reused():
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(401)
         if self.headers.get("Upload-Complete") is None:
             # A plain request: the whole form, the application's.
             data, _ = self.read()
@@ -140,7 +159,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             upload_id = str(next_id[0])
             length = int(self.headers.get("Upload-Length") or 0)
             uploads[upload_id] = {"scenario": scenario, "data": bytearray(data), "length": length, "patches": 0,
-                                  "heads": 0}
+                                  "heads": 0, "next": threading.Event()}
         port = ports["alt"] if scenario == "other-origin" else ports["main"]
         headers = {"Location": f"http://127.0.0.1:{port}/u/{upload_id}"}
         if scenario != "creation-201":
@@ -153,6 +172,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         upload = self.upload()
         if upload is None:
             return self.answer(404)
+        upload["next"].set()
+        if upload["scenario"] == "token-once" and self.token_reused():
+            return self.answer(401)
         with lock:
             upload["heads"] += 1
             first = upload["heads"] == 1
@@ -166,6 +188,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         self.entry(0)
+        upload = self.upload()
+        if upload is not None:
+            upload["next"].set()
+        if upload is not None and upload["scenario"] == "token-once" and self.token_reused():
+            return self.answer(401)
         with lock:
             found = uploads.pop(self.path.split("/")[-1], None)
         self.answer(204 if found else 404)
@@ -179,7 +206,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             upload["patches"] += 1
             patch = upload["patches"]
+            if patch > 1:
+                upload["next"].set()
         scenario = upload["scenario"]
+        if scenario == "token-once" and self.token_reused():
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(401)
+        if scenario == "stall" and patch == 1 and self.path.split("/")[-1] == "1":
+            data, _ = self.read(limit=1 << 20)
+            self.entry(len(data))
+            with lock:
+                upload["data"] += data
+            upload["next"].wait(20)
+            return self.drop()
         if scenario == "auth" and self.headers.get("Authorization") != "Basic dTpw":
             data, _ = self.read()
             self.entry(len(data))

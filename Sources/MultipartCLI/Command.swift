@@ -11,6 +11,9 @@ enum ExitStatus: Int32 {
     case usage = 2
     case localFile = 3
     case network = 4
+    /// 128 and the signal's number, as a shell reports a process a signal ended.
+    case interrupted = 130
+    case terminated = 143
 }
 
 /// A failure that ends the command with `status`, after printing `message` on stderr.
@@ -215,6 +218,8 @@ enum Command {
             printError(
                 "> Content-Type: \(form.contentType)\n> (body: \(form.count) parts, \(form.contentLength) bytes)")
         }
+        if options.abandons { return try await abandon(form, request: request, options: options) }
+        if options.resumes { Interruption.shared.install() }
         var report = TransferReport(effectiveURL: url.absoluteString)
         do {
             let answer = try await Transfer(form: form, request: request, options: options).run(report: &report)
@@ -238,6 +243,26 @@ enum Command {
             report.exitCode = failure.status.rawValue
             writeOut(options, report)
             throw failure
+        }
+    }
+
+    /// `-C - --abandon`: deletes the saved upload of this form to this URL, on the server and here.
+    private static func abandon(_ form: MultipartFormData, request: URLRequest, options: Options) async throws {
+        let session = URLSession(configuration: .default)
+        defer { session.finishTasksAndInvalidate() }
+        let transfer = Transfer(form: form, request: request, options: options)
+        let url = request.url?.absoluteString ?? ""
+        do {
+            let found = try await session.abandonUpload(
+                form, with: request, resumption: transfer.resumption(log: SavedUploadLog(silent: options.silent)))
+            if !options.silent {
+                printError(
+                    found
+                        ? "multipart: abandoned the saved upload to \(url): deleted on the server and here"
+                        : "multipart: there is no saved upload of this form to \(url)")
+            }
+        } catch let error as MultipartError {
+            throw CommandFailure(status: .network, message: error.description)
         }
     }
 

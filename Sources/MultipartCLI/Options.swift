@@ -44,6 +44,14 @@ struct Options: Equatable {
     var resumes = false
     /// `--retry-delay`, seconds; `nil` (or 0) for curl's doubling backoff from 1 s.
     var retryDelay: Double?
+    /// `--state-dir`: where `-C -` keeps its uploads' state; `nil` for `$XDG_STATE_HOME/multipart`.
+    var stateDirectory: String?
+    /// `--abandon`: with `-C -`, give up the saved upload of this form (server and state) instead of sending it.
+    var abandons = false
+    /// `--speed-limit` and `--speed-time`: an attempt slower than this many bytes a second for that many seconds
+    /// stalled.
+    var speedLimit: UInt64?
+    var speedTime: Double?
     var silent = false
     /// `-S`: error messages even with `-s`.
     var showError = false
@@ -63,12 +71,13 @@ struct Options: Equatable {
     private static let valueOptions: Set<String> = [
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
-        "--retry-delay", "--continue-at",
+        "--retry-delay", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
         "w": "--write-out", "m": "--max-time", "s": "--silent", "S": "--show-error", "v": "--verbose", "h": "--help",
-        "i": "--include", "L": "--location", "k": "--insecure", "C": "--continue-at",
+        "i": "--include", "L": "--location", "k": "--insecure", "C": "--continue-at", "Y": "--speed-limit",
+        "y": "--speed-time",
     ]
 
     /// Parses the arguments after the program name, as curl does: short flags combine (`-sSL`), the last one may
@@ -120,6 +129,12 @@ struct Options: Equatable {
             throw UsageError(
                 "--limit-rate paces the streamed body; --strategy file sends a file URLSession reads itself")
         }
+        if (stateDirectory != nil || abandons) && !resumes {
+            throw UsageError("\(abandons ? "--abandon" : "--state-dir") is about saved uploads, which only -C - makes")
+        }
+        if abandons, url == nil {
+            throw UsageError("--abandon gives up the saved upload to a URL: give the URL")
+        }
         if fields.filter(\.readsStandardInput).count > 1 {
             throw UsageError("standard input can be read once: only one -F may use @- or <-")
         }
@@ -157,6 +172,16 @@ struct Options: Equatable {
                 throw UsageError("--retry \(value): expected a number of retries from 0 to 1000")
             }
             retries = count
+        case "--state-dir":
+            guard !value.isEmpty else { throw UsageError("--state-dir needs a directory") }
+            stateDirectory = value
+        case "--speed-limit":
+            guard let rate = UInt64(value), rate > 0 else {
+                throw UsageError("--speed-limit \(value): expected a positive number of bytes per second")
+            }
+            speedLimit = rate
+        case "--speed-time":
+            speedTime = try Self.seconds(value, option: name)
         default:  // --retry-delay
             retryDelay = try Self.seconds(value, option: name, allowingZero: true)
         }
@@ -170,6 +195,7 @@ struct Options: Equatable {
         case "--verbose": verbose = true
         case "--help": help = true
         case "--include": includeHeaders = true
+        case "--abandon": abandons = true
         case "--location": followRedirects = true
         case "--location-trusted":
             followRedirects = true
@@ -242,6 +268,13 @@ struct Options: Equatable {
     /// RFC 9110 `token`.
     private static func isToken(_ text: String) -> Bool {
         !text.isEmpty && text.utf8.allSatisfy(Boundary.isTokenCharacter)
+    }
+
+    /// The stall rule of `--speed-limit` and `--speed-time`, with curl's defaults for the one not given (1 byte a
+    /// second, 30 s); `nil` when neither is.
+    var stall: MultipartResumption.Stall? {
+        guard speedLimit != nil || speedTime != nil else { return nil }
+        return MultipartResumption.Stall(bytesPerSecond: speedLimit ?? 1, seconds: speedTime ?? 30)
     }
 
     private static func strategy(_ name: String) throws(UsageError) -> MultipartUploadStrategy {

@@ -84,16 +84,33 @@ struct Transfer {
         value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value)
     }
 
-    /// One attempt, cancelled by the `--max-time` and `--connect-timeout` timers.
+    /// How `-C -` resumes: `--retry` and `--retry-delay` shape its retries, `--speed-limit` and `--speed-time` its
+    /// stall rule, and its state is kept under `--state-dir` (else the user's state directory), unless the form reads
+    /// standard input into a file, which another run cannot read again.
+    func resumption(log: SavedUploadLog?) -> MultipartResumption {
+        let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
+        var resumption = MultipartResumption(
+            maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600,
+            credentialsToOtherOrigins: options.trustsRedirects)
+        if let stall = options.stall { resumption.stall = stall }
+        let readsStandardInput = options.fields.contains { $0.readsStandardInput && $0.isFile }
+        if !readsStandardInput {
+            resumption.stateDirectory =
+                options.stateDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+                ?? MultipartResumption.standardStateDirectory(named: "multipart")
+        }
+        if let log { resumption.events = { log.record($0) } }
+        return resumption
+    }
+
+    /// One attempt, cancelled by the `--max-time` and `--connect-timeout` timers, a stall (`--speed-limit`), or
+    /// Ctrl-C under `-C -`.
     private func send(with session: URLSession, progress: ProgressReporter) async throws -> Answer {
         let watchdog = Watchdog()
         let (form, request) = (form, request)
         let strategy = options.resumes ? .resumable : options.strategy
-        // With -C -, --retry and --retry-delay shape the resumption: retries send only what the server lacks.
-        let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
-        let resumption = MultipartResumption(
-            maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600,
-            credentialsToOtherOrigins: options.trustsRedirects)
+        let log = options.resumes ? SavedUploadLog(silent: options.silent) : nil
+        let resumption = resumption(log: log)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         let upload = Task {
             try await session.upload(
@@ -103,6 +120,7 @@ struct Transfer {
                 progress.report(sent)
             }
         }
+        if options.resumes { Interruption.shared.onSignal { upload.cancel() } }
         if let maxTime = options.maxTime {
             DispatchQueue.global().asyncAfter(deadline: .now() + maxTime) {
                 if watchdog.expire(.maxTime(maxTime)) { upload.cancel() }
@@ -113,6 +131,19 @@ struct Transfer {
                 if watchdog.expire(.connect(connectTimeout)) { upload.cancel() }
             }
         }
+        // Without -C -, a stall ends the attempt as curl's --speed-limit does; with it, the upload sends the part
+        // again from where the server stands.
+        var stallWatch: Task<Void, Never>?
+        if let rule = options.stall, !options.resumes {
+            stallWatch = Task {
+                do {
+                    try await StallWatch(rule: rule, handedOut: { progress.bytesSent }).run()
+                } catch {
+                    if watchdog.expire(.stalled(rule)) { upload.cancel() }
+                }
+            }
+        }
+        defer { stallWatch?.cancel() }
         let url = request.url?.absoluteString ?? ""
         do {
             let (data, response) = try await upload.value
@@ -126,6 +157,10 @@ struct Transfer {
             throw AttemptFailure(
                 error.isFileProblem ? .localFile : .network, error.description, isTransient: false)
         } catch {
+            if let signal = Interruption.shared.caught, options.resumes {
+                watchdog.finish()
+                throw AttemptFailure(interruptedBy: signal, sent: progress.bytesSent, of: form, log: log)
+            }
             if let timeout = watchdog.finish() {
                 throw AttemptFailure(.network, "\(url): \(timeout)", isTransient: true)
             }
@@ -145,6 +180,78 @@ private struct AttemptFailure: Error {
         commandFailure = CommandFailure(status: status, message: message)
         self.isTransient = isTransient
     }
+
+    /// Ctrl-C or SIGTERM under `-C -`: how far the upload got, and how to resume it when it was saved.
+    init(interruptedBy signal: Int32, sent: UInt64, of form: MultipartFormData, log: SavedUploadLog?) {
+        let name = signal == SIGINT ? "interrupted" : "terminated"
+        var message = "\(name) after \(sent) of \(form.contentLength) bytes"
+        if let state = log?.stateFile {
+            message +=
+                "; the server keeps the upload and its state is in \(state.path).\nRun the same command again to "
+                + "resume it" + (Self.resumingCommand.map { ":\n  \($0)" } ?? " (with its credentials)")
+                + "\n(or add --abandon to give it up)"
+        } else {
+            message += "; nothing was saved to resume"
+        }
+        self.init(signal == SIGINT ? .interrupted : .terminated, message, isTransient: false)
+    }
+
+    /// This command, quoted for a POSIX shell; `nil` when it holds credentials (`-u`, or a header or option that
+    /// may), which are not printed.
+    private static var resumingCommand: String? {
+        let arguments = CommandLine.arguments
+        let secret = ["-u", "--user", "-H", "--header"]
+        guard !arguments.contains(where: { argument in secret.contains { argument.hasPrefix($0) } }) else {
+            return nil
+        }
+        return arguments.map { argument in
+            let plain = argument.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || "-_./=:@,+%".utf8.contains(byte)
+            }
+            return plain && !argument.isEmpty
+                ? argument : "'" + argument.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }.joined(separator: " ")
+    }
+}
+
+/// What `-C -` says about its saved upload on stderr (resumed, started over, a state file ignored), and the state
+/// file it keeps.
+final class SavedUploadLog: @unchecked Sendable {
+    // @unchecked: `saved` is guarded by `lock`; events come from the upload's task.
+    private let lock = Lock()
+    private let silent: Bool
+    private var saved: URL?
+
+    init(silent: Bool) {
+        self.silent = silent
+    }
+
+    /// The state file, once the upload has one.
+    var stateFile: URL? { lock.withLock { saved } }
+
+    func record(_ event: MultipartResumption.Event) {
+        let line: String?
+        switch event {
+        case .saved(let file):
+            lock.withLock { saved = file }
+            line = nil
+        case .resumed(let offset, let length):
+            let percent = length == 0 ? 100 : Double(offset) * 100 / Double(length)
+            line = "resuming the saved upload at byte \(offset) of \(length) (\(String(format: "%.1f", percent))%)"
+        case .startedOver(.formChanged):
+            line = "a file or field changed since the saved upload: starting over (the old upload is deleted)"
+        case .startedOver(.uploadGone(let status)):
+            line = "the server no longer has the saved upload (HTTP \(status)): starting over"
+        case .startedOver(.offsetLost(let server, let saved)):
+            line = "the server has \(server) bytes of the saved upload, fewer than the \(saved) it had: starting over"
+        case .stateIgnored(let file, let reason):
+            line = "warning: ignoring the state file \(file.path): \(reason)"
+        case .notSaved:
+            line = nil
+        }
+        if let line, !silent { Command.printError("multipart: \(line)") }
+    }
 }
 
 /// The timers of one attempt: the first to expire wins, and none once the attempt has ended.
@@ -153,11 +260,15 @@ private final class Watchdog: @unchecked Sendable {
     enum Timeout: CustomStringConvertible {
         case maxTime(Double)
         case connect(Double)
+        case stalled(MultipartResumption.Stall)
 
         var description: String {
             switch self {
             case .maxTime(let seconds): "timed out after \(seconds) s (--max-time)"
             case .connect(let seconds): "no connection within \(seconds) s (--connect-timeout)"
+            case .stalled(let rule):
+                "operation too slow: fewer than \(rule.bytesPerSecond) bytes a second for \(rule.seconds) s "
+                    + "(--speed-limit, --speed-time)"
             }
         }
     }

@@ -38,10 +38,20 @@ let usage = """
       --retry N                                    retry up to N times on a connection failure, a timeout, or
                                                    HTTP 408, 429, 500, 502, 503, 504, sending the form again
                                                    from its first byte, e.g. --retry 3
-      -C -, --continue-at -                        a resumable upload: after a dropped connection, ask the
-                                                   server how much it has and send only the rest (--retry N
-                                                   times); a server that does not speak the resumable-upload
-                                                   draft gets the whole form once, e.g. -C - --retry 8
+      -C -, --continue-at -                        a resumable upload: after a dropped or stalled connection,
+                                                   ask the server how much it has and send only the rest
+                                                   (--retry N times); a server that does not speak the
+                                                   resumable-upload draft gets the whole form once, e.g.
+                                                   -C - --retry 8. Its state is saved (no credentials): run
+                                                   the same command again after Ctrl-C, a kill or a reboot
+                                                   and it resumes where the server stands
+      --state-dir DIR                              where -C - keeps its state (default
+                                                   $XDG_STATE_HOME/multipart, else ~/.local/state/multipart)
+      --abandon                                    with -C -: give up the saved upload of this form to URL,
+                                                   deleting it on the server and here, instead of sending it
+      --speed-limit BYTES, -Y                      with --speed-time: an attempt slower than BYTES a second
+      --speed-time S, -y                           for S seconds has stalled (defaults 1 and 30 when only one
+                                                   is given): exit 4, or with -C - a resume, e.g. -y 10
       --retry-delay S                              seconds between retries (default: the server's Retry-After,
                                                    else 1 s doubling), e.g. --retry-delay 2
       --boundary B                                 the boundary (default: 128 random bits), e.g. --boundary XyZ
@@ -72,8 +82,9 @@ let usage = """
 
     Progress goes to stderr: a bar when stderr is a terminal, else a summary line.
     Exit status: 0 success, 2 usage error, 3 a local file problem (named before any byte is sent),
-    4 a network or HTTP failure. Unlike curl, HTTP 400 and above exit 4 with the status and the first
-    lines of the response on stderr (curl needs --fail-with-body), and a 3xx without -L exits 0.
+    4 a network or HTTP failure, 130 (Ctrl-C) or 143 (SIGTERM) for an interrupted -C - upload, which
+    prints the command that resumes it. Unlike curl, HTTP 400 and above exit 4 with the status and the
+    first lines of the response on stderr (curl needs --fail-with-body), and a 3xx without -L exits 0.
 
     Examples:
       multipart -F title=Holiday -F 'video=@beach.mov' https://example.com/upload

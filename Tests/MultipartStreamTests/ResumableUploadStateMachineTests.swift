@@ -23,7 +23,7 @@ import Testing
 
     /// A machine that has created its upload and sent its first append.
     private func appending(_ policy: MultipartResumption? = nil) -> ResumableUpload.StateMachine {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy ?? self.policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy ?? self.policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
@@ -38,6 +38,8 @@ import Testing
         case (.send(let step), .send(let other)): #expect(step == other, comment)
         case (.wait(let seconds, let step), .wait(let other, let otherStep)):
             #expect(seconds == other && step == otherStep, comment)
+        case (.startOver(let reason, let step), .startOver(let other, let otherStep)):
+            #expect(reason == other && step == otherStep, comment)
         case (.sendWhole, .sendWhole), (.answer, .answer): break
         default: Issue.record("\(action), expected \(expected)")
         }
@@ -46,25 +48,25 @@ import Testing
     // MARK: Detection: nothing partial before the server says it resumes
 
     @Test func itStartsByAskingWhetherTheServerSpeaksTheDraft() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         expect(resumption.start(), is: .send(.detect))
     }
 
     @Test(arguments: [(200, false), (404, false), (405, false), (501, false), (400, true), (301, true)])
     func aServerWithoutUploadLimitInA2xxGetsTheWholeFormInOneRequest(status: Int, limit: Bool) {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         expect(resumption.handle(answer(status, limit: limit)), is: .sendWhole)
     }
 
     @Test func aServerThatSpeaksTheDraftIsAskedToCreateTheUpload() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         expect(resumption.handle(answer(200, limit: true)), is: .send(.create))
     }
 
     @Test func aCreationAnsweredWithLocationAppendsFromTheServersOffset() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         expect(
@@ -74,7 +76,7 @@ import Testing
     }
 
     @Test func aCreationAnsweredAsAPlainRequestFailsRatherThanClaimTheForm() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         guard case .fail(let error, _) = resumption.handle(answer(200)),
@@ -86,7 +88,7 @@ import Testing
     }
 
     @Test func aCreationRefusedIsTheAnswer() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         expect(resumption.handle(answer(413)), is: .answer)
@@ -192,7 +194,7 @@ import Testing
     }
 
     @Test func aDropBeforeTheUploadExistsTriesTheSameRequestAgain() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .detect))
         expect(resumption.handle(answer(200, limit: true)), is: .send(.create))
@@ -284,7 +286,7 @@ import Testing
 
     @Test func anHTTPUploadForAnHTTPSRequestIsRefused() {
         let secure = URL(string: "https://example.com/upload")!
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: secure)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: secure, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         guard
@@ -294,18 +296,18 @@ import Testing
             Issue.record("expected insecureUploadLocation")
             return
         }
-        var plain = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: location)
+        var plain = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: location, jitter: \.upperBound)
         _ = plain.start()
         _ = plain.handle(answer(200, limit: true))
         expect(plain.handle(answer(201, location: location)), is: .send(.append(from: 0, upTo: 1_000)))
     }
 
     @Test func theDraftsCreationExampleIsAccepted() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         expect(resumption.handle(answer(201, location: location)), is: .send(.append(from: 0, upTo: 1_000)))
-        var complete = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var complete = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = complete.start()
         _ = complete.handle(answer(200, limit: true))
         guard
@@ -318,7 +320,7 @@ import Testing
     }
 
     @Test func uploadLimitDecidesBeforeAnyByteOfTheForm() {
-        var tooLarge = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var tooLarge = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = tooLarge.start()
         guard
             case (.formOverUploadLimit(maxSize: 999, contentLength: 1_000), nil)? =
@@ -327,10 +329,10 @@ import Testing
             Issue.record("expected formOverUploadLimit")
             return
         }
-        var small = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var small = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = small.start()
         expect(small.handle(answer(200, limits: ResumableUpload.Limits(minSize: 1_001))), is: .sendWhole)
-        var later = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var later = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = later.start()
         _ = later.handle(answer(200, limit: true))
         guard
@@ -343,7 +345,7 @@ import Testing
     }
 
     @Test func maxAppendSizeSplitsTheFormIntoAppendsThatSayIncompleteUntilTheLast() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limits: ResumableUpload.Limits(maxAppendSize: 300)))
         expect(
@@ -369,7 +371,7 @@ import Testing
             "half the size")
         expect(resumption.handle(answer(413)), is: .wait(seconds: 1, then: .askOffset))
         expect(resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 250)))
-        var tiny = ResumableUpload.StateMachine(contentLength: 1, policy: policy)
+        var tiny = ResumableUpload.StateMachine(contentLength: 1, policy: policy, jitter: \.upperBound)
         _ = tiny.start()
         _ = tiny.handle(answer(200, limit: true))
         _ = tiny.handle(answer(201, location: location, offset: 0, complete: false))
@@ -378,7 +380,7 @@ import Testing
 
     @Test func offsetsAreCheckedAndABreachDeletesTheUpload() {
         // An empty creation answered with an offset: the server cannot have bytes that were never sent.
-        var creation = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        var creation = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = creation.start()
         _ = creation.handle(answer(200, limit: true))
         guard
@@ -437,7 +439,7 @@ import Testing
             Issue.record("expected resumeFailed")
             return
         }
-        var early = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0))
+        var early = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0), jitter: \.upperBound)
         _ = early.start()
         guard case (.resumeFailed, nil)? = failure(early.handle(dropped)) else {
             Issue.record("nothing to delete before the upload exists")
@@ -520,5 +522,128 @@ import Testing
             if answer.isComplete == true { #expect(answer.offset == nil || answer.offset == length, "\(answer)") }
         }
         #expect(successes > 500 && appends > 5_500, "both outcomes reached: \(successes) successes, \(appends) appends")
+    }
+
+    // MARK: A saved upload, resumed by another process
+
+    private func resuming(acknowledged: UInt64 = 300) -> ResumableUpload.StateMachine {
+        ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, resuming: (location, acknowledged), jitter: \.upperBound)
+    }
+
+    @Test func aSavedUploadStartsByAskingItsOffset() {
+        var resumption = resuming()
+        expect(resumption.start(), is: .send(.askOffset))
+        #expect(resumption.location == location)
+    }
+
+    @Test func aSavedUploadGoesOnFromAnyOffsetTheServerMayHave() {
+        // The process before may have handed out every byte before it died.
+        var far = resuming()
+        _ = far.start()
+        expect(far.handle(answer(204, offset: 950, complete: false)), is: .send(.append(from: 950, upTo: 1_000)))
+        var same = resuming()
+        _ = same.start()
+        expect(same.handle(answer(204, offset: 300, complete: false)), is: .send(.append(from: 300, upTo: 1_000)))
+    }
+
+    @Test(arguments: [404, 410])
+    func aSavedUploadTheServerNoLongerHasStartsOver(status: Int) {
+        var resumption = resuming()
+        _ = resumption.start()
+        expect(resumption.handle(answer(status)), is: .startOver(.uploadGone(statusCode: status), then: .create))
+        #expect(resumption.location == nil && resumption.acknowledged == 0)
+        expect(
+            resumption.handle(answer(201, location: location, offset: 0, complete: false)),
+            is: .send(.append(from: 0, upTo: 1_000)))
+    }
+
+    @Test(arguments: [true, false])
+    func aSavedUploadWithFewerBytesThanAcknowledgedIsDeletedThenStartedOver(deleteDropped: Bool) {
+        var resumption = resuming(acknowledged: 600)
+        _ = resumption.start()
+        expect(
+            resumption.handle(answer(204, offset: 200, complete: false)),
+            is: .startOver(.offsetLost(serverOffset: 200, savedOffset: 600), then: .delete))
+        #expect(resumption.location == location, "the DELETE goes to the old upload")
+        expect(resumption.handle(deleteDropped ? dropped : answer(204)), is: .send(.create))
+        #expect(resumption.location == nil && resumption.acknowledged == 0)
+    }
+
+    @Test func afterTheFirstAnswerASavedUploadKeepsTheUsualOffsetRules() {
+        var resumption = resuming(acknowledged: 300)
+        _ = resumption.start()
+        _ = resumption.handle(answer(204, offset: 500, complete: false))
+        expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset))
+        guard case .fail(let error, let deleting) = resumption.handle(answer(204, offset: 400, complete: false)),
+            case .offsetOutOfRange(400, 500...1_000) = error.reason
+        else {
+            Issue.record("an offset that went down after resuming must fail")
+            return
+        }
+        #expect(deleting == location)
+    }
+
+    @Test func aSavedUploadTheServerHasWholeLostItsAnswer() {
+        var resumption = resuming()
+        _ = resumption.start()
+        guard case .fail(let error, _) = resumption.handle(answer(204, offset: 1_000, complete: true)),
+            case .answerLost = error.reason
+        else {
+            Issue.record("a complete saved upload's answer is lost")
+            return
+        }
+    }
+
+    // MARK: Waits and the total time
+
+    /// The ranges the machine draws its waits from.
+    private final class Draws {
+        var ranges: [ClosedRange<Double>] = []
+    }
+
+    @Test func eachWaitIsDrawnBetweenTheInitialDelayAndACeilingThatDoubles() {
+        let draws = Draws()
+        let policy = MultipartResumption(maximumAttempts: 5, initialDelay: 0.5, maximumDelay: 3)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy) { range in
+            draws.ranges.append(range)
+            return range.lowerBound
+        }
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: true))
+        _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
+        for _ in 0..<4 { _ = resumption.handle(dropped) }
+        #expect(draws.ranges == [0.5...0.5, 0.5...1, 0.5...2, 0.5...3])
+        // Retry-After is the server's own wait, taken as it is.
+        expect(resumption.handle(answer(503, retryAfter: 2)), is: .wait(seconds: 2, then: .askOffset))
+    }
+
+    @Test func theDefaultJitterStaysInItsRange() {
+        let policy = MultipartResumption(maximumAttempts: 50, initialDelay: 0.1, maximumDelay: 0.8)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: true))
+        _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
+        var waits: Set<Double> = []
+        for _ in 0..<40 {
+            guard case .wait(let seconds, _) = resumption.handle(dropped) else {
+            Issue.record("no wait")
+            return
+        }
+            #expect((0.1...0.8).contains(seconds))
+            waits.insert(seconds)
+        }
+        #expect(waits.count > 10, "drawn at random, not fixed")
+    }
+
+    @Test func runningOutOfTimeFailsAndDeletesTheUpload() {
+        let resumption = appending()
+        guard case .fail(let error, let deleting) = resumption.outOfTime(after: 12.5),
+            case .resumeTimeExceeded(12.5, 0, 1_000) = error.reason
+        else {
+            Issue.record("out of time must fail")
+            return
+        }
+        #expect(deleting == location)
     }
 }

@@ -178,6 +178,13 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case uploadLengthMismatch(serverLength: UInt64, contentLength: UInt64)
         /// The server put the upload at a plain `http:` URL for an `https:` request.
         case insecureUploadLocation(URL)
+        /// Another process is sending the upload saved in this state file: two never append to one upload at once.
+        case uploadInProgress(URL)
+        /// The saved upload's state cannot be kept at this path (the directory or a file in it); `errno` says why.
+        /// Nothing was sent.
+        case stateUnwritable(URL, errno: Int32)
+        /// A resumable upload gave up after `seconds`, the total time ``MultipartResumption/maximumDuration`` allows.
+        case resumeTimeExceeded(seconds: Double, bytesAcknowledged: UInt64, contentLength: UInt64)
 
         // Found while encoding.
 
@@ -282,6 +289,13 @@ extension MultipartError.Reason: CustomStringConvertible {
                 + "deleted"
         case .insecureUploadLocation(let url):
             "the server put the upload at \(url), which is not https as the request is"
+        case .uploadInProgress(let state):
+            "another process is sending this upload (its state is \(state.path)); wait for it, or stop it first"
+        case .stateUnwritable(let url, let code):
+            "the upload's state cannot be kept at \(url.path): \(POSIX.errnoText(code)); nothing was sent"
+        case .resumeTimeExceeded(let seconds, let acknowledged, let contentLength):
+            "the resumable upload gave up after \(seconds) s in all, the server having \(acknowledged) of the form's "
+                + "\(contentLength) bytes"
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(POSIX.errnoText(code))"
@@ -306,7 +320,8 @@ extension MultipartError.Reason {
         case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent:
             .upload
         case .resumeFailed, .appendResent, .resumptionRefused, .uploadExpired, .answerLost, .formOverUploadLimit,
-            .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation:
+            .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadInProgress, .stateUnwritable,
+            .resumeTimeExceeded:
             .resumable
         case .tooLargeForMemory, .outputFileExists, .outputWriteFailed:
             .output

@@ -76,6 +76,15 @@ public struct MultipartFormData: Sendable {
         self.subtype = subtype
     }
 
+    /// This form with `boundary` instead, as a saved upload's bytes went out; `nil` when it is not a valid boundary or
+    /// a part's headers or in-memory body hold it.
+    func replacingBoundary(with boundary: String) -> MultipartFormData? {
+        guard Boundary.isValid(boundary), !bodyParts.contains(where: { $0.contains(boundary) }) else { return nil }
+        var form = self
+        form.boundary = boundary
+        return form
+    }
+
     /// The request's `Content-Type`: `multipart/form-data; boundary=…` (or the form's ``subtype``), the boundary
     /// quoted only when it must be.
     public var contentType: String { Boundary.contentType(for: boundary, subtype: subtype) }

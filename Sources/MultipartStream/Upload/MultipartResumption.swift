@@ -1,31 +1,118 @@
 import Foundation
 
-/// How a `.resumable` upload retries.
-public struct MultipartResumption: Sendable, Equatable {
-    /// Requests after a failure (a dropped connection, a timeout, a conflict, a 5xx) before the upload gives up.
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How a `.resumable` upload retries, notices a stalled connection, refreshes its headers, and keeps its state for
+/// another process.
+public struct MultipartResumption: Sendable {
+    /// Requests after a failure (a dropped connection, a stall, a timeout, a conflict, a 5xx) before the upload gives
+    /// up.
     public var maximumAttempts: Int
-    /// The wait in seconds before the first retry; it doubles with each retry that makes no progress, up to
-    /// ``maximumDelay``. Any value is taken: one that is negative or NaN waits nothing, and none waits over an hour.
+    /// The shortest wait in seconds before a retry. Each wait is drawn at random (full jitter) between it and a
+    /// ceiling that doubles with each retry that makes no progress, up to ``maximumDelay``. Any value is taken: one
+    /// that is negative or NaN waits nothing, and none waits over an hour.
     public var initialDelay: Double
     /// The longest wait in seconds between two retries, also for a server's `Retry-After`; bounded as
     /// ``initialDelay`` is.
     public var maximumDelay: Double
+    /// The longest the upload may take in all, retries and waits included, in seconds; `nil` (the default) for no
+    /// limit. A retry that would start after it fails the upload with
+    /// ``MultipartError/Reason/resumeTimeExceeded(seconds:bytesAcknowledged:contentLength:)``.
+    public var maximumDuration: Double?
     /// Whether requests to an upload resource that the server put on another origin (its `Location`) carry the
     /// request's `Authorization`, `Cookie` and `Proxy-Authorization`, as `curl --location-trusted` lets them follow
     /// redirects; off by default, since the server chose that URL.
     public var credentialsToOtherOrigins: Bool
+    /// When a part of the form going out counts as stalled, and is sent again from where the server stands as after a
+    /// dropped connection; `nil` for never. By default, nothing handed out for 30 s.
+    public var stall: Stall?
+    /// A directory to keep the upload's state in, so that the same form sent to the same URL by another process
+    /// (after Ctrl-C, a crash, a reboot) resumes where the server stands; `nil` (the default) keeps none. See the
+    /// article "Saved state" for what is kept, and ``standardStateDirectory(named:)``.
+    ///
+    /// With saved state a cancelled upload keeps its upload resource and state, to be resumed later; one that fails
+    /// or completes leaves neither; ``URLSession/abandonUpload(_:with:resumption:)`` gives one up on purpose.
+    public var stateDirectory: URL?
+    /// Headers to set on each request the upload sends (creation, offset, append, delete), asked just before each:
+    /// a token that expires is refreshed without starting over. An error it throws fails the upload.
+    public var headers: (@Sendable (URLRequest) async throws -> [String: String])?
+    /// Told what happens to saved state: an upload resumed or started over, its state written, a state file
+    /// ignored. Called on the upload's task; keep it quick.
+    public var events: (@Sendable (Event) -> Void)?
 
-    /// Creates a policy; the defaults retry 5 times, waiting 0.25 s and doubling up to 30 s.
+    /// The stall rule, as curl's `--speed-limit` and `--speed-time`: fewer than `bytesPerSecond` for `seconds`.
+    public struct Stall: Sendable, Equatable {
+        /// The slowest rate that is not a stall.
+        public var bytesPerSecond: UInt64
+        /// How long the rate must stay below it.
+        public var seconds: Double
+
+        /// Creates a stall rule; `seconds` is taken between 0.5 and an hour.
+        public init(bytesPerSecond: UInt64, seconds: Double) {
+            self.bytesPerSecond = bytesPerSecond
+            self.seconds = seconds.isNaN ? 30 : min(max(seconds, 0.5), MultipartResumption.longestWait)
+        }
+    }
+
+    /// What happened to a saved upload.
+    public enum Event: Sendable, Equatable {
+        /// A saved upload of this form was found, and goes on from `offset` of `contentLength` bytes.
+        case resumed(offset: UInt64, contentLength: UInt64)
+        /// A saved upload could not go on, so a new one starts from the first byte; the old resource was deleted
+        /// where it still existed.
+        case startedOver(StartOverReason)
+        /// The upload's state was written to this file: where it was created, or how far the server has it.
+        case saved(URL)
+        /// The state file at this URL was ignored, for the reason given.
+        case stateIgnored(URL, reason: String)
+        /// The form has a stream part, which another process cannot send again: no state is kept.
+        case notSaved
+    }
+
+    /// Why a saved upload started over.
+    public enum StartOverReason: Sendable, Equatable {
+        /// A part, or a file's contents, size or modification time, is not what was saved.
+        case formChanged
+        /// The server no longer has the upload (`statusCode`, 404 or 410).
+        case uploadGone(statusCode: Int)
+        /// The server has fewer bytes (`serverOffset`) than it acknowledged before (`savedOffset`).
+        case offsetLost(serverOffset: UInt64, savedOffset: UInt64)
+    }
+
+    /// Creates a policy; the defaults retry 5 times, waiting 0.25 s and up to 30 s, count a part that hands out
+    /// nothing for 30 s as stalled, and keep no state.
     public init(
         maximumAttempts: Int = 5,
         initialDelay: Double = 0.25,
         maximumDelay: Double = 30,
-        credentialsToOtherOrigins: Bool = false
+        maximumDuration: Double? = nil,
+        credentialsToOtherOrigins: Bool = false,
+        stall: Stall? = Stall(bytesPerSecond: 1, seconds: 30),
+        stateDirectory: URL? = nil,
+        headers: (@Sendable (URLRequest) async throws -> [String: String])? = nil,
+        events: (@Sendable (Event) -> Void)? = nil
     ) {
         self.maximumAttempts = max(0, maximumAttempts)
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
+        self.maximumDuration = maximumDuration
         self.credentialsToOtherOrigins = credentialsToOtherOrigins
+        self.stall = stall
+        self.stateDirectory = stateDirectory
+        self.headers = headers
+        self.events = events
+    }
+
+    /// `$XDG_STATE_HOME/name`, else `~/.local/state/name`: where a program keeps state that outlives it.
+    public static func standardStateDirectory(named name: String) -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return URL(fileURLWithPath: state, isDirectory: true).appendingPathComponent(name, isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home, isDirectory: true).appendingPathComponent(".local/state/\(name)")
     }
 
     /// The longest any wait lasts, whatever the policy says.

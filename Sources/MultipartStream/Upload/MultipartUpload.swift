@@ -19,6 +19,8 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// fails with it.
     private let form: MultipartFormData
     private let progress: ProgressCoalescer?
+    /// Whether this upload's end is its progress's: not for one request of a resumable upload, whose progress goes on.
+    private let finishesProgress: Bool
     /// How fast the form's streams hand out bytes.
     private let pacing: MultipartPacing?
     /// The caller's session and its delegate, which decides redirects and challenges first.
@@ -45,6 +47,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         caller = CallerDelegate(callerSession)
         self.origin = Origin(origin)
         self.progress = progress
+        finishesProgress = role.finishesProgress
         self.completion = completion
     }
 
@@ -94,12 +97,12 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         if case .pinCaller = modify({ $0.taskBegan() }) { caller.pin() }
     }
 
-    /// Stops progress, closes every body stream at once, which closes the file being read, and cancels the task.
-    /// Returns at once, and no progress is reported after it returns: Linux URLSession cancels a task on the queue
+    /// Stops progress (the upload's own), closes every body stream at once, which closes the file being read, and
+    /// cancels the task. Returns at once, and no progress is reported after it returns: Linux URLSession cancels a task on the queue
     /// that reads the body, which a caller stream blocked in `read` holds until it returns, so the task is cancelled
     /// from another thread.
     func cancel() {
-        progress?.finish()
+        if finishesProgress { progress?.finish() }
         guard case .cancel(let task, let streams) = modify({ $0.cancel() }) else { return }
         for stream in streams { stream.close() }
         if let task {

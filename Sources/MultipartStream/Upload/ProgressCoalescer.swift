@@ -19,6 +19,8 @@ final class ProgressCoalescer: @unchecked Sendable {
     private let handler: @Sendable (MultipartUploadProgress) -> Void
     private var reported: UInt64 = 0
     private var reportedAt: UInt64 = 0
+    /// The furthest byte handed out, reported or not, finished or not.
+    private var furthest: UInt64 = 0
     private var isFinished = false
 
     /// The least time between two reports below 100%, unless one settles a request's count.
@@ -29,9 +31,9 @@ final class ProgressCoalescer: @unchecked Sendable {
         self.handler = handler
     }
 
-    /// The most bytes reported: once a request has ended, the furthest byte of the form handed out so far.
+    /// The furthest byte of the form handed out so far, whether it was reported or not: what the server can have.
     var highest: UInt64 {
-        lock.withLock { reported }
+        lock.withLock { furthest }
     }
 
     /// Reports `bytesSent` if it is due.
@@ -49,6 +51,7 @@ final class ProgressCoalescer: @unchecked Sendable {
         calling.lock()
         defer { calling.unlock() }
         let isDue = lock.withLock {
+            furthest = max(furthest, bytesSent)
             guard !isFinished, bytesSent > reported else { return false }
             guard due || bytesSent >= totalBytes || now - reportedAt >= Self.interval else { return false }
             reported = bytesSent

@@ -26,6 +26,9 @@ extension ResumableUpload {
             case answer
             /// Give up; delete the upload resource at `deleting` first, when there is one.
             case fail(MultipartError, deleting: URL?)
+            /// The saved upload cannot go on: say why, then send this request (deleting the old upload, or creating a
+            /// new one).
+            case startOver(MultipartResumption.StartOverReason, then: Step)
         }
 
         enum Event {
@@ -55,11 +58,24 @@ extension ResumableUpload {
         private var delay: Double
         /// Whether the upload expired once already and was created again.
         private var restarted = false
+        /// The upload another process saved, until the server says where it stands.
+        private var saved: (location: URL, acknowledged: UInt64)?
+        /// A wait drawn from a range: at random (full jitter), or a fixed point of it in tests.
+        private let jitter: (ClosedRange<Double>) -> Double
 
-        init(contentLength: UInt64, policy: MultipartResumption, requestURL: URL? = nil) {
+        /// A machine for a new upload, or for one another process saved at `location` with `acknowledged` bytes.
+        init(
+            contentLength: UInt64,
+            policy: MultipartResumption,
+            requestURL: URL? = nil,
+            resuming saved: (location: URL, acknowledged: UInt64)? = nil,
+            jitter: @escaping (ClosedRange<Double>) -> Double = { .random(in: $0) }
+        ) {
             self.contentLength = contentLength
             self.policy = policy
             self.requestURL = requestURL
+            self.saved = saved
+            self.jitter = jitter
             delay = policy.wait(policy.initialDelay)
         }
 
@@ -68,9 +84,21 @@ extension ResumableUpload {
             sent = min(sent, max(end, acknowledged))
         }
 
-        /// The first action.
+        /// The first action: detect support, or ask a saved upload's offset. The saved upload's server may have any
+        /// byte of the form, up to every one: how far the other process got is not known.
         mutating func start() -> Action {
-            send(.detect)
+            guard let saved else { return send(.detect) }
+            location = saved.location
+            acknowledged = saved.acknowledged
+            sent = contentLength
+            return send(.askOffset)
+        }
+
+        /// The upload ran out of the total time the policy allows.
+        func outOfTime(after seconds: Double) -> Action {
+            let reason = MultipartError.Reason.resumeTimeExceeded(
+                seconds: seconds, bytesAcknowledged: acknowledged, contentLength: contentLength)
+            return fail(MultipartError(reason))
         }
 
         private mutating func send(_ step: Step) -> Action {
@@ -91,7 +119,9 @@ extension ResumableUpload {
             case (.askOffset, .answered(let answer)):
                 return offsetAnswered(answer)
             case (.delete, _):
-                return .answer
+                // The saved upload that could not go on is gone, whatever the answer: a new one starts.
+                location = nil
+                return send(.create)
             case (.detect, .connectionFailed(let error)), (.create, .connectionFailed(let error)):
                 return retry(step, because: error)
             case (.append, .connectionFailed(let error)), (.askOffset, .connectionFailed(let error)):
@@ -182,6 +212,9 @@ extension ResumableUpload {
         }
 
         private mutating func offsetAnswered(_ answer: Answer) -> Action {
+            if let saved = saved.take() {
+                if let startOver = startOver(saved, answer: answer) { return startOver }
+            }
             if answer.statusCode == 404 || answer.statusCode == 410 { return restart(statusCode: answer.statusCode) }
             if let moved = movedUpload(answer) { return moved }
             if isTransient(answer) { return retry(.askOffset, because: UnexpectedAnswer(answer, to: .askOffset)) }
@@ -196,6 +229,19 @@ extension ResumableUpload {
             }
             // Every byte but not complete (`?0`): an empty append with `?1` completes it.
             return acknowledge(offset, answer: answer)
+        }
+
+        /// The first answer about a saved upload: start over when the server no longer has it, or has less of it
+        /// than it acknowledged before; `nil` to go on as with any answer.
+        private mutating func startOver(_ saved: (location: URL, acknowledged: UInt64), answer: Answer) -> Action? {
+            if answer.statusCode == 404 || answer.statusCode == 410 {
+                (location, acknowledged, sent, step) = (nil, 0, 0, .create)
+                return .startOver(.uploadGone(statusCode: answer.statusCode), then: .create)
+            }
+            guard (200..<300).contains(answer.statusCode), let offset = answer.offset, offset < saved.acknowledged
+            else { return nil }
+            (acknowledged, sent, step) = (0, 0, .delete)
+            return .startOver(.offsetLost(serverOffset: offset, savedOffset: saved.acknowledged), then: .delete)
         }
 
         // MARK: Offsets
@@ -289,7 +335,7 @@ extension ResumableUpload {
         /// Another try at `step` after the backoff (or the server's `Retry-After`), unless the retries are spent.
         private mutating func retry(_ step: Step, because failure: any Error) -> Action {
             if let giveUp = countRetry(because: failure) { return giveUp }
-            var wait = delay
+            var wait = jitter(min(policy.wait(policy.initialDelay), delay)...delay)
             if let answer = failure as? UnexpectedAnswer, let retryAfter = answer.retryAfter {
                 wait = policy.wait(retryAfter)
             }

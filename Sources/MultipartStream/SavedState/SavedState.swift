@@ -1,0 +1,67 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A resumable upload's saved state while it runs: its place in the state directory, held locked, and what an
+/// earlier run left there.
+struct SavedState {
+    let directory: SavedUploadDirectory
+    let key: String
+    let fingerprint: String
+    let method: String
+    let requestURL: String
+    let lock: SavedUploadLock
+    /// What an earlier run saved, when it can be trusted.
+    let record: SavedUpload?
+
+    /// The state of `form` sent with `request`, locked, with what an earlier run saved; `nil` for a form that cannot
+    /// be sent again by another process (a stream part).
+    /// - Throws: ``MultipartError/Reason/uploadInProgress(_:)`` or ``MultipartError/Reason/stateUnwritable(_:errno:)``.
+    init?(
+        form: MultipartFormData, request: URLRequest, directory url: URL,
+        events: (@Sendable (MultipartResumption.Event) -> Void)?
+    ) throws(MultipartError) {
+        guard let key = form.savedUploadKey(for: request), let fingerprint = form.savedUploadFingerprint else {
+            events?(.notSaved)
+            return nil
+        }
+        directory = SavedUploadDirectory(url)
+        try directory.prepare()
+        lock = try directory.lock(key)
+        self.key = key
+        self.fingerprint = fingerprint
+        method = request.httpMethod ?? "POST"
+        requestURL = request.url?.withoutUserInfo ?? ""
+        record = directory.load(key) { events?(.stateIgnored($0, reason: $1)) }
+    }
+
+    /// `form` as the saved upload's bytes went out (its boundary), or `nil` when it is another form: other parts,
+    /// other file contents, or another request.
+    func rebuilt(_ form: MultipartFormData, from record: SavedUpload) -> MultipartFormData? {
+        guard record.fingerprint == fingerprint, record.method == method, record.requestURL == requestURL,
+            let rebuilt = form.replacingBoundary(with: record.boundary),
+            rebuilt.contentLength == record.contentLength
+        else { return nil }
+        return rebuilt
+    }
+
+    /// The record of `form`'s upload at `location`, `acknowledged` bytes in.
+    func record(of form: MultipartFormData, at location: URL, acknowledged: UInt64) -> SavedUpload {
+        let now = Date()
+        return SavedUpload(
+            method: method, requestURL: requestURL, uploadURL: location.absoluteString,
+            interopVersion: ResumableUpload.InteropVersion.current.rawValue, boundary: form.boundary,
+            contentLength: form.contentLength, fingerprint: fingerprint, acknowledged: acknowledged, created: now,
+            updated: now)
+    }
+
+    func save(_ record: SavedUpload) throws(MultipartError) {
+        try directory.save(record, as: key)
+    }
+
+    func remove() {
+        directory.remove(key)
+    }
+}

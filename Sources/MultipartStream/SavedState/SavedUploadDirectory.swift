@@ -1,0 +1,185 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The directory of saved uploads' state files, `KEY.json`, each beside the `KEY.lock` its running upload holds.
+///
+/// The directory is made `0700` and the files `0600`. A state file is replaced whole (written beside, synced,
+/// renamed), so a crash leaves the old one or the new one, never half of one. A file that is not a regular file of
+/// this user's, not writable by others, small, and a record whose every field checks out is ignored, with the
+/// reason given to `ignored`.
+struct SavedUploadDirectory: Sendable {
+    let url: URL
+    /// The user whose files are trusted: this process's.
+    let owner: uid_t
+
+    /// The largest state file read: a record is a few hundred bytes.
+    private static let largestFile = 64 << 10
+
+    init(_ url: URL, owner: uid_t = geteuid()) {
+        self.url = url
+        self.owner = owner
+    }
+
+    func file(for key: String) -> URL {
+        url.appendingPathComponent("\(key).json")
+    }
+
+    /// Makes the directory (and its missing parents) `0700` if it does not exist; refuses one that others may write.
+    func prepare() throws(MultipartError) {
+        let path = url.path
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            try? FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+            guard mkdir(path, 0o700) == 0 || errno == EEXIST, lstat(path, &info) == 0 else {
+                throw MultipartError(.stateUnwritable(url, errno: errno))
+            }
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == owner, info.st_mode & 0o022 == 0 else {
+            throw MultipartError(.stateUnwritable(url, errno: EPERM))
+        }
+    }
+
+    /// The record saved under `key`, if there is one that can be trusted; why not to `ignored`.
+    func load(_ key: String, ignored: (URL, String) -> Void) -> SavedUpload? {
+        let file = file(for: key)
+        let descriptor = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            if errno != ENOENT { ignored(file, "it cannot be opened: \(POSIX.errnoText(errno))") }
+            return nil
+        }
+        defer { POSIX.close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            ignored(file, "it is not a regular file")
+            return nil
+        }
+        guard info.st_uid == owner else {
+            ignored(file, "it belongs to user \(info.st_uid), not to this one")
+            return nil
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            ignored(file, "others may write it")
+            return nil
+        }
+        guard info.st_size <= Self.largestFile else {
+            ignored(file, "it is \(info.st_size) bytes, more than a state holds")
+            return nil
+        }
+        var data = Data(count: Int(info.st_size) + 1)
+        let count = data.withUnsafeMutableBytes { try? POSIX.read(descriptor, into: $0) }
+        guard let count else {
+            ignored(file, "it cannot be read")
+            return nil
+        }
+        data.count = count
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let record: SavedUpload
+        do {
+            record = try decoder.decode(SavedUpload.self, from: data)
+        } catch {
+            ignored(file, "it is not a saved upload (corrupt or truncated)")
+            return nil
+        }
+        if let flaw = record.flaw {
+            ignored(file, flaw)
+            return nil
+        }
+        return record
+    }
+
+    /// Replaces the record under `key` whole: written to a temporary file, synced, renamed over the old one.
+    func save(_ record: SavedUpload, as key: String) throws(MultipartError) {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let file = file(for: key)
+        let data = (try? encoder.encode(record)) ?? Data()
+        let temporary = url.appendingPathComponent(".\(key).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp")
+        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw MultipartError(.stateUnwritable(file, errno: errno)) }
+        do throws(POSIX.Failure) {
+            let failure = data.withUnsafeBytes { bytes -> POSIX.Failure? in
+                do throws(POSIX.Failure) {
+                    try POSIX.writeAll(descriptor, bytes)
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            if let failure { throw failure }
+            guard fsync(descriptor) == 0 else { throw POSIX.Failure(code: errno) }
+            POSIX.close(descriptor)
+            guard rename(temporary.path, file.path) == 0 else { throw POSIX.Failure(code: errno) }
+        } catch {
+            POSIX.close(descriptor)
+            unlink(temporary.path)
+            throw MultipartError(.stateUnwritable(file, errno: error.code))
+        }
+        syncDirectory()
+    }
+
+    /// Removes the record under `key`, if there is one.
+    func remove(_ key: String) {
+        if unlink(file(for: key).path) == 0 { syncDirectory() }
+    }
+
+    /// Makes the renames and removals in the directory durable.
+    private func syncDirectory() {
+        let descriptor = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        POSIX.close(descriptor)
+    }
+
+    /// Takes the lock of `key`'s upload without waiting: two processes never send the same upload at once.
+    /// - Throws: ``MultipartError/Reason/uploadInProgress(_:)`` when another holds it.
+    func lock(_ key: String) throws(MultipartError) -> SavedUploadLock {
+        let path = url.appendingPathComponent("\(key).lock").path
+        // The holder removes the lock file when it is done: a lock taken on a file already removed is taken again.
+        while true {
+            let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard descriptor >= 0 else { throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: errno)) }
+            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+                let code = errno
+                POSIX.close(descriptor)
+                if code == EWOULDBLOCK { throw MultipartError(.uploadInProgress(file(for: key))) }
+                throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: code))
+            }
+            var held = stat()
+            var named = stat()
+            if fstat(descriptor, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino,
+                held.st_dev == named.st_dev
+            {
+                return SavedUploadLock(descriptor: descriptor, path: path)
+            }
+            POSIX.close(descriptor)
+        }
+    }
+}
+
+/// A held lock of a saved upload; ``release()`` ends it, as the process's end does.
+final class SavedUploadLock: Sendable {
+    private let descriptor: Int32
+    private let path: String
+
+    fileprivate init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    /// Removes the lock file, then lets go of it: a process that opened it before sees it gone and opens anew.
+    func release() {
+        unlink(path)
+        POSIX.close(descriptor)
+    }
+}

@@ -1,0 +1,227 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The saved state of resumable uploads on disk: what is written, how, and which files are never trusted.
+@Suite struct SavedUploadStateTests {
+    let directory: TemporaryDirectory
+    let states: SavedUploadDirectory
+    let key = String(repeating: "ab", count: 32)
+
+    init() throws {
+        directory = try TemporaryDirectory()
+        states = SavedUploadDirectory(directory.path("state/multipart"))
+    }
+
+    private func record(acknowledged: UInt64 = 10) -> SavedUpload {
+        SavedUpload(
+            method: "POST", requestURL: "http://127.0.0.1:1/upload", uploadURL: "http://127.0.0.1:1/u/1",
+            interopVersion: 6, boundary: "b", contentLength: 100, fingerprint: String(repeating: "0", count: 64),
+            acknowledged: acknowledged, created: Date(timeIntervalSince1970: 1_000_000_000),
+            updated: Date(timeIntervalSince1970: 1_000_000_000))
+    }
+
+    /// Loads `key`, collecting the reasons it was ignored for.
+    private func load() -> (SavedUpload?, [String]) {
+        var reasons: [String] = []
+        let loaded = states.load(key) { reasons.append("\($0.lastPathComponent): \($1)") }
+        return (loaded, reasons)
+    }
+
+    private func mode(_ url: URL) throws -> Int {
+        try (FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int) ?? -1
+    }
+
+    @Test func aRecordIsWrittenPrivatelyAndReadBack() throws {
+        try states.prepare()
+        try states.save(record(), as: key)
+        #expect(try mode(states.url) == 0o700)
+        #expect(try mode(states.file(for: key)) == 0o600)
+        let (loaded, reasons) = load()
+        #expect(loaded == record() && reasons.isEmpty)
+        // Replaced whole, with no temporary file left beside it.
+        try states.save(record(acknowledged: 50), as: key)
+        #expect(load().0?.acknowledged == 50)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: states.url.path) == ["\(key).json"])
+        states.remove(key)
+        #expect(load().0 == nil && load().1.isEmpty, "no file is no state, and no warning")
+    }
+
+    @Test func aDirectoryOthersMayWriteIsRefused() throws {
+        try FileManager.default.createDirectory(at: states.url, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: states.url.path)
+        let error = try #require(throws: MultipartError.self) { try states.prepare() }
+        guard case .stateUnwritable(states.url, _) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
+    }
+
+    @Test(arguments: [
+        ("corrupt", Data("{\"format\": 1, \"uploadURL\": ".utf8), "corrupt or truncated"),
+        ("truncated", Data(), "corrupt or truncated"),
+        ("not json", Data([0xFF, 0x00, 0x13]), "corrupt or truncated"),
+    ])
+    func aCorruptOrTruncatedFileIsIgnoredWithAWarning(name: String, contents: Data, reason: String) throws {
+        try states.prepare()
+        try contents.write(to: states.file(for: key))
+        let (loaded, reasons) = load()
+        #expect(loaded == nil, "\(name)")
+        #expect(reasons.count == 1 && reasons[0].contains(reason), "\(name): \(reasons)")
+    }
+
+    @Test func aHalfWrittenRecordIsIgnored() throws {
+        try states.prepare()
+        try states.save(record(), as: key)
+        let whole = try Data(contentsOf: states.file(for: key))
+        for length in stride(from: 0, to: whole.count, by: 7) {
+            try whole.prefix(length).write(to: states.file(for: key))
+            #expect(load().0 == nil, "\(length) of \(whole.count) bytes")
+        }
+    }
+
+    @Test func aRecordOfAnotherFormatOrVersionOrWithABadFieldIsIgnored() throws {
+        try states.prepare()
+        var flawed: [(SavedUpload, String)] = []
+        var other = record()
+        other.format = 2
+        flawed.append((other, "format 2"))
+        other = record()
+        other.interopVersion = 7
+        flawed.append((other, "interop version 7"))
+        other = record()
+        other.uploadURL = "file:///etc/passwd"
+        flawed.append((other, "not an http"))
+        other = record()
+        other.boundary = "bad\r\nboundary"
+        flawed.append((other, "boundary"))
+        other = record()
+        other.acknowledged = 101
+        flawed.append((other, "past the form's length"))
+        other = record()
+        other.fingerprint = "xyz"
+        flawed.append((other, "fingerprint"))
+        for (record, reason) in flawed {
+            try states.save(record, as: key)
+            let (loaded, reasons) = load()
+            #expect(loaded == nil && reasons.count == 1 && reasons[0].contains(reason), "\(reasons)")
+        }
+    }
+
+    @Test func aFileOfAnotherUserOrThatOthersMayWriteOrALinkIsIgnored() throws {
+        try states.prepare()
+        try states.save(record(), as: key)
+        var reasons: [String] = []
+        let stranger = SavedUploadDirectory(states.url, owner: geteuid() &+ 1)
+        #expect(stranger.load(key) { reasons.append($1) } == nil)
+        #expect(reasons.count == 1 && reasons[0].contains("belongs to user"), "\(reasons)")
+
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: states.file(for: key).path)
+        #expect(load().0 == nil && load().1.first?.contains("others may write") == true)
+
+        states.remove(key)
+        let elsewhere = directory.path("elsewhere.json")
+        try states.save(record(), as: "other")
+        try FileManager.default.moveItem(at: states.file(for: "other"), to: elsewhere)
+        try FileManager.default.createSymbolicLink(at: states.file(for: key), withDestinationURL: elsewhere)
+        #expect(load().0 == nil && load().1.first?.contains("cannot be opened") == true, "a link is not followed")
+    }
+
+    @Test func aHugeFileIsNotRead() throws {
+        try states.prepare()
+        try Data(count: 1 << 20).write(to: states.file(for: key))
+        #expect(load().0 == nil && load().1.first?.contains("more than a state holds") == true)
+    }
+
+    @Test func oneProcessHoldsAnUploadsLockAtATime() throws {
+        try states.prepare()
+        let held = try states.lock(key)
+        let error = try #require(throws: MultipartError.self) { _ = try states.lock(key) }
+        guard case .uploadInProgress(let file) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
+        #expect(file == states.file(for: key))
+        held.release()
+        let again = try states.lock(key)
+        again.release()
+        #expect(try FileManager.default.contentsOfDirectory(atPath: states.url.path).isEmpty, "the lock file goes")
+    }
+
+    @Test func theStandardDirectoryFollowsXDGStateHome() {
+        // The process's environment is read as it is: either answer is checked against it.
+        let url = MultipartResumption.standardStateDirectory(named: "multipart")
+        let environment = ProcessInfo.processInfo.environment
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            #expect(url.path == URL(fileURLWithPath: state).appendingPathComponent("multipart").path)
+        } else {
+            #expect(url.path.hasSuffix("/.local/state/multipart"))
+        }
+    }
+
+    // MARK: The form's fingerprint and key
+
+    @Test func theFingerprintFollowsEveryPartAndFileButNotTheBoundary() throws {
+        let file = try directory.file("log.txt", contents: Data("first".utf8))
+        func form(_ value: String = "v", boundary: String? = nil, type: String? = nil) throws -> MultipartFormData {
+            var form = try boundary.map { try MultipartFormData(boundary: $0) } ?? MultipartFormData()
+            form.append(Data(value.utf8), name: "field", mimeType: type)
+            try form.append(fileURL: file, name: "log")
+            return form
+        }
+        let request = URLRequest(url: URL(string: "http://127.0.0.1/upload")!)
+        let base = try form()
+        #expect(try form(boundary: "other").savedUploadFingerprint == base.savedUploadFingerprint)
+        #expect(try form("w").savedUploadFingerprint != base.savedUploadFingerprint, "a value")
+        #expect(try form(type: "text/csv").savedUploadFingerprint != base.savedUploadFingerprint, "a header")
+        #expect(try form("w").savedUploadKey(for: request) == base.savedUploadKey(for: request), "same shape")
+        // The same size, other bytes: the modification time moves.
+        let before = base.savedUploadFingerprint
+        try Data("other".utf8).write(to: file)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: 5)], ofItemAtPath: file.path)
+        let changed = try form()
+        #expect(changed.savedUploadFingerprint != before)
+        #expect(changed.savedUploadKey(for: request) == base.savedUploadKey(for: request), "found again, and deleted")
+        var other = request
+        other.url = URL(string: "http://127.0.0.1/elsewhere")
+        #expect(base.savedUploadKey(for: other) != base.savedUploadKey(for: request), "another URL")
+        other = request
+        other.httpMethod = "PUT"
+        #expect(base.savedUploadKey(for: other) != base.savedUploadKey(for: request), "another method")
+        var streamed = base
+        streamed.append(InputStream(data: Data("x".utf8)), length: 1, name: "s")
+        #expect(streamed.savedUploadFingerprint == nil && streamed.savedUploadKey(for: request) == nil)
+    }
+
+    @Test func aFormRebuiltWithTheSavedBoundaryIsByteEqual() throws {
+        var form = MultipartFormData()
+        form.append("value", name: "field")
+        var saved = try MultipartFormData(boundary: form.boundary)
+        saved.append("value", name: "field")
+        var next = MultipartFormData()
+        next.append("value", name: "field")
+        let rebuilt = try #require(next.replacingBoundary(with: form.boundary))
+        #expect(try rebuilt.encode() == (try saved.encode()))
+        #expect(next.replacingBoundary(with: "bad\r\n") == nil)
+        #expect(next.replacingBoundary(with: "value") == nil, "a part holds it")
+    }
+
+    @Test func theDigestIsSHA256() throws {
+        var generator = SeededGenerator(seed: 9)
+        for count in [0, 1, 55, 56, 63, 64, 65, 1_000, 100_000] {
+            let bytes = Data([UInt8].random(count: count, using: &generator))
+            var digest = SHA256()
+            digest.update(bytes.prefix(count / 3))
+            digest.update(Array(bytes.dropFirst(count / 3)))
+            let file = try directory.file("digest-\(count)", contents: bytes)
+            #expect(digest.hexDigest() == (try sha256sum(file)), "\(count) bytes")
+        }
+    }
+}
