@@ -7,6 +7,15 @@
 #            body + 5 x 16 MiB sent
 #   plain    -C - against the same handler without NIOResumableUpload: the whole form, once
 #   changed  a file part changed between attempts: the command fails naming it (exit 3) and no body completes
+#   kill     `kill -9` of the command at about half of 1 GiB, then the same command again: it resumes (saying where),
+#            the body is --output-body's, at most 16 MiB went twice, and no state is left
+#   sigint   the same with Ctrl-C (SIGINT): exit 130, the message says how to resume
+#   rerun    a file changed between two runs (the same size, other bytes; another size): a new upload, a clear message,
+#            the right body
+#   stall    a proxy that stops forwarding without closing: noticed within --speed-time + 1 s, resumed, byte-exact;
+#            without -C -, the command fails as curl's --speed-limit does
+#   twice    two runs of the same command at once: one fails saying another is sending it, the body is exact
+#   abandon  --abandon after an interrupted run deletes the upload on the server and its state
 # Prints the time, bytes sent and resent of each. Needs `swift build` (the command) and
 # `swift build -c release --product resumable-server` here. Usage: Benchmarks/resumable-check.sh
 set -euo pipefail
@@ -117,7 +126,79 @@ path=$(json "$(cat "$work/answer.json")" '["path"]')
     || check "large: at most body + 5 x 16 MiB sent" "$forwarded bytes for a $length-byte form"
 [ "$(json "$stats" '["cuts"]')" = 5 ] && check "large: the proxy cut five times" ok \
     || check "large: the proxy cut five times" "$stats"
-rm -f "$path" "$work/backup.bin"
+rm -f "$path"
+
+# The state of every run below is kept where the command keeps it by default, under a temporary XDG_STATE_HOME.
+export XDG_STATE_HOME="$work/xdg"
+state_files() { find "$XDG_STATE_HOME/multipart" -name '*.json' 2> /dev/null | wc -l; }
+
+# Waits until the server's next body (the first after the last one when the command was started) has at least
+# BYTES, for at most 20 s.
+wait_for_body() { # BYTES
+    local next="$work/bodies/body-$((${last_body:-0} + 1))"
+    for _ in $(seq 2000); do
+        [ -f "$next" ] && [ "$(stat -c %s "$next")" -ge "$1" ] && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
+# Runs the command in the background with stderr to FILE; sets `command_pid`, and `last_body` to the server's last
+# body so far (0 for none).
+run_in_background() { # ERR-FILE ARGS...
+    local err=$1
+    shift
+    # Bodies on disk, and completed ones, which the checks remove.
+    last_body=$( (find "$work/bodies" -name 'body-*'; bodies "$server_port" | grep -o 'body-[0-9]*') \
+        | sed 's/.*body-//' | sort -n | tail -1)
+    "$multipart" "$@" 2> "$err" &
+    command_pid=$!
+}
+
+# interrupt: SIGNAL at about half the body, then the same command again; checks the resume.
+interrupt() { # NAME SIGNAL EXPECTED-STATUS
+    local name=$1 signal=$2 expected=$3
+    start "$work/proxy" python3 Peers/fault-proxy.py "$server_port"
+    proxy_fd=$fd
+    local args=(-S -C - --retry 3 --retry-delay 0.25 "${fields[@]}" -o "$work/answer.json"
+        "http://127.0.0.1:$port/upload")
+    set +e
+    run_in_background "$work/$name-1.err" "${args[@]}"
+    wait_for_body $((length / 2))
+    kill "-$signal" "$command_pid"
+    wait "$command_pid"
+    local status=$?
+    local saved
+    saved=$(state_files)
+    started=$(date +%s.%N)
+    "$multipart" "${args[@]}" 2> "$work/$name-2.err"
+    local second=$?
+    set -e
+    seconds=$(python3 -c "import time; print(f'{time.time() - $started:.2f}')")
+    stop_proxy "$proxy_fd" "$work/proxy"
+    forwarded=$(json "$stats" '["forwarded"]')
+    path=$(json "$(cat "$work/answer.json")" '["path"]')
+    resumed=$(grep -o 'resuming the saved upload at byte [0-9]*' "$work/$name-2.err" | grep -o '[0-9]*$' || true)
+    echo "$name: $length-byte form, $signal at half, resumed at ${resumed:-?} in $seconds s, $forwarded bytes sent" \
+        "($((forwarded - length)) resent)"
+    [ "$status" = "$expected" ] && [ "$saved" = 1 ] && check "$name: exit $expected, state saved" ok \
+        || check "$name: exit $expected, state saved" "exit $status, $saved state files: $(cat "$work/$name-1.err")"
+    [ "$second" = 0 ] && [ -n "$resumed" ] && cmp -s "$path" "$work/expected.multipart" \
+        && check "$name: the second run resumes, the body is --output-body's" ok \
+        || check "$name: the second run resumes, the body is --output-body's" "exit $second: $(cat "$work/$name-2.err")"
+    [ "$forwarded" -le $((length + (16 << 20))) ] && check "$name: at most 16 MiB sent twice" ok \
+        || check "$name: at most 16 MiB sent twice" "$forwarded bytes for a $length-byte form"
+    [ "$(state_files)" = 0 ] && check "$name: no state left" ok || check "$name: no state left" "$(state_files) files"
+    rm -f "$path"
+}
+
+# kill and sigint: 1 GiB, stopped at half, run again.
+interrupt kill KILL 137
+interrupt sigint INT 130
+if grep -q "Run the same command again to resume it" "$work/sigint-1.err" && grep -q -- "--abandon" "$work/sigint-1.err"
+then check "sigint: the message says how to resume" ok
+else check "sigint: the message says how to resume" "$(cat "$work/sigint-1.err")"; fi
+rm -f "$work/backup.bin"
 
 # plain: a server that knows nothing of the draft gets the whole form once.
 head -c $((32 << 20)) /dev/urandom > "$work/log.bin"
@@ -149,6 +230,118 @@ if [ "$status" = 3 ] && grep -q "log.bin" "$work/changed.err" && [ "$after" = "$
 else
     check "changed: the command fails naming the file, no body completes" \
         "exit $status, $after bodies (was $before): $(cat "$work/changed.err")"
+fi
+
+# rerun: a file changed between two runs of the same command.
+head -c $((256 << 20)) /dev/urandom > "$work/photos.bin"
+fields=(--boundary ResumableCheck -F "photos=@$work/photos.bin")
+for change in same-size other-size; do
+    set +e
+    run_in_background "$work/rerun-1.err" -sS -C - "${fields[@]}" -o "$work/answer.json" \
+        "http://127.0.0.1:$server_port/upload"
+    wait_for_body $((64 << 20))
+    kill -INT "$command_pid"
+    wait "$command_pid"
+    if [ "$change" = same-size ]; then
+        printf 'changed!' | dd of="$work/photos.bin" bs=1 seek=1000 conv=notrunc 2> /dev/null
+        touch -d '+10 seconds' "$work/photos.bin"
+    else
+        printf 'more' >> "$work/photos.bin"
+    fi
+    "$multipart" -s "${fields[@]}" --output-body "$work/expected.multipart"
+    "$multipart" -S -C - "${fields[@]}" -o "$work/answer.json" "http://127.0.0.1:$server_port/upload" \
+        2> "$work/rerun-2.err"
+    status=$?
+    set -e
+    path=$(json "$(cat "$work/answer.json")" '["path"]')
+    if [ "$status" = 0 ] && cmp -s "$path" "$work/expected.multipart" \
+        && grep -q "changed since the saved upload" "$work/rerun-2.err"; then
+        check "rerun ($change): a new upload, said so, the right body" ok
+    else
+        check "rerun ($change): a new upload, said so, the right body" "exit $status: $(cat "$work/rerun-2.err")"
+    fi
+    rm -f "$path"
+done
+
+# stall: the proxy stops forwarding after 100 MiB of a connection, without closing it.
+start "$work/proxy" python3 Peers/fault-proxy.py "$server_port" stall:100M
+proxy_fd=$fd
+set +e
+"$multipart" -sS -C - --retry 3 --retry-delay 0.1 --speed-time 2 "${fields[@]}" -o "$work/answer.json" \
+    "http://127.0.0.1:$port/upload"
+status=$?
+set -e
+stop_proxy "$proxy_fd" "$work/proxy"
+path=$(json "$(cat "$work/answer.json")" '["path"]')
+noticed=$(python3 - "$work/proxy.err" <<'EOF'
+import re, sys
+text = open(sys.argv[1]).read()
+stalled = float(re.search(r"stalled connection \d+ after \d+ bytes at ([\d.]+)", text).group(1))
+after = [float(t) for t in re.findall(r"connection \d+ at ([\d.]+)", text) if float(t) > stalled]
+print(f"{after[0] - stalled:.2f}" if after else "never")
+EOF
+)
+echo "stall: the next connection came $noticed s after the proxy stalled (--speed-time 2)"
+[ "$status" = 0 ] && cmp -s "$path" "$work/expected.multipart" && check "stall: resumed, byte-exact" ok \
+    || check "stall: resumed, byte-exact" "exit $status"
+python3 -c "import sys; sys.exit(0 if '$noticed' != 'never' and float('$noticed') <= 3 else 1)" \
+    && check "stall: noticed within --speed-time + 1 s" ok || check "stall: noticed within --speed-time + 1 s" "$noticed"
+rm -f "$path"
+start "$work/proxy" python3 Peers/fault-proxy.py "$server_port" stall:100M
+proxy_fd=$fd
+set +e
+started=$(date +%s.%N)
+"$multipart" -sS --speed-time 2 "${fields[@]}" -o /dev/null "http://127.0.0.1:$port/upload" 2> "$work/slow.err"
+status=$?
+set -e
+seconds=$(python3 -c "import time; print(f'{time.time() - $started:.2f}')")
+stop_proxy "$proxy_fd" "$work/proxy"
+[ "$status" = 4 ] && grep -q "operation too slow" "$work/slow.err" \
+    && check "stall: without -C -, exit 4 as --speed-limit ($seconds s)" ok \
+    || check "stall: without -C -, exit 4 as --speed-limit" "exit $status in $seconds s: $(cat "$work/slow.err")"
+
+# twice: two runs of the same command at once.
+before=$(json "$(bodies "$server_port")" '.__len__()')
+set +e
+run_in_background "$work/twice-1.err" -sS -C - "${fields[@]}" -o "$work/answer-1.json" \
+    "http://127.0.0.1:$server_port/upload"
+first_pid=$command_pid
+run_in_background "$work/twice-2.err" -sS -C - "${fields[@]}" -o "$work/answer-2.json" \
+    "http://127.0.0.1:$server_port/upload"
+wait "$first_pid"
+first=$?
+wait "$command_pid"
+second=$?
+set -e
+after=$(json "$(bodies "$server_port")" '.__len__()')
+if [ "$(echo "$first $second" | tr ' ' '\n' | sort | tr '\n' ' ')" = "0 4 " ] && [ "$after" = $((before + 1)) ] \
+    && cat "$work"/twice-*.err | grep -q "another process is sending this upload"; then
+    winner=$([ "$first" = 0 ] && echo "$work/answer-1.json" || echo "$work/answer-2.json")
+    cmp -s "$(json "$(cat "$winner")" '["path"]')" "$work/expected.multipart" \
+        && check "twice: one fails clearly, one body, exact" ok || check "twice: one body, exact" "it differs"
+else
+    check "twice: one fails clearly, one body, exact" \
+        "exits $first $second, $((after - before)) bodies: $(cat "$work"/twice-*.err)"
+fi
+
+# abandon: an interrupted run given up on purpose.
+set +e
+run_in_background "$work/abandon-1.err" -sS -C - "${fields[@]}" -o /dev/null "http://127.0.0.1:$server_port/upload"
+wait_for_body $((64 << 20))
+kill -INT "$command_pid"
+wait "$command_pid"
+upload_url=$(python3 -c "import glob, json, sys; print(json.load(open(glob.glob(sys.argv[1])[0]))['uploadURL'])" \
+    "$XDG_STATE_HOME/multipart/*.json")
+"$multipart" -S -C - --abandon "${fields[@]}" "http://127.0.0.1:$server_port/upload" 2> "$work/abandon-2.err"
+status=$?
+set -e
+gone=$(curl -s -o /dev/null -w '%{http_code}' -I -H 'Upload-Draft-Interop-Version: 6' "$upload_url")
+if [ "$status" = 0 ] && grep -q "abandoned" "$work/abandon-2.err" && [ "$(state_files)" = 0 ] && [ "$gone" = 404 ]
+then
+    check "abandon: the upload is deleted on the server and here" ok
+else
+    check "abandon: the upload is deleted on the server and here" \
+        "exit $status, HEAD $gone, $(state_files) state files: $(cat "$work/abandon-2.err")"
 fi
 
 echo "$passed passed, $failed failed"

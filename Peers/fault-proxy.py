@@ -4,15 +4,19 @@
 Usage: fault-proxy.py TARGET_PORT [CUT ...]
   CUT   bytes (K, M or G suffixes: powers of 1024). The first connection to carry CUT bytes from the client since it
         opened is reset in both directions after exactly that many, and the next CUT waits for the next connection.
-Prints its port on the first line of stdout. When standard input closes it prints one JSON line,
-{"forwarded": BYTES, "connections": N, "cuts": N}, BYTES counting every client byte it passed to the target, and
-exits.
+        `stall:BYTES` stalls it instead, as a sleeping laptop or a network that drops packets silently would: the
+        target's side is reset, and the client's is kept open but neither read nor answered (for 120 s).
+Prints its port on the first line of stdout, and on stderr a line for each connection, cut and stall with its time
+(`at SECONDS`, Unix time). When standard input closes it prints one JSON line,
+{"forwarded": BYTES, "connections": N, "cuts": N, "stalls": N}, BYTES counting every client byte it passed to the
+target, and exits.
 """
 import asyncio
 import json
 import socket
 import struct
 import sys
+import time
 
 UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -29,6 +33,7 @@ class Proxy:
         self.forwarded = 0
         self.connections = 0
         self.made_cuts = 0
+        self.made_stalls = 0
 
     @staticmethod
     def reset(*writers):
@@ -45,27 +50,39 @@ class Proxy:
     async def handle(self, client_reader, client_writer):
         self.connections += 1
         number = self.connections
+        print(f"fault-proxy: connection {number} at {time.time():.3f}", file=sys.stderr, flush=True)
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
             self.reset(client_writer)
             return
         sent = 0
+        stalled = False
 
         async def upward():
-            nonlocal sent
+            nonlocal sent, stalled
             while True:
                 data = await client_reader.read(1 << 16)
                 if not data:
                     upstream_writer.write_eof()
                     return
-                if self.cuts and sent + len(data) >= self.cuts[0]:
-                    allowed = self.cuts.pop(0) - sent
+                if self.cuts and sent + len(data) >= self.cuts[0][0]:
+                    at, stalls = self.cuts.pop(0)
+                    allowed = at - sent
                     upstream_writer.write(data[:allowed])
                     await upstream_writer.drain()
                     self.forwarded += allowed
+                    if stalls:
+                        stalled = True
+                        self.made_stalls += 1
+                        print(f"fault-proxy: stalled connection {number} after {at} bytes at {time.time():.3f}",
+                              file=sys.stderr, flush=True)
+                        self.reset(upstream_writer)
+                        await asyncio.sleep(120)
+                        self.reset(client_writer)
+                        return
                     self.made_cuts += 1
-                    print(f"fault-proxy: cut connection {number} after {sent + allowed} bytes", file=sys.stderr, flush=True)
+                    print(f"fault-proxy: cut connection {number} after {at} bytes", file=sys.stderr, flush=True)
                     self.reset(client_writer, upstream_writer)
                     return
                 upstream_writer.write(data)
@@ -75,7 +92,13 @@ class Proxy:
 
         async def downward():
             while True:
-                data = await upstream_reader.read(1 << 16)
+                try:
+                    data = await upstream_reader.read(1 << 16)
+                except (ConnectionError, OSError):
+                    data = b""
+                if stalled:
+                    # The client hears nothing more: not the target's reset, not an end.
+                    return
                 if not data:
                     if client_writer.can_write_eof():
                         client_writer.write_eof()
@@ -97,13 +120,14 @@ class Proxy:
 
 async def main():
     target = int(sys.argv[1])
-    proxy = Proxy(target, [parse_size(cut) for cut in sys.argv[2:]])
+    cuts = [(parse_size(cut.removeprefix("stall:")), cut.startswith("stall:")) for cut in sys.argv[2:]]
+    proxy = Proxy(target, cuts)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
     print(server.sockets[0].getsockname()[1], flush=True)
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)
-    print(json.dumps({"forwarded": proxy.forwarded, "connections": proxy.connections, "cuts": proxy.made_cuts}),
-          flush=True)
+    print(json.dumps({"forwarded": proxy.forwarded, "connections": proxy.connections, "cuts": proxy.made_cuts,
+                      "stalls": proxy.made_stalls}), flush=True)
     server.close()
 
 
