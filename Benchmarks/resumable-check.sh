@@ -32,6 +32,8 @@ cleanup() {
 }
 fds=()
 trap cleanup EXIT
+# The command keeps the state of -C - where it does by default, under a temporary state directory.
+export HOME="$work/home" XDG_STATE_HOME="$work/xdg"
 passed=0
 failed=0
 check() { # NAME CONDITION-MESSAGE: counts a result
@@ -128,8 +130,6 @@ path=$(json "$(cat "$work/answer.json")" '["path"]')
     || check "large: the proxy cut five times" "$stats"
 rm -f "$path"
 
-# The state of every run below is kept where the command keeps it by default, under a temporary XDG_STATE_HOME.
-export XDG_STATE_HOME="$work/xdg"
 state_files() { find "$XDG_STATE_HOME/multipart" -name '*.json' 2> /dev/null | wc -l; }
 
 # Waits until the server's next body (the first after the last one when the command was started) has at least

@@ -134,6 +134,14 @@ import Testing
         var stderr: String
     }
 
+    /// This process's environment, but for the user's state directory: `-C -` keeps its state in the test's own.
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOME"] = directory.path("home").path
+        environment["XDG_STATE_HOME"] = directory.path("state").path
+        return environment
+    }
+
     /// Runs `command` in a shell (for `ulimit` and pseudo-terminals) or `multipart` with `arguments`.
     func run(_ arguments: [String], shell: String? = nil) throws -> Run {
         let process = Process()
@@ -151,6 +159,7 @@ import Testing
         process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.currentDirectoryURL = directory.url
+        process.environment = environment
         try process.run()
         process.waitUntilExit()
         return Run(

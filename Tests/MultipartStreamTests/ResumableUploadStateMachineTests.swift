@@ -23,7 +23,8 @@ import Testing
 
     /// A machine that has created its upload and sent its first append.
     private func appending(_ policy: MultipartResumption? = nil) -> ResumableUpload.StateMachine {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy ?? self.policy, jitter: \.upperBound)
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy ?? self.policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
@@ -286,7 +287,8 @@ import Testing
 
     @Test func anHTTPUploadForAnHTTPSRequestIsRefused() {
         let secure = URL(string: "https://example.com/upload")!
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: secure, jitter: \.upperBound)
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, requestURL: secure, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         guard
@@ -296,7 +298,8 @@ import Testing
             Issue.record("expected insecureUploadLocation")
             return
         }
-        var plain = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, requestURL: location, jitter: \.upperBound)
+        var plain = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, requestURL: location, jitter: \.upperBound)
         _ = plain.start()
         _ = plain.handle(answer(200, limit: true))
         expect(plain.handle(answer(201, location: location)), is: .send(.append(from: 0, upTo: 1_000)))
@@ -439,7 +442,8 @@ import Testing
             Issue.record("expected resumeFailed")
             return
         }
-        var early = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0), jitter: \.upperBound)
+        var early = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0), jitter: \.upperBound)
         _ = early.start()
         guard case (.resumeFailed, nil)? = failure(early.handle(dropped)) else {
             Issue.record("nothing to delete before the upload exists")
@@ -627,9 +631,9 @@ import Testing
         var waits: Set<Double> = []
         for _ in 0..<40 {
             guard case .wait(let seconds, _) = resumption.handle(dropped) else {
-            Issue.record("no wait")
-            return
-        }
+                Issue.record("no wait")
+                return
+            }
             #expect((0.1...0.8).contains(seconds))
             waits.insert(seconds)
         }

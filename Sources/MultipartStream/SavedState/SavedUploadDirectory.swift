@@ -148,7 +148,9 @@ struct SavedUploadDirectory: Sendable {
         // The holder removes the lock file when it is done: a lock taken on a file already removed is taken again.
         while true {
             let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else { throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: errno)) }
+            guard descriptor >= 0 else {
+                throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: errno))
+            }
             guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
                 let code = errno
                 POSIX.close(descriptor)

@@ -29,11 +29,11 @@ public struct MultipartResumption: Sendable {
     /// dropped connection; `nil` for never. By default, nothing handed out for 30 s.
     public var stall: Stall?
     /// A directory to keep the upload's state in, so that the same form sent to the same URL by another process
-    /// (after Ctrl-C, a crash, a reboot) resumes where the server stands; `nil` (the default) keeps none. See the
-    /// article "Saved state" for what is kept, and ``standardStateDirectory(named:)``.
+    /// (after Ctrl-C, a crash, a reboot) resumes where the server stands; `nil` (the default) keeps none. See
+    /// <doc:SavedState> for what is kept, and ``standardStateDirectory(named:)``.
     ///
     /// With saved state a cancelled upload keeps its upload resource and state, to be resumed later; one that fails
-    /// or completes leaves neither; ``URLSession/abandonUpload(_:with:resumption:)`` gives one up on purpose.
+    /// or completes leaves neither; `URLSession.abandonUpload(_:with:resumption:)` gives one up on purpose.
     public var stateDirectory: URL?
     /// Headers to set on each request the upload sends (creation, offset, append, delete), asked just before each:
     /// a token that expires is refreshed without starting over. An error it throws fails the upload.

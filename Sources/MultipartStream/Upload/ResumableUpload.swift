@@ -38,7 +38,8 @@ struct ResumableUpload {
     }
 
     /// Runs the machine; with `state`, keeps it in step with the upload's location and offset.
-    private func run(saving state: SavedState?, resuming record: SavedUpload? = nil) async throws -> (Data, URLResponse) {
+    private func run(saving state: SavedState?, resuming record: SavedUpload? = nil) async throws -> (Data, URLResponse)
+    {
         // Counts what the appends hand out, for the caller or only for the offsets' bound; ended before returning
         // or throwing: no progress comes after the upload returns.
         let progress = self.progress ?? ProgressCoalescer(totalBytes: form.contentLength) { _ in }
@@ -49,8 +50,9 @@ struct ResumableUpload {
             resuming: record.flatMap { record in URL(string: record.uploadURL).map { ($0, record.acknowledged) } })
         var action = resumption.start()
         var record = record
-        // A saved upload says where it resumes once the server has said so.
+        // A saved upload says where it resumes once the server has said so; its state is on disk already.
         var announcing = record != nil
+        if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var last: (Data, URLResponse)?
         while true {
             if Task.isCancelled {
@@ -174,7 +176,9 @@ struct ResumableUpload {
                     progress: progress, completion: completion)
             }
         }
-        guard case .append(_, let end) = step, let stall = policy.stall, let progress else { return try await perform() }
+        guard case .append(_, let end) = step, let stall = policy.stall, let progress else {
+            return try await perform()
+        }
         return try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
             group.addTask { try await perform() }
             group.addTask {
