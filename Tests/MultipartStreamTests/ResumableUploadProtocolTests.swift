@@ -32,6 +32,15 @@ import Testing
         }
     }
 
+    @Test func uploadLimitIsAStructuredFieldDictionary() {
+        let limits = ResumableUpload.Limits(field: "max-size=1000, min-size=10;unit=b, x.vendor_2=?1, *ext, max-age=5")
+        #expect(limits == ResumableUpload.Limits(maxSize: 1_000, minSize: 10, maxAge: 5), "unknown keys are left out")
+        #expect(ResumableUpload.Limits(field: "max-append-size=-1")?.maxAppendSize == nil, "not a size")
+        for bad in ["Max-Size=1", "1key=2", "max size=1", "=1", "max-size=1,,", "_key=1"] {
+            #expect(ResumableUpload.Limits(field: bad) == nil, "\(bad.debugDescription) is no dictionary")
+        }
+    }
+
     @Test func anAnswerReadsTheDraftsFields() {
         let read = answer([
             "Location": "/resumable_upload/abc", "Upload-Offset": "300", "Upload-Complete": "?0",

@@ -181,6 +181,23 @@ extension URLSessionSuites {
             #expect(stateFiles().isEmpty)
         }
 
+        @Test func anAbandonedUploadIsDeletedOnTheServerAndHere() async throws {
+            try enlargePhoto()
+            let server = try DraftServer()
+            let request = URLRequest(url: server.url(scenario: "stall"))
+            let session = URLSession(configuration: .ephemeral)
+            _ = try await interruptedUpload(try form(), to: request, session: session, server: server)
+            #expect(stateFiles().contains { $0.hasSuffix(".json") })
+            // Found by the form's shape, even with the file changed since.
+            try Data("changed".utf8).write(to: photo)
+            #expect(try await session.abandonUpload(try form(), with: request, resumption: policy(Events())))
+            #expect(try server.log().last.map { $0.method == "DELETE" && $0.path == "/u/1" } == true)
+            #expect(stateFiles().isEmpty)
+            #expect(try await !session.abandonUpload(try form(), with: request, resumption: policy(Events())))
+            #expect(try await !session.abandonUpload(try form(), with: request, resumption: fast), "no directory")
+            #expect(try server.forms().isEmpty)
+        }
+
         @Test func aCorruptStateFileIsIgnoredWithAWarningAndReplaced() async throws {
             let server = try DraftServer()
             let request = URLRequest(url: server.url())

@@ -61,9 +61,7 @@ extension ResumableUpload {
             for member in field.split(separator: ",", omittingEmptySubsequences: false) {
                 let pair = member.split(separator: "=", maxSplits: 1)
                 let key = pair.first.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) } ?? ""
-                guard !key.isEmpty, key.utf8.allSatisfy({ (0x61...0x7A).contains($0) || $0 == 0x2D }) else {
-                    return nil
-                }
+                guard Self.isKey(key) else { return nil }
                 let value = pair.count == 2 ? StructuredField.integer(String(pair[1])).flatMap(UInt64.init) : nil
                 switch key {
                 case "max-size": limits.maxSize = value
@@ -75,6 +73,16 @@ extension ResumableUpload {
                 }
             }
             self = limits
+        }
+
+        /// RFC 9651's `key`: a lowercase letter or `*`, then lowercase letters, digits, `_`, `-`, `.` and `*`; keys
+        /// this client does not know are taken and left out.
+        private static func isKey(_ key: String) -> Bool {
+            func isLower(_ byte: UInt8) -> Bool { (0x61...0x7A).contains(byte) }
+            guard let first = key.utf8.first, isLower(first) || first == UInt8(ascii: "*") else { return false }
+            return key.utf8.allSatisfy { byte in
+                isLower(byte) || (0x30...0x39).contains(byte) || "_-.*".utf8.contains(byte)
+            }
         }
 
         /// These limits, with `other`'s where it names one: a later answer refines an earlier one.
