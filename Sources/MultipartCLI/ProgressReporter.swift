@@ -19,6 +19,8 @@ final class ProgressReporter: @unchecked Sendable {
     private let start = DispatchTime.now().uptimeNanoseconds
     private var latest = MultipartUploadProgress(bytesSent: 0, totalBytes: 0)
     private var drewBar = false
+    /// Where a saved upload resumed: the bytes before it went out in another run.
+    private var resumedAt: UInt64 = 0
 
     init(silent: Bool, terminal: Bool = isatty(STDERR_FILENO) == 1) {
         isSilent = silent
@@ -28,6 +30,11 @@ final class ProgressReporter: @unchecked Sendable {
     /// Body bytes handed out, silent or not: once the upload has ended, the count it ended with.
     var bytesSent: UInt64 { lock.withLock { latest.bytesSent } }
 
+    /// A saved upload resumes at `offset`: speeds and the summary count only what this run sends.
+    func resumed(at offset: UInt64) {
+        lock.withLock { resumedAt = offset }
+    }
+
     func report(_ progress: MultipartUploadProgress) {
         let line: String? = lock.withLock {
             latest = progress
@@ -35,7 +42,8 @@ final class ProgressReporter: @unchecked Sendable {
             let now = DispatchTime.now().uptimeNanoseconds
             drewBar = true
             // Erase to the end of the line: a shorter line than the last one would keep its tail (`ETA 0:01`).
-            return "\r" + Self.bar(progress, elapsed: Double(now - start) / 1e9) + Self.eraseToEndOfLine
+            return "\r" + Self.bar(progress, elapsed: Double(now - start) / 1e9, since: resumedAt)
+                + Self.eraseToEndOfLine
         }
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
     }
@@ -43,23 +51,28 @@ final class ProgressReporter: @unchecked Sendable {
     /// Ends the bar, and prints the summary: what was sent, how fast, and how it ended.
     func finish(outcome: String) {
         guard !isSilent else { return }
-        let (progress, drewBar) = lock.withLock { (latest, self.drewBar) }
+        let (progress, drewBar, resumedAt): (MultipartUploadProgress, Bool, UInt64) = lock.withLock {
+            (latest, self.drewBar, self.resumedAt)
+        }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        let sent = progress.bytesSent - min(resumedAt, progress.bytesSent)
+        let resumed = resumedAt > 0 ? " from byte \(resumedAt)" : ""
         let summary =
-            "multipart: sent \(Self.bytes(progress.bytesSent)) in \(Self.seconds(elapsed)) s "
-            + "(\(Self.bytes(Self.rate(progress.bytesSent, elapsed)))/s), \(outcome)\n"
+            "multipart: sent \(Self.bytes(sent))\(resumed) in \(Self.seconds(elapsed)) s "
+            + "(\(Self.bytes(Self.rate(sent, elapsed)))/s), \(outcome)\n"
         FileHandle.standardError.write(Data(((drewBar ? "\n" : "") + summary).utf8))
     }
 
     /// ANSI "erase in line", from the cursor to the end.
     static let eraseToEndOfLine = "\u{1B}[K"
 
-    /// `[#########           ]  45%  1.2 GiB / 2.0 GiB  85.3 MB/s  ETA 0:09`, `elapsed` in seconds.
-    static func bar(_ progress: MultipartUploadProgress, elapsed: Double) -> String {
+    /// `[#########           ]  45%  1.2 GiB / 2.0 GiB  85.3 MB/s  ETA 0:09`, `elapsed` in seconds, the speed of
+    /// what was sent `since` a byte (where a saved upload resumed).
+    static func bar(_ progress: MultipartUploadProgress, elapsed: Double, since: UInt64 = 0) -> String {
         let width = 24
         let fraction = min(1, max(0, progress.fractionCompleted))
         let filled = Int(fraction * Double(width))
-        let rate = rate(progress.bytesSent, elapsed)
+        let rate = rate(progress.bytesSent - min(since, progress.bytesSent), elapsed)
         let remaining = Double(progress.totalBytes - min(progress.bytesSent, progress.totalBytes))
         let eta = rate > 0 ? Int((remaining / rate).rounded(.up)) : 0
         return "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "

@@ -109,7 +109,7 @@ struct Transfer {
         let watchdog = Watchdog()
         let (form, request) = (form, request)
         let strategy = options.resumes ? .resumable : options.strategy
-        let log = options.resumes ? SavedUploadLog(silent: options.silent) : nil
+        let log = options.resumes ? SavedUploadLog(silent: options.silent, progress: progress) : nil
         let resumption = resumption(log: log)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         let upload = Task {
@@ -221,10 +221,13 @@ final class SavedUploadLog: @unchecked Sendable {
     // @unchecked: `saved` is guarded by `lock`; events come from the upload's task.
     private let lock = Lock()
     private let silent: Bool
+    /// The attempt's progress, told where a saved upload resumed.
+    private let progress: ProgressReporter?
     private var saved: URL?
 
-    init(silent: Bool) {
+    init(silent: Bool, progress: ProgressReporter? = nil) {
         self.silent = silent
+        self.progress = progress
     }
 
     /// The state file, once the upload has one.
@@ -237,6 +240,7 @@ final class SavedUploadLog: @unchecked Sendable {
             lock.withLock { saved = file }
             line = nil
         case .resumed(let offset, let length):
+            progress?.resumed(at: offset)
             let percent = length == 0 ? 100 : Double(offset) * 100 / Double(length)
             line = "resuming the saved upload at byte \(offset) of \(length) (\(String(format: "%.1f", percent))%)"
         case .startedOver(.formChanged):

@@ -94,6 +94,7 @@ extension CommandLineTests {
         let second = try run(arguments)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stderr.contains("resuming the saved upload at byte 1048576 of"), "\(second.stderr)")
+        #expect(second.stderr.contains("multipart: sent 23.0 MiB from byte 1048576 in"), "only this run's bytes")
         let body = try run(["-s", "--boundary", "SavedUpload", "-F", "note=hello", "-F", "video=@video.bin", "-o", "-"])
         let expected = try directory.file("expected.multipart", contents: body.stdout)
         #expect(try server.forms() == [DraftServer.Form(bytes: body.stdout.count, sha256: try sha256sum(expected))])
