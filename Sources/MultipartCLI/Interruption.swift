@@ -56,3 +56,23 @@ final class Interruption: @unchecked Sendable {
         cancel?()
     }
 }
+
+extension Options {
+    /// This command as typed, quoted for a POSIX shell; `nil` when it may hold a credential (`-u`, a password in the
+    /// URL, a header other than `-A`'s), which is never printed, or bytes that are not UTF-8, which a terminal would
+    /// not show as they are.
+    var resumingCommand: String? {
+        let arguments = RawArguments.current
+        guard user == nil, url?.password == nil, headers.allSatisfy({ $0.name == "User-Agent" }),
+            arguments.allSatisfy(RawArguments.isUTF8)
+        else { return nil }
+        return ([CommandLine.arguments.first ?? "multipart"] + arguments).map { argument in
+            let plain = argument.utf8.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || "-_./=:@,+%".utf8.contains(byte)
+            }
+            return plain && !argument.isEmpty
+                ? argument : "'" + argument.replacingOccurrences(of: "'", with: "'\\''") + "'"
+        }.joined(separator: " ")
+    }
+}

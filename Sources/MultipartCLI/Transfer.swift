@@ -159,7 +159,9 @@ struct Transfer {
         } catch {
             if let signal = Interruption.shared.caught, options.resumes {
                 watchdog.finish()
-                throw AttemptFailure(interruptedBy: signal, sent: progress.bytesSent, of: form, log: log)
+                throw AttemptFailure(
+                    interruptedBy: signal, sent: progress.bytesSent, of: form, log: log,
+                    resumingCommand: options.resumingCommand)
             }
             if let timeout = watchdog.finish() {
                 throw AttemptFailure(.network, "\(url): \(timeout)", isTransient: true)
@@ -182,79 +184,21 @@ private struct AttemptFailure: Error {
     }
 
     /// Ctrl-C or SIGTERM under `-C -`: how far the upload got, and how to resume it when it was saved.
-    init(interruptedBy signal: Int32, sent: UInt64, of form: MultipartFormData, log: SavedUploadLog?) {
+    init(
+        interruptedBy signal: Int32, sent: UInt64, of form: MultipartFormData, log: SavedUploadLog?,
+        resumingCommand: String?
+    ) {
         let name = signal == SIGINT ? "interrupted" : "terminated"
         var message = "\(name) after \(sent) of \(form.contentLength) bytes"
         if let state = log?.stateFile {
             message +=
                 "; the server keeps the upload and its state is in \(state.path).\nRun the same command again to "
-                + "resume it" + (Self.resumingCommand.map { ":\n  \($0)" } ?? " (with its credentials)")
+                + "resume it" + (resumingCommand.map { ":\n  \($0)" } ?? " (with its credentials)")
                 + "\n(or add --abandon to give it up)"
         } else {
             message += "; nothing was saved to resume"
         }
         self.init(signal == SIGINT ? .interrupted : .terminated, message, isTransient: false)
-    }
-
-    /// This command, quoted for a POSIX shell; `nil` when it holds credentials (`-u`, or a header or option that
-    /// may), which are not printed.
-    private static var resumingCommand: String? {
-        let arguments = CommandLine.arguments
-        let secret = ["-u", "--user", "-H", "--header"]
-        guard !arguments.contains(where: { argument in secret.contains { argument.hasPrefix($0) } }) else {
-            return nil
-        }
-        return arguments.map { argument in
-            let plain = argument.utf8.allSatisfy { byte in
-                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                    || "-_./=:@,+%".utf8.contains(byte)
-            }
-            return plain && !argument.isEmpty
-                ? argument : "'" + argument.replacingOccurrences(of: "'", with: "'\\''") + "'"
-        }.joined(separator: " ")
-    }
-}
-
-/// What `-C -` says about its saved upload on stderr (resumed, started over, a state file ignored), and the state
-/// file it keeps.
-final class SavedUploadLog: @unchecked Sendable {
-    // @unchecked: `saved` is guarded by `lock`; events come from the upload's task.
-    private let lock = Lock()
-    private let silent: Bool
-    /// The attempt's progress, told where a saved upload resumed.
-    private let progress: ProgressReporter?
-    private var saved: URL?
-
-    init(silent: Bool, progress: ProgressReporter? = nil) {
-        self.silent = silent
-        self.progress = progress
-    }
-
-    /// The state file, once the upload has one.
-    var stateFile: URL? { lock.withLock { saved } }
-
-    func record(_ event: MultipartResumption.Event) {
-        let line: String?
-        switch event {
-        case .saved(let file):
-            lock.withLock { saved = file }
-            line = nil
-        case .resumed(let offset, let length):
-            progress?.resumed(at: offset)
-            let percent = length == 0 ? 100 : Double(offset) * 100 / Double(length)
-            line = "resuming the saved upload at byte \(offset) of \(length) (\(String(format: "%.1f", percent))%)"
-        case .startedOver(.formChanged):
-            line = "a file or field changed since the saved upload: starting over (the old upload is deleted)"
-        case .startedOver(.uploadGone(let status)):
-            line = "the server no longer has the saved upload (HTTP \(status)): starting over"
-        case .startedOver(.offsetLost(let server, let saved)):
-            line = "the server has \(server) bytes of the saved upload, fewer than the \(saved) it had: starting over"
-        case .stateIgnored(let file, let reason):
-            line = "warning: ignoring the state file \(file.path): \(reason)"
-        case .notSaved:
-            line = nil
-        }
-        if let line, !silent { Command.printError("multipart: \(line)") }
     }
 }
 

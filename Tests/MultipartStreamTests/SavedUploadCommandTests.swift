@@ -23,6 +23,21 @@ import Testing
         #expect(try Options(parsing: ["-F", "a=1", "http://a.example/"]).stall == nil)
     }
 
+    /// Ctrl-C prints the command that resumes, unless it may hold a credential, however it was typed.
+    @Test func theResumingCommandIsNeverPrintedWithACredential() throws {
+        #expect(
+            try Options(parsing: ["-C", "-", "-sA", "agent/1", "-F", "a=1", "http://a.example/"]).resumingCommand != nil
+        )
+        for arguments in [
+            ["-sSu", "ada:pw"], ["--user=ada:pw"], ["-H", "X-Api-Key: k"], ["-HCookie: c=1"],
+        ] {
+            let options = try Options(parsing: ["-C", "-"] + arguments + ["-F", "a=1", "http://a.example/"])
+            #expect(options.resumingCommand == nil, "\(arguments)")
+        }
+        let inURL = try Options(parsing: ["-C", "-", "-F", "a=1", "http://ada:pw@a.example/"])
+        #expect(inURL.resumingCommand == nil)
+    }
+
     @Test(arguments: [
         (["--abandon", "-F", "a=1", "http://a.example/"], "only -C - makes"),
         (["--state-dir", "s", "-F", "a=1", "http://a.example/"], "only -C - makes"),

@@ -88,27 +88,18 @@ import Testing
 
     @Test func aRecordOfAnotherFormatOrVersionOrWithABadFieldIsIgnored() throws {
         try states.prepare()
-        var flawed: [(SavedUpload, String)] = []
-        var other = record()
-        other.format = 2
-        flawed.append((other, "format 2"))
-        other = record()
-        other.interopVersion = 7
-        flawed.append((other, "interop version 7"))
-        other = record()
-        other.uploadURL = "file:///etc/passwd"
-        flawed.append((other, "not an http"))
-        other = record()
-        other.boundary = "bad\r\nboundary"
-        flawed.append((other, "boundary"))
-        other = record()
-        other.acknowledged = 101
-        flawed.append((other, "past the form's length"))
-        other = record()
-        other.fingerprint = "xyz"
-        flawed.append((other, "fingerprint"))
-        for (record, reason) in flawed {
-            try states.save(record, as: key)
+        let flaws: [(reason: String, change: (inout SavedUpload) -> Void)] = [
+            ("format 2", { $0.format = 2 }),
+            ("interop version 7", { $0.interopVersion = 7 }),
+            ("not an http", { $0.uploadURL = "file:///etc/passwd" }),
+            ("boundary", { $0.boundary = "bad\r\nboundary" }),
+            ("past the form's length", { $0.acknowledged = 101 }),
+            ("fingerprint", { $0.fingerprint = "xyz" }),
+        ]
+        for (reason, change) in flaws {
+            var flawed = record()
+            change(&flawed)
+            try states.save(flawed, as: key)
             let (loaded, reasons) = load()
             #expect(loaded == nil && reasons.count == 1 && reasons[0].contains(reason), "\(reasons)")
         }

@@ -22,7 +22,7 @@ import Testing
     /// A session that only makes tasks; none is resumed.
     private let session = URLSession(configuration: .ephemeral)
 
-    private func machine(_ role: MultipartUpload.Role = .wholeForm(.stream(startingAt: 0))) -> Machine {
+    private func machine(_ role: MultipartUpload.Role = .wholeForm(.stream)) -> Machine {
         Machine(role: role, contentLength: form.contentLength, contentType: form.contentType)
     }
 
@@ -185,7 +185,7 @@ import Testing
     }
 
     @Test func aTaskHandedToTheCallerCannotBeReplaced() {
-        var machine = machine(.callerTask(.stream(startingAt: 0)))
+        var machine = machine(.callerTask(.stream))
         #expect(machine.taskMade(session.uploadTask(withStreamedRequest: URLRequest(url: url))) == .none)
         #expect(machine.taskBegan() == .pinCaller)
         sendBody(&machine)
@@ -383,7 +383,7 @@ import Testing
             (.automatic(for: file, paced: false), "a file part"),
             (.automatic(for: factory, paced: false), "a stream part"),
         ] {
-            guard case .stream(startingAt: 0) = streamed else {
+            guard case .stream = streamed else {
                 Issue.record("\(why): \(streamed)")
                 continue
             }

@@ -87,7 +87,6 @@ extension MultipartFormData {
     /// bytes of a part in memory, and a file's path and identity (device, inode, size, modification time), so that
     /// a changed file or part makes another fingerprint. `nil` for a form with a stream part.
     var savedUploadFingerprint: String? {
-        guard bodyParts.allSatisfy(\.body.isRebuildable) else { return nil }
         var digest = SHA256()
         digest.update(field: "multipart-form-fingerprint")
         digest.update(field: subtype)

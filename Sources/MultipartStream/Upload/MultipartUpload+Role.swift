@@ -6,11 +6,11 @@ extension MultipartUpload {
     enum Role: Sendable {
         /// The whole form, on tasks the upload makes and owns (the async API): it sends the form again itself
         /// after a 307 or 308, and streams through a data task, whose every 64 KiB Linux URLSession does not report
-        /// to the delegate queue as it does an upload task's. The body is `.stream(startingAt: 0)` or a `.file`
+        /// to the delegate queue as it does an upload task's. The body is `.stream` or a `.file`
         /// already written.
         case wholeForm(UploadBody)
         /// The whole form, on the one upload task handed to the caller, which may never resume it. The body is
-        /// `.stream(startingAt: 0)` or a `.fileToWrite` when the task first asks for it.
+        /// `.stream` or a `.fileToWrite` when the task first asks for it.
         case callerTask(UploadBody)
         /// A request of the resumable-upload protocol to the caller's URL that carries no body of the form
         /// (`OPTIONS`, the creation), sent as it is.
@@ -60,12 +60,6 @@ extension MultipartUpload {
             case .wholeForm, .callerTask: true
             case .protocolRequest, .resourceRequest, .append: false
             }
-        }
-
-        /// The first byte of the form the body holds.
-        var bodyStart: UInt64 {
-            if case .append(let offset, _) = self { return offset }
-            return 0
         }
     }
 }

@@ -71,11 +71,14 @@ extension MultipartUpload {
             self.contentLength = contentLength
             self.contentType = contentType
             body = role.body
-            bodyStart = min(role.bodyStart, contentLength)
             switch role.body {
-            case .none: bodyLength = 0
-            case .part(let range): bodyLength = min(range.upperBound, contentLength) - bodyStart
-            default: bodyLength = contentLength - bodyStart
+            case .none:
+                (bodyStart, bodyLength) = (0, 0)
+            case .part(let range):
+                bodyStart = min(range.lowerBound, contentLength)
+                bodyLength = min(range.upperBound, contentLength) - bodyStart
+            default:
+                (bodyStart, bodyLength) = (0, contentLength)
             }
         }
 
@@ -210,10 +213,8 @@ extension MultipartUpload {
 
         private func source(of body: UploadBody) -> StreamSource {
             switch body {
-            case .none, .inMemory, .fileToWrite:
+            case .none, .stream, .inMemory, .fileToWrite:
                 .form(0..<contentLength)
-            case .stream(let offset):
-                .form(offset..<max(offset, contentLength))
             case .part(let range):
                 .form(range)
             case .file(let url):

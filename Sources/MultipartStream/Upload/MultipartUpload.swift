@@ -97,10 +97,10 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         if case .pinCaller = modify({ $0.taskBegan() }) { caller.pin() }
     }
 
-    /// Stops progress (the upload's own), closes every body stream at once, which closes the file being read, and
-    /// cancels the task. Returns at once, and no progress is reported after it returns: Linux URLSession cancels a task on the queue
-    /// that reads the body, which a caller stream blocked in `read` holds until it returns, so the task is cancelled
-    /// from another thread.
+    /// Stops progress (when it is this upload's own), closes every body stream at once, which closes the file being
+    /// read, and cancels the task. Returns at once, and no progress is reported after it returns: Linux URLSession
+    /// cancels a task on the queue that reads the body, which a caller stream blocked in `read` holds until it
+    /// returns, so the task is cancelled from another thread.
     func cancel() {
         if finishesProgress { progress?.finish() }
         guard case .cancel(let task, let streams) = modify({ $0.cancel() }) else { return }

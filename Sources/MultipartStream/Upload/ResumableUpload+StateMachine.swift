@@ -335,10 +335,9 @@ extension ResumableUpload {
         /// Another try at `step` after the backoff (or the server's `Retry-After`), unless the retries are spent.
         private mutating func retry(_ step: Step, because failure: any Error) -> Action {
             if let giveUp = countRetry(because: failure) { return giveUp }
-            var wait = jitter(min(policy.wait(policy.initialDelay), delay)...delay)
-            if let answer = failure as? UnexpectedAnswer, let retryAfter = answer.retryAfter {
-                wait = policy.wait(retryAfter)
-            }
+            // The server's own wait as it is (bounded); else one drawn up to the ceiling.
+            let retryAfter = (failure as? UnexpectedAnswer)?.retryAfter
+            let wait = retryAfter.map(policy.wait) ?? jitter(min(policy.wait(policy.initialDelay), delay)...delay)
             delay = policy.wait(delay * 2)
             self.step = step
             return .wait(seconds: wait, then: step)

@@ -103,7 +103,7 @@ struct ResumableUpload {
                 state?.remove()
                 return try await session.perform(request) { completion in
                     MultipartUpload(
-                        form: form, role: .wholeForm(.stream(startingAt: 0)), callerSession: session,
+                        form: form, role: .wholeForm(.stream), callerSession: session,
                         origin: request.url, pacing: pacing, progress: progress, completion: completion)
                 }
             case .answer:

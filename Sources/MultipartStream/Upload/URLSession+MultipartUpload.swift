@@ -58,7 +58,7 @@ extension URLSession {
         switch strategy {
         case .file: body = .file(try await Self.writeTemporaryFile(of: form))
         case .automatic: body = .automatic(for: form, paced: pacing != nil)
-        case .stream, .resumable: body = .stream(startingAt: 0)
+        case .stream, .resumable: body = .stream
         }
         if Task.isCancelled {
             if let file = body.temporaryFile { try? FileManager.default.removeItem(at: file) }
@@ -135,7 +135,7 @@ extension URLSession {
         }
         let body =
             strategy == .file && form.appendError == nil
-            ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream(startingAt: 0)
+            ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream
         let upload = MultipartUpload(
             form: form, role: .callerTask(body), callerSession: self, origin: request.url, pacing: pacing,
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }

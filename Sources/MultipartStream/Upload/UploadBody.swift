@@ -4,8 +4,8 @@ import Foundation
 enum UploadBody: Sendable {
     /// No body: a request of the resumable-upload protocol that only asks or announces.
     case none
-    /// A new ``MultipartBodyStream`` of the form, from byte `offset` on, for every send.
-    case stream(startingAt: UInt64)
+    /// A new ``MultipartBodyStream`` of the whole form, for every send.
+    case stream
     /// A new ``MultipartBodyStream`` of these bytes of the form, for every send: one append of a resumable upload.
     case part(Range<UInt64>)
     /// The whole encoded form as the request's own body, which URLSession sends (and sends again) itself.
@@ -49,7 +49,7 @@ enum UploadBody: Sendable {
         if !paced, inMemory, form.contentLength <= 64 << 10, let bytes = try? form.encode() {
             return .inMemory(bytes)
         }
-        return .stream(startingAt: 0)
+        return .stream
     }
 
     /// Whether URLSession reads the body itself, bytes in memory or a file (`uploadTask(with:fromFile:)`), rather
