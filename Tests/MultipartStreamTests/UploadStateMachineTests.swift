@@ -136,6 +136,26 @@ import Testing
         }
     }
 
+    /// The draft lets a server keep part of an append and say so at once: the resumable upload goes on from its
+    /// offset. A whole form's early success stays a failure, whatever it says.
+    @Test func anAppendPartlyKeptIsAnAnswer() {
+        let partial = HTTPURLResponse(
+            url: url, statusCode: 204, httpVersion: "HTTP/1.1",
+            headerFields: ["Upload-Complete": "?0", "Upload-Offset": "605"])!
+        var append = machine(.append(from: 600, upTo: form.contentLength))
+        sendBody(&append, from: 600, sent: 10)
+        append.responseBegan()
+        #expect(status(append.taskEnded(error: nil, response: partial)) == 204)
+        var whole = machine()
+        sendBody(&whole, sent: 40)
+        whole.responseBegan()
+        let error = failure(whole.taskEnded(error: nil, response: partial)) as? MultipartError
+        guard case .answeredBeforeBodySent? = error?.reason else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
+    }
+
     @Test func theEndCarriesTheCountTheVerdictRead() {
         // Progress settles at this count, so the last report, the verdict and the command agree.
         var append = machine(.append(from: 600, upTo: form.contentLength))

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 extension MultipartUpload {
     /// What one upload sends, and so how it may send it: the facts every decision of its ``StateMachine`` starts
     /// from.
@@ -21,6 +25,14 @@ extension MultipartUpload {
         /// counts what arrives; on a connection of its own, since libcurl resends a request by itself on a reused
         /// one that died.
         case append(from: UInt64, upTo: UInt64)
+
+        /// Whether `response`, a success that came before the whole body was handed out, is an answer all the same:
+        /// to an append, `Upload-Complete: ?0` is the server keeping part of it, which the resumable upload goes on
+        /// from, its offset bounded by what was handed out.
+        func takesEarlySuccess(_ response: HTTPURLResponse) -> Bool {
+            guard case .append = self else { return false }
+            return ResumableUpload.Answer(response).isComplete == false
+        }
 
         /// The body the role starts with.
         var body: UploadBody {

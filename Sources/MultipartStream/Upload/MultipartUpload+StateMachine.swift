@@ -432,7 +432,9 @@ extension MultipartUpload {
             // What was handed out when the answer's head arrived, not by the task's end: a server that answers at
             // once and then drains the body unread (a lingering close) gets all of it afterwards.
             let bytesSent = exchange.bytesAtResponse ?? bytesHandedOut(by: exchange)
-            if let http, (200..<300).contains(http.statusCode), bytesSent < bodyStart + bodyLength {
+            if let http, (200..<300).contains(http.statusCode), bytesSent < bodyStart + bodyLength,
+                !role.takesEarlySuccess(http)
+            {
                 // The server cannot have read bytes it was never given: it answered without the form. After a
                 // 301-303 the count is the first request's: a server that redirected without reading the form
                 // never got it either.
