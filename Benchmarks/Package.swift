@@ -58,6 +58,19 @@ let package = Package(
             ],
             path: "Sources/UploadCost"
         ),
+        // The README's and the DocC articles' Swift blocks, written here by doc-snippets.py: compiled, never run.
+        .target(
+            name: "DocSnippets",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "MultipartStream", package: "MultipartStream"),
+            ],
+            path: "Sources/DocSnippets",
+            // A block need not use every name it is given, nor every result it gets.
+            swiftSettings: [.unsafeFlags(["-suppress-warnings"])]
+        ),
         .executableTarget(
             name: "resumable-server",
             dependencies: [

@@ -55,9 +55,10 @@ let usage = """
       --retry-delay S                              seconds between retries (default: the server's Retry-After,
                                                    else 1 s doubling), e.g. --retry-delay 2
       --boundary B                                 the boundary (default: 128 random bits), e.g. --boundary XyZ
-      --strategy stream|file|automatic             stream the body (the default), or write it to a temporary
-                                                   file first and send that; both send the exact
-                                                   Content-Length, e.g. --strategy file
+      --strategy stream|file|automatic             automatic (the default) streams the body, or sends a small
+                                                   form of fields as bytes; stream always streams; file
+                                                   writes it to a temporary file first and sends that; each
+                                                   sends the exact Content-Length, e.g. --strategy file
       --limit-rate RATE                            bytes per second, K, M or G suffixes (1024s), not with
                                                    --strategy file, e.g. --limit-rate 500K
       -k, --insecure                               refused: URLSession on Linux cannot skip certificate checks

@@ -9,7 +9,10 @@ import Foundation
 /// what was appended makes `read` return -1 with a ``MultipartError`` in `streamError`: the request fails rather
 /// than send a wrong body. Opening the stream again after it handed out bytes (Linux URLSession does this when it
 /// retries after a 401) starts over from the first byte, or fails if the form holds a one-shot `InputStream`.
-public final class MultipartBodyStream: InputStream {
+///
+/// A copy (`copy()`, `NSCopying`) is a new, unopened stream of the same bytes, whatever state this one is in, so a
+/// `needNewBodyStream` delegate may answer with a copy of the request's stream, as AFNetworking's delegates do.
+public final class MultipartBodyStream: InputStream, NSCopying {
     /// The exact number of bytes the stream produces.
     public let contentLength: UInt64
 
@@ -87,6 +90,21 @@ public final class MultipartBodyStream: InputStream {
         self.progressHandler = progressHandler
         // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
         super.init(data: Data())
+    }
+
+    /// A new, unopened stream of the same form from the same byte, with the same pacing, whatever state this one is
+    /// in: what a `needNewBodyStream` delegate answers with. A form whose one-shot `InputStream` part was already
+    /// read gives a copy that fails when it reaches that part, naming it (never a short body).
+    ///
+    /// - Parameter zone: Unused.
+    /// - Returns: A ``MultipartBodyStream``.
+    public func copy(with zone: NSZone? = nil) -> Any {
+        copy(progressHandler: progressHandler)
+    }
+
+    /// A copy (as ``copy(with:)``) that tells `progressHandler` its ``bytesRead`` after each read.
+    func copy(progressHandler: (@Sendable (UInt64) -> Void)?) -> MultipartBodyStream {
+        MultipartBodyStream(source, pacing: pacing, progressHandler: progressHandler)
     }
 
     /// The bytes handed out by `read` since the stream was (re)opened; safe to read from any thread.
@@ -358,6 +376,12 @@ public final class MultipartBodyStream: InputStream {
 
 extension MultipartFormData {
     /// A new, unopened stream of this form's bytes; each call returns an independent stream.
+    ///
+    /// To send it, prefer `URLRequest(url:multipartFormData:)` or `URLRequest.setMultipartFormData(_:)` to setting
+    /// `httpBodyStream` and the headers yourself: on Linux, URLSession sends a body stream chunked and adds a
+    /// `Content-Length` set by hand beside `Transfer-Encoding: chunked`, which strict servers reject and lenient ones
+    /// misread (one answered 200, then read the rest of the body as a second request). Those calls set the headers
+    /// that make it go out raw with its exact length, on every platform.
     ///
     /// - Returns: The stream, for `URLRequest.httpBodyStream` or a `needNewBodyStream` delegate answer.
     public func makeBodyStream() -> MultipartBodyStream {

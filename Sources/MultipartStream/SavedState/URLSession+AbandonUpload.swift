@@ -14,6 +14,7 @@ extension URLSession {
     /// - Returns: Whether there was a saved upload to abandon.
     /// - Throws: ``MultipartError/Reason/uploadInProgress(_:)`` when another process is sending it, or
     ///   ``MultipartError/Reason/stateUnwritable(_:errno:)``.
+    @discardableResult
     public func abandonUpload(
         _ form: MultipartFormData, with request: URLRequest, resumption: MultipartResumption
     ) async throws -> Bool {

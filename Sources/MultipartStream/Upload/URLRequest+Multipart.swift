@@ -8,7 +8,10 @@ extension URLRequest {
     /// A request (POST by default) whose body streams `multipartFormData`.
     ///
     /// Sets `httpBodyStream` to a new ``MultipartBodyStream``, `Content-Type` and the exact `Content-Length`; see
-    /// ``setMultipartFormData(_:)``.
+    /// ``setMultipartFormData(_:)``. Send it with `uploadTask(withStreamedRequest:)` on a session whose delegate
+    /// answers `needNewBodyStream` (``MultipartStreamedUploadDelegate``, or your own delegate calling
+    /// ``MultipartBodyStream/bodyStream(for:)``), or with `dataTask(with:)` or `data(for:)`, which read the
+    /// request's own stream.
     ///
     /// - Parameters:
     ///   - url: Where the form goes.

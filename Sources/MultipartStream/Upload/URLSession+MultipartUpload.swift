@@ -27,9 +27,10 @@ extension URLSession {
     /// - Parameters:
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
     ///   - request: The URL, method (POST when it is GET) and other headers.
-    ///   - strategy: `.stream` (the default) reads the parts as they are sent; `.file` writes the body to a
-    ///     temporary file first; `.resumable` streams and, against a server that speaks the resumable-upload
-    ///     draft, sends only what the server lacks after a dropped connection.
+    ///   - strategy: `.automatic` (the default) streams, or sends a small form held in memory as bytes; `.stream`
+    ///     always reads the parts as they are sent; `.file` writes the body to a temporary file first; `.resumable`
+    ///     streams and, against a server that speaks the resumable-upload draft, sends only what the server lacks
+    ///     after a dropped connection.
     ///   - resumption: How `.resumable` retries; unused by the other strategies.
     ///   - pacing: How fast the body goes out; `nil` (the default) for as fast as URLSession reads it. The `.file`
     ///     strategy's body is never paced.
@@ -113,7 +114,8 @@ extension URLSession {
     /// - Parameters:
     ///   - request: The URL, method (POST when it is GET) and other headers.
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
-    ///   - strategy: `.stream` (the default) or `.file`, as in ``upload(_:with:strategy:resumption:pacing:progress:)``;
+    ///   - strategy: `.automatic` (the default), `.stream` or `.file`, as in
+    ///     ``upload(_:with:strategy:resumption:pacing:progress:)`` (a task always streams for `.automatic`);
     ///     `.resumable` streams as `.stream` does, since a task cannot be replaced.
     ///   - pacing: How fast the body goes out; `nil` (the default) for as fast as URLSession reads it.
     ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.

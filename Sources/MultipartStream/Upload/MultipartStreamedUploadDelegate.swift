@@ -1,0 +1,199 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension MultipartBodyStream {
+    /// The answer to `urlSession(_:task:needNewBodyStream:)` for a task whose request streams a form: a new copy of
+    /// the request's ``MultipartBodyStream``, or `nil` when its body is not one.
+    ///
+    /// URLSession asks for the body of a task made with `uploadTask(withStreamedRequest:)` only this way (the
+    /// request's own stream is never read), and asks again to resend it after a 401:
+    ///
+    /// ```swift
+    /// func urlSession(_ session: URLSession, task: URLSessionTask,
+    ///                 needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void) {
+    ///     completionHandler(MultipartBodyStream.bodyStream(for: task))
+    /// }
+    /// ```
+    ///
+    /// - Parameter task: The task that asks.
+    /// - Returns: A new, unopened stream of the same bytes.
+    public static func bodyStream(for task: URLSessionTask) -> MultipartBodyStream? {
+        (task.originalRequest?.httpBodyStream as? MultipartBodyStream)?.copy() as? MultipartBodyStream
+    }
+}
+
+/// A session delegate for `uploadTask(withStreamedRequest:)`, for callers who have no delegate of their own: it
+/// answers `needNewBodyStream` with a copy of the request's ``MultipartBodyStream``, reports progress from the stream
+/// URLSession reads, collects each task's answer and hands it to `completion`.
+///
+/// It also does what an upload needs on Linux, where URLSession would otherwise lose the body: a 307 or 308 is not
+/// followed (Linux URLSession would send the new request an empty body and report success) but ends the task with
+/// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``; a 301, 302 or 303 becomes a GET without the
+/// `Content-Length` of the form; a challenge is answered with the configuration's stored credential once, or else
+/// cancelled so that the 401 or 407 is the answer (Linux URLSession crashes on the default answer). On Apple
+/// platforms redirects and challenges get URLSession's default handling, which resends the body with a new stream.
+/// Everywhere, a redirect to another origin loses the `Authorization`, `Cookie` and `Proxy-Authorization` headers.
+///
+/// A task fails with the stream's ``MultipartError`` when a part failed while streaming, and with
+/// ``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)`` when a 2xx arrived before
+/// the whole body was handed out: such a server never read the form.
+public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: `tasks` is guarded by `lock`; the rest are constants.
+    /// What a finished task hands back: its task, the answer's body and head, or the error that ended it.
+    public typealias Completion = @Sendable (URLSessionTask, Data?, URLResponse?, (any Error)?) -> Void
+
+    private let progress: (@Sendable (URLSessionTask, MultipartUploadProgress) -> Void)?
+    private let completion: Completion
+    private let lock = Lock()
+    private var tasks: [ObjectIdentifier: Exchange] = [:]
+
+    /// What one task has shown so far.
+    private struct Exchange {
+        /// The last stream handed to URLSession: the one whose bytes went out.
+        var stream: MultipartBodyStream?
+        var progress: ProgressCoalescer?
+        var data = Data()
+        /// Why the task cannot succeed, decided before it ended: a redirect it could not follow, or a 2xx that came
+        /// before the body was handed out.
+        var failure: MultipartError?
+        /// A challenge was cancelled for want of a credential: the 401 or 407 is the answer, as Apple's URLSession
+        /// gives it, though Linux URLSession ends the task as cancelled.
+        var gaveUpChallenge = false
+    }
+
+    /// A delegate that calls `completion` once for every task of its session, and `progress` as body bytes go out.
+    ///
+    /// - Parameters:
+    ///   - progress: Called on URLSession's reading thread with the bytes handed out of the form so far, at most 10
+    ///     times a second, only rising, with 100% once; `nil` for none.
+    ///   - completion: Called on the session's delegate queue when a task ends: the answer's body and response, or
+    ///     the error (`nil` body then), as `dataTask(with:completionHandler:)` gives them.
+    public init(
+        progress: (@Sendable (URLSessionTask, MultipartUploadProgress) -> Void)? = nil,
+        completion: @escaping Completion
+    ) {
+        self.progress = progress
+        self.completion = completion
+    }
+
+    /// A new copy of the request's stream, whose reads this delegate counts.
+    public func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        guard let original = task.originalRequest?.httpBodyStream as? MultipartBodyStream else {
+            return completionHandler((task.originalRequest?.httpBodyStream as? NSCopying)?.copy() as? InputStream)
+        }
+        let stream = lock.withLock { () -> MultipartBodyStream in
+            var exchange = tasks[ObjectIdentifier(task)] ?? Exchange()
+            if exchange.progress == nil, let progress {
+                exchange.progress = ProgressCoalescer(totalBytes: original.contentLength) { [weak task] reported in
+                    if let task { progress(task, reported) }
+                }
+            }
+            let stream = original.copy(progressHandler: exchange.progress?.report)
+            exchange.stream = stream
+            tasks[ObjectIdentifier(task)] = exchange
+            return stream
+        }
+        completionHandler(stream)
+    }
+
+    /// Follows what URLSession can resend whole; see the type's description.
+    public func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        let proposal = RedirectPolicy.proposal(request, leaving: Origin(task.originalRequest?.url))
+        switch RedirectPolicy.decide(
+            statusCode: response.statusCode, answer: proposal, sent: task.currentRequest, canResend: false)
+        {
+        case .follow(let request):
+            completionHandler(request)
+        case .fail(let error):
+            record(error, for: task)
+            completionHandler(nil)
+        case .resend:
+            // Not asked for: this task is the caller's, and cannot be replaced.
+            record(
+                MultipartError(.redirectNotFollowed(statusCode: response.statusCode, location: request.url)), for: task)
+            completionHandler(nil)
+        case .keepResponse:
+            completionHandler(nil)
+        }
+    }
+
+    /// The configuration's stored credential once, else the answer that makes the 401 or 407 the task's answer.
+    public func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let (disposition, credential) = ChallengePolicy.defaultAnswer(
+            to: challenge, storage: session.configuration.urlCredentialStorage)
+        if disposition == .cancelAuthenticationChallenge {
+            lock.withLock { tasks[ObjectIdentifier(task), default: Exchange()].gaveUpChallenge = true }
+        }
+        completionHandler(disposition, credential)
+    }
+
+    /// Starts the answer's body afresh (Linux URLSession hands over a 401's body before the answer that follows it)
+    /// and notes a 2xx whose head came before the whole body was handed out.
+    public func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        lock.withLock {
+            tasks[ObjectIdentifier(dataTask)]?.data = Data()
+            guard var exchange = tasks[ObjectIdentifier(dataTask)], exchange.failure == nil,
+                let stream = exchange.stream,
+                let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status)
+            else { return }
+            let sent = stream.bytesRead
+            guard sent < stream.contentLength else { return }
+            exchange.failure = MultipartError(
+                .answeredBeforeBodySent(statusCode: status, bytesSent: sent, contentLength: stream.contentLength))
+            tasks[ObjectIdentifier(dataTask)] = exchange
+        }
+        completionHandler(.allow)
+    }
+
+    /// Collects the answer's body.
+    public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        lock.withLock {
+            tasks[ObjectIdentifier(dataTask), default: Exchange()].data.append(data)
+        }
+    }
+
+    /// Hands the task's outcome to `completion`: a failed part's ``MultipartError`` before URLSession's own error.
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let exchange = lock.withLock { tasks.removeValue(forKey: ObjectIdentifier(task)) } ?? Exchange()
+        if let progress = exchange.progress, let stream = exchange.stream {
+            if error == nil, exchange.failure == nil { progress.settle(at: stream.bytesRead) }
+            progress.finish()
+        }
+        let streamError = exchange.stream.flatMap { $0.streamStatus == .error ? $0.streamError : nil }
+        let status = (task.response as? HTTPURLResponse)?.statusCode
+        if exchange.gaveUpChallenge, error != nil, status == 401 || status == 407 {
+            completion(task, exchange.data, task.response, nil)
+        } else if let failure = streamError ?? exchange.failure ?? error {
+            completion(task, nil, task.response, failure)
+        } else {
+            completion(task, exchange.data, task.response, nil)
+        }
+    }
+
+    private func record(_ failure: MultipartError, for task: URLSessionTask) {
+        lock.withLock { tasks[ObjectIdentifier(task), default: Exchange()].failure = failure }
+    }
+}
