@@ -37,19 +37,34 @@ extension URLSessionSuites {
                 let sockets = ProcessDescriptors.sockets()
                 let sent = form
                 var generator = SeededGenerator(seed: 25)
-                for index in 0..<200 {
-                    let request = URLRequest(url: server.url("/slow?i=\(index)"))
-                    let upload = Task { try await URLSession.shared.upload(sent, with: request, strategy: strategy) }
-                    try await Task.sleep(nanoseconds: UInt64.random(in: 0...60_000_000, using: &generator))
-                    upload.cancel()
-                    let result = await upload.result
-                    #expect(throws: CancellationError.self, "upload \(index)") { try result.get() }
+                /// 200 uploads, each cancelled 0 to 60 ms after it starts; then what is left once they are idle.
+                func storm(_ number: Int) async throws -> [String: Int] {
+                    for index in 0..<200 {
+                        let request = URLRequest(url: server.url("/slow?storm=\(number)&i=\(index)"))
+                        let upload = Task {
+                            try await URLSession.shared.upload(sent, with: request, strategy: strategy)
+                        }
+                        try await Task.sleep(nanoseconds: UInt64.random(in: 0...60_000_000, using: &generator))
+                        upload.cancel()
+                        let result = await upload.result
+                        #expect(throws: CancellationError.self, "upload \(index)") { try result.get() }
+                    }
+                    try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
+                    #expect(
+                        SessionPool.openCount == 0, "a private session outlived its idle timeout after storm \(number)")
+                    try await Stopwatch.wait(atMost: 10, polling: 0.05) { ProcessDescriptors.sockets() > sockets }
+                    #expect(ProcessDescriptors.sockets() <= sockets, "sockets left open by storm \(number)")
+                    return ProcessDescriptors.kinds()
                 }
 
-                try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
-                #expect(SessionPool.openCount == 0, "a private session outlived its idle timeout after the storm")
-                try await Stopwatch.wait(atMost: 10, polling: 0.05) { ProcessDescriptors.sockets() > sockets }
-                #expect(ProcessDescriptors.sockets() <= sockets, "sockets left open by the storm")
+                // Whatever the first storm leaves is a one-time cost (libdispatch's and libcurl's event loops made on
+                // first use, as one plain URLSession upload makes them) only if a second storm adds nothing to it.
+                let first = try await storm(1)
+                let second = try await storm(2)
+                // Files and pipes are left out: suites outside URLSessionSuites open theirs meanwhile.
+                for (kind, count) in second where kind.hasPrefix("anon_inode:") || kind == "socket" {
+                    #expect(count <= first[kind] ?? 0, "storm 2 left more \(kind) than storm 1: \(second) vs \(first)")
+                }
                 let log = try await server.log()
                 #expect(log.filter { $0.path == "/slow" && $0.bytes >= Int(form.contentLength) }.isEmpty)
             }

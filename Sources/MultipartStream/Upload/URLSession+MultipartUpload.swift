@@ -151,8 +151,10 @@ extension URLSession {
         return upload.makeUploadTask(for: request)!
     }
 
+    /// A new name in the temporary directory, with the process's identifier: whose a file left there is shows.
     private static func temporaryBodyURL() -> URL {
-        FileManager.default.temporaryDirectory.appendingPathComponent("MultipartStream-\(UUID().uuidString).multipart")
+        let name = "MultipartStream-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).multipart"
+        return FileManager.default.temporaryDirectory.appendingPathComponent(name)
     }
 
     /// Writes the body on a dispatch queue: a long blocking write must not hold a thread of the cooperative pool.

@@ -32,13 +32,16 @@ enum OpenDescriptors {
     }
 }
 
-/// The `.file` strategy's temporary bodies (`MultipartStream-*.multipart` in the temporary directory).
+/// The `.file` strategy's temporary bodies of this process (`MultipartStream-PID-*.multipart` in the temporary
+/// directory): another test run on the machine makes its own meanwhile.
 enum TemporaryBodies {
+    private static let prefix = "MultipartStream-\(ProcessInfo.processInfo.processIdentifier)-"
+
     /// Their names now.
     static func names() throws -> Set<String> {
         Set(
             try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
-                .filter { $0.hasPrefix("MultipartStream-") && $0.hasSuffix(".multipart") })
+                .filter { $0.hasPrefix(prefix) && $0.hasSuffix(".multipart") })
     }
 
     /// Descriptors of this process open on one of them.
@@ -47,7 +50,7 @@ enum TemporaryBodies {
         return entries.filter { entry in
             guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")
             else { return false }
-            return target.contains("/MultipartStream-") && target.hasSuffix(".multipart")
+            return target.contains("/\(prefix)") && target.hasSuffix(".multipart")
         }.count
     }
 }
@@ -61,6 +64,23 @@ enum ProcessDescriptors {
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)"))?.hasPrefix("socket:")
                 == true
         }.count
+    }
+
+    /// Open descriptors by kind: `socket`, `pipe`, `file`, and each anonymous inode (`anon_inode:[eventfd]`,
+    /// `[eventpoll]`, `[timerfd]`: libdispatch's and libcurl's event loops).
+    static func kinds() -> [String: Int] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        var kinds: [String: Int] = [:]
+        for entry in entries {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")
+            else { continue }
+            let kind =
+                if target.hasPrefix("anon_inode:") { target } else if target.hasPrefix("socket:") {
+                    "socket"
+                } else if target.hasPrefix("pipe:") { "pipe" } else { "file" }
+            kinds[kind, default: 0] += 1
+        }
+        return kinds
     }
 
     /// Resident memory in bytes.
