@@ -30,9 +30,13 @@ enum OutputFile {
             self = .standardOutput
             return
         }
-        var info = stat()
-        guard stat(cPath(path), &info) == 0 else {
-            guard errno == ENOENT else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
+        let info: stat
+        do throws(POSIX.Failure) {
+            info = try POSIX.status(at: cPath(path))
+        } catch {
+            guard error.code == ENOENT else {
+                throw CommandFailure(status: .localFile, message: Self.failure(option, path, error.code))
+            }
             self = .file(Self.resolvingLinks(path))
             return
         }
@@ -43,8 +47,8 @@ enum OutputFile {
             self = .device(path)
         case S_IFREG:
             for input in inputs {
-                var inputInfo = stat()
-                if stat(cPath(input), &inputInfo) == 0, inputInfo.st_dev == info.st_dev, inputInfo.st_ino == info.st_ino
+                if let inputInfo = try? POSIX.status(at: cPath(input)), inputInfo.st_dev == info.st_dev,
+                    inputInfo.st_ino == info.st_ino
                 {
                     throw CommandFailure(
                         status: .localFile, message: "\(option) \(path): is \(input), an input of the form")
@@ -80,19 +84,24 @@ enum OutputFile {
         case .standardOutput:
             try fill(FileHandle.standardOutput.fileDescriptor, "-")
         case .device(let path):
-            let descriptor = open(cPath(path), O_WRONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw CommandFailure(status: .localFile, message: Self.failure(option, path)) }
-            defer { _ = close(descriptor) }
+            let descriptor = try Self.open(path, O_WRONLY | O_CLOEXEC, option: option)
+            defer { POSIX.close(descriptor) }
             try fill(descriptor, path)
         case .file(let path):
             try Self.replace(path, option: option) { temporary in
-                let descriptor = open(cPath(temporary), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-                guard descriptor >= 0 else {
-                    throw CommandFailure(status: .localFile, message: Self.failure(option, temporary))
-                }
-                defer { _ = close(descriptor) }
+                let descriptor = try Self.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, option: option)
+                defer { POSIX.close(descriptor) }
                 try fill(descriptor, path)
             }
+        }
+    }
+
+    /// Opens `path`, a failure named as `option`'s.
+    private static func open(_ path: String, _ flags: Int32, option: String) throws -> Int32 {
+        do throws(POSIX.Failure) {
+            return try POSIX.open(cPath(path), flags, mode: 0o644)
+        } catch {
+            throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
         }
     }
 
@@ -108,22 +117,22 @@ enum OutputFile {
             .appendingPathComponent(".\(url.lastPathComponent).multipart-\(UUID().uuidString)").path
         do {
             try fill(temporary)
-            guard rename(cPath(temporary), cPath(path)) == 0 else {
-                throw CommandFailure(status: .localFile, message: failure(option, path))
+            do throws(POSIX.Failure) {
+                try POSIX.rename(cPath(temporary), to: cPath(path))
+            } catch {
+                throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
             }
         } catch {
-            _ = unlink(cPath(temporary))
+            try? POSIX.unlink(cPath(temporary))
             throw error
         }
     }
 
     private static func write(_ data: Data, to descriptor: Int32, option: String, path: String) throws {
-        try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
-            do throws(POSIX.Failure) {
-                try POSIX.writeAll(descriptor, bytes)
-            } catch {
-                throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
-            }
+        do throws(POSIX.Failure) {
+            try POSIX.writeAll(descriptor, data)
+        } catch {
+            throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
         }
     }
 
@@ -134,7 +143,7 @@ enum OutputFile {
         return RawArguments.decode(Array(UnsafeBufferPointer(start: resolved, count: strlen(resolved))))
     }
 
-    private static func failure(_ option: String, _ path: String, _ code: Int32 = errno) -> String {
+    private static func failure(_ option: String, _ path: String, _ code: Int32) -> String {
         "\(option) \(path): \(String(cString: strerror(code)))"
     }
 }

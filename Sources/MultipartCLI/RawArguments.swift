@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStream
 
 /// The command's arguments as strings that keep every byte, so that a file whose name is not UTF-8 is still found:
 /// a byte that is not part of valid UTF-8 becomes one of the 256 private-use code points U+10FF00–U+10FFFF, and
@@ -77,8 +78,8 @@ enum RawArguments {
     static func fileURL(_ string: String) -> URL {
         let pathBytes = bytes(of: string)
         guard String(validating: pathBytes, as: UTF8.self) == nil else { return URL(fileURLWithPath: string) }
-        let descriptor = open(fileSystemRepresentation(string), O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard descriptor >= 0 else {
+        guard let descriptor = try? POSIX.open(fileSystemRepresentation(string), O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        else {
             return URL(fileURLWithPath: String(decoding: pathBytes, as: UTF8.self))
         }
         return URL(fileURLWithPath: "/dev/fd/\(descriptor)")

@@ -19,22 +19,24 @@ final class StandardInputSpool {
     /// Copies standard input to a new temporary file, 1 MiB at a time.
     init() throws {
         var template = Array((NSTemporaryDirectory() + "/multipart-stdin-XXXXXX").utf8CString)
-        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else {
-            throw CommandFailure(
-                status: .localFile, message: "-F @-: cannot make a temporary file: \(POSIX.errnoText(errno))")
+        let descriptor: Int32
+        do throws(POSIX.Failure) {
+            descriptor = try POSIX.makeTemporaryFile(&template)
+        } catch {
+            throw CommandFailure(status: .localFile, message: "-F @-: cannot make a temporary file: \(error)")
         }
         path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         removeOnSignal(template)
-        defer { close(descriptor) }
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 1)
+        defer { POSIX.close(descriptor) }
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: BufferSize.copy, alignment: 1)
         defer { buffer.deallocate() }
         while true {
             let count: Int
             do throws(POSIX.Failure) {
-                count = try POSIX.read(STDIN_FILENO, into: UnsafeMutableRawBufferPointer(start: buffer, count: 1 << 20))
+                count = try POSIX.read(
+                    STDIN_FILENO, into: UnsafeMutableRawBufferPointer(start: buffer, count: BufferSize.copy))
             } catch {
-                unlink(path)
+                try? POSIX.unlink(path)
                 let message = "-F @-: reading standard input failed: \(POSIX.errnoText(error.code))"
                 throw CommandFailure(status: .localFile, message: message)
             }
@@ -42,7 +44,7 @@ final class StandardInputSpool {
             do throws(POSIX.Failure) {
                 try POSIX.writeAll(descriptor, UnsafeRawBufferPointer(start: buffer, count: count))
             } catch {
-                unlink(path)
+                try? POSIX.unlink(path)
                 let message =
                     "-F @-: writing the temporary copy of standard input failed: \(POSIX.errnoText(error.code))"
                 throw CommandFailure(status: .localFile, message: message)
@@ -51,7 +53,7 @@ final class StandardInputSpool {
     }
 
     deinit {
-        unlink(path)
+        try? POSIX.unlink(path)
     }
 
     /// Makes SIGINT, SIGTERM and SIGHUP remove the file before they end the process as they would have. A signal
@@ -64,7 +66,7 @@ final class StandardInputSpool {
             guard !isIgnored(number) else { continue }
             _ = signal(number) { received in
                 // Only async-signal-safe calls here: unlink, signal, raise.
-                if let spoolPath { unlink(spoolPath) }
+                if let spoolPath { POSIX.unlinkInSignalHandler(spoolPath) }
                 _ = signal(received, SIG_DFL)
                 raise(received)
             }

@@ -69,7 +69,7 @@ extension MultipartFormData {
     ///
     /// - Parameter maximumSize: The most bytes in one chunk, from 1 to 16 MiB; other values count as the nearest.
     /// - Returns: A sequence that reads the form anew on each iteration.
-    public func bodyChunks(maximumSize: Int = 65_536) -> MultipartBodyChunks {
+    public func bodyChunks(maximumSize: Int = BufferSize.read) -> MultipartBodyChunks {
         MultipartBodyChunks(form: self, maximumSize: maximumSize, offset: 0)
     }
 
@@ -82,7 +82,7 @@ extension MultipartFormData {
     /// - Returns: A sequence whose every iteration starts at `offset`. Its first `next()` throws
     ///   ``MultipartError/Reason/offsetPastEnd(offset:contentLength:)`` or
     ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` when the body cannot start there.
-    public func bodyChunks(maximumSize: Int = 65_536, startingAt offset: UInt64) -> MultipartBodyChunks {
+    public func bodyChunks(maximumSize: Int = BufferSize.read, startingAt offset: UInt64) -> MultipartBodyChunks {
         MultipartBodyChunks(form: self, maximumSize: maximumSize, offset: offset)
     }
 }

@@ -94,7 +94,7 @@ extension MultipartFormData {
     ///   - makeChunk: Makes a chunk of at most `size` bytes, filling it with `fill`; called on the iterating task.
     /// - Returns: A sequence that reads the form anew on each iteration.
     public func bodyChunks<Chunk>(
-        maximumSize: Int = 1 << 20, startingAt offset: UInt64 = 0,
+        maximumSize: Int = BufferSize.copy, startingAt offset: UInt64 = 0,
         makeChunk: @escaping MultipartFilledChunks<Chunk>.MakeChunk
     ) -> MultipartFilledChunks<Chunk> {
         MultipartFilledChunks(form: self, maximumSize: maximumSize, offset: offset, makeChunk: makeChunk)

@@ -57,18 +57,25 @@ extension MultipartFormData {
     public func writeEncodedData(to fileURL: URL) throws(MultipartError) {
         if let appendError { throw appendError }
         guard fileURL.isFileURL else { throw MultipartError(.notAFileURL(fileURL)) }
-        let descriptor = open(fileURL.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
+        let descriptor: Int32
+        do throws(POSIX.Failure) {
+            descriptor = try POSIX.open(fileURL, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode: 0o644)
+        } catch {
             throw MultipartError(
-                errno == EEXIST ? .outputFileExists(fileURL) : .outputWriteFailed(fileURL, errno: errno))
+                error.code == EEXIST ? .outputFileExists(fileURL) : .outputWriteFailed(fileURL, errno: error.code))
         }
         do throws(MultipartError) {
             try writeBody(to: descriptor, at: fileURL)
-            guard close(descriptor) == 0 else { throw MultipartError(.outputWriteFailed(fileURL, errno: errno)) }
         } catch {
-            _ = close(descriptor)
-            _ = unlink(fileURL.path)
+            POSIX.close(descriptor)
+            try? POSIX.unlink(fileURL.path)
             throw error
+        }
+        do throws(POSIX.Failure) {
+            try POSIX.closeAfterWriting(descriptor)
+        } catch {
+            try? POSIX.unlink(fileURL.path)
+            throw MultipartError(.outputWriteFailed(fileURL, errno: error.code))
         }
     }
 
@@ -76,7 +83,7 @@ extension MultipartFormData {
     /// the `multipart` command writes to standard output, devices and its temporary files.
     package func writeBody(to descriptor: Int32, at fileURL: URL) throws(MultipartError) {
         let reader = try MultipartReader(self)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 1)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: BufferSize.copy, alignment: 1)
         defer { buffer.deallocate() }
         #if os(Linux)
             // File parts go from file to file inside the kernel, as cp copies; the rest through the buffer.

@@ -28,7 +28,7 @@ public struct MultipartPacing: Sendable, Equatable {
     /// as curl's `--limit-rate`; values below 1 count as 1.
     public init(bytesPerSecond: Int) {
         let rate = max(1, bytesPerSecond)
-        let packet = max(1, min(64 << 10, rate / 10))
+        let packet = max(1, min(BufferSize.read, rate / 10))
         self.init(packetSize: packet, delay: Double(packet) / Double(rate))
     }
 }

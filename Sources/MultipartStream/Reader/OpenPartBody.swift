@@ -28,7 +28,7 @@ enum OpenPartBody {
             try file.seek(to: count)
         case .stream:
             // Read and dropped: a stream has no way to seek. The reader never asks past the part's length.
-            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 1)
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: BufferSize.read, alignment: 1)
             defer { scratch.deallocate() }
             var dropped: UInt64 = 0
             while dropped < count {

@@ -53,23 +53,22 @@ struct RegularFile {
     /// `O_NONBLOCK` because a path replaced by a FIFO would otherwise block the open until a writer appears.
     init(opening url: URL) throws(MultipartError.Reason) {
         guard url.isFileURL else { throw .notAFileURL(url) }
-        // The file system's own bytes for the path, which need not be UTF-8.
-        let descriptor = url.withUnsafeFileSystemRepresentation { path in
-            path.map { open($0, O_RDONLY | O_NONBLOCK | O_CLOEXEC) } ?? -1
-        }
-        guard descriptor >= 0 else {
-            let code = errno
-            switch code {
+        let descriptor: Int32
+        let info: stat
+        do throws(POSIX.Failure) {
+            descriptor = try POSIX.open(url, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        } catch {
+            switch error.code {
             case ENOENT, ENOTDIR: throw .fileNotFound(url)
             case EISDIR: throw .isDirectory(url)
-            default: throw .fileUnreadable(url, errno: code)
+            default: throw .fileUnreadable(url, errno: error.code)
             }
         }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
-            let code = errno
+        do throws(POSIX.Failure) {
+            info = try POSIX.status(of: descriptor)
+        } catch {
             POSIX.close(descriptor)
-            throw .fileUnreadable(url, errno: code)
+            throw .fileUnreadable(url, errno: error.code)
         }
         switch info.st_mode & S_IFMT {
         case S_IFREG:
@@ -91,9 +90,11 @@ struct RegularFile {
 
     /// The open file's identity now: its length and modification time change if it is written to.
     func currentIdentity() throws(MultipartError.Reason) -> FileIdentity {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else { throw .fileReadFailed(url, errno: errno) }
-        return FileIdentity(info)
+        do throws(POSIX.Failure) {
+            return FileIdentity(try POSIX.status(of: descriptor))
+        } catch {
+            throw .fileReadFailed(url, errno: error.code)
+        }
     }
 
     /// The file's length now, which differs from ``length`` if it was truncated or extended since it was opened.
@@ -103,16 +104,17 @@ struct RegularFile {
 
     /// Whether the path still names this file, rather than one renamed over it or a link put in its place.
     func isStillAtItsPath() -> Bool {
-        var info = stat()
-        guard url.withUnsafeFileSystemRepresentation({ $0.map { stat($0, &info) } }) == 0 else { return false }
+        guard let info = try? POSIX.status(at: url) else { return false }
         let current = FileIdentity(info)
         return current.device == identity.device && current.inode == identity.inode
     }
 
     /// Moves the read position to `offset` bytes from the start: what follows is read from there.
     func seek(to offset: UInt64) throws(MultipartError.Reason) {
-        guard let target = off_t(exactly: offset), lseek(descriptor, target, SEEK_SET) == target else {
-            throw .fileReadFailed(url, errno: errno)
+        do throws(POSIX.Failure) {
+            try POSIX.seek(descriptor, to: offset)
+        } catch {
+            throw .fileReadFailed(url, errno: error.code)
         }
     }
 

@@ -34,14 +34,23 @@ struct SavedUploadDirectory: Sendable {
     /// Makes the directory (and its missing parents) `0700` if it does not exist; refuses one that others may write.
     func prepare() throws(MultipartError) {
         let path = url.path
-        var info = stat()
-        if lstat(path, &info) != 0 {
-            try? FileManager.default.createDirectory(
-                at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
-                attributes: [.posixPermissions: 0o700])
-            guard mkdir(path, 0o700) == 0 || errno == EEXIST, lstat(path, &info) == 0 else {
-                throw MultipartError(.stateUnwritable(url, errno: errno))
+        let info: stat
+        do throws(POSIX.Failure) {
+            if let existing = try? POSIX.status(at: path, followingLinks: false) {
+                info = existing
+            } else {
+                try? FileManager.default.createDirectory(
+                    at: url.deletingLastPathComponent(), withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+                do throws(POSIX.Failure) {
+                    try POSIX.makeDirectory(path, mode: 0o700)
+                } catch  where error.code == EEXIST {
+                    // Made meanwhile by another process: checked below as any other.
+                }
+                info = try POSIX.status(at: path, followingLinks: false)
             }
+        } catch {
+            throw MultipartError(.stateUnwritable(url, errno: error.code))
         }
         guard info.st_mode & S_IFMT == S_IFDIR, info.st_uid == owner, info.st_mode & 0o022 == 0 else {
             throw MultipartError(.stateUnwritable(url, errno: EPERM))
@@ -51,14 +60,15 @@ struct SavedUploadDirectory: Sendable {
     /// The record saved under `key`, if there is one that can be trusted; why not to `ignored`.
     func load(_ key: String, ignored: (URL, String) -> Void) -> SavedUpload? {
         let file = file(for: key)
-        let descriptor = open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else {
-            if errno != ENOENT { ignored(file, "it cannot be opened: \(POSIX.errnoText(errno))") }
+        let descriptor: Int32
+        do throws(POSIX.Failure) {
+            descriptor = try POSIX.open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        } catch {
+            if error.code != ENOENT { ignored(file, "it cannot be opened: \(error)") }
             return nil
         }
         defer { POSIX.close(descriptor) }
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+        guard let info = try? POSIX.status(of: descriptor), info.st_mode & S_IFMT == S_IFREG else {
             ignored(file, "it is not a regular file")
             return nil
         }
@@ -105,24 +115,26 @@ struct SavedUploadDirectory: Sendable {
         let file = file(for: key)
         let data = (try? encoder.encode(record)) ?? Data()
         let temporary = url.appendingPathComponent(".\(key).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp")
-        let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw MultipartError(.stateUnwritable(file, errno: errno)) }
+        let descriptor: Int32
         do throws(POSIX.Failure) {
-            let failure = data.withUnsafeBytes { bytes -> POSIX.Failure? in
-                do throws(POSIX.Failure) {
-                    try POSIX.writeAll(descriptor, bytes)
-                    return nil
-                } catch {
-                    return error
-                }
-            }
-            if let failure { throw failure }
-            guard fsync(descriptor) == 0 else { throw POSIX.Failure(code: errno) }
-            POSIX.close(descriptor)
-            guard rename(temporary.path, file.path) == 0 else { throw POSIX.Failure(code: errno) }
+            descriptor = try POSIX.open(
+                temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode: 0o600)
+        } catch {
+            throw MultipartError(.stateUnwritable(file, errno: error.code))
+        }
+        do throws(POSIX.Failure) {
+            try POSIX.writeAll(descriptor, data)
+            try POSIX.sync(descriptor)
+            try POSIX.closeAfterWriting(descriptor)
         } catch {
             POSIX.close(descriptor)
-            unlink(temporary.path)
+            try? POSIX.unlink(temporary.path)
+            throw MultipartError(.stateUnwritable(file, errno: error.code))
+        }
+        do throws(POSIX.Failure) {
+            try POSIX.rename(temporary.path, to: file.path)
+        } catch {
+            try? POSIX.unlink(temporary.path)
             throw MultipartError(.stateUnwritable(file, errno: error.code))
         }
         syncDirectory()
@@ -130,14 +142,13 @@ struct SavedUploadDirectory: Sendable {
 
     /// Removes the record under `key`, if there is one.
     func remove(_ key: String) {
-        if unlink(file(for: key).path) == 0 { syncDirectory() }
+        if (try? POSIX.unlink(file(for: key).path)) != nil { syncDirectory() }
     }
 
     /// Makes the renames and removals in the directory durable.
     private func syncDirectory() {
-        let descriptor = open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
-        _ = fsync(descriptor)
+        guard let descriptor = try? POSIX.open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) else { return }
+        try? POSIX.sync(descriptor)
         POSIX.close(descriptor)
     }
 
@@ -147,20 +158,21 @@ struct SavedUploadDirectory: Sendable {
         let path = url.appendingPathComponent("\(key).lock").path
         // The holder removes the lock file when it is done: a lock taken on a file already removed is taken again.
         while true {
-            let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard descriptor >= 0 else {
-                throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: errno))
+            let descriptor: Int32
+            do throws(POSIX.Failure) {
+                descriptor = try POSIX.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode: 0o600)
+            } catch {
+                throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: error.code))
             }
-            guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
-                let code = errno
+            do throws(POSIX.Failure) {
+                try POSIX.lock(descriptor, LOCK_EX | LOCK_NB)
+            } catch {
                 POSIX.close(descriptor)
-                if code == EWOULDBLOCK { throw MultipartError(.uploadInProgress(file(for: key))) }
-                throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: code))
+                if error.code == EWOULDBLOCK { throw MultipartError(.uploadInProgress(file(for: key))) }
+                throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: error.code))
             }
-            var held = stat()
-            var named = stat()
-            if fstat(descriptor, &held) == 0, stat(path, &named) == 0, held.st_ino == named.st_ino,
-                held.st_dev == named.st_dev
+            if let held = try? POSIX.status(of: descriptor), let named = try? POSIX.status(at: path),
+                held.st_ino == named.st_ino, held.st_dev == named.st_dev
             {
                 return SavedUploadLock(descriptor: descriptor, path: path)
             }
@@ -181,7 +193,7 @@ final class SavedUploadLock: Sendable {
 
     /// Removes the lock file, then lets go of it: a process that opened it before sees it gone and opens anew.
     func release() {
-        unlink(path)
+        try? POSIX.unlink(path)
         POSIX.close(descriptor)
     }
 }
