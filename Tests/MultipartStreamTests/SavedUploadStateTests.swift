@@ -16,7 +16,8 @@ import Testing
 
     init() throws {
         directory = try TemporaryDirectory()
-        states = SavedUploadDirectory(directory.path("state/multipart"))
+        states = SavedUploadDirectory(
+            directory.path("state/multipart"), interopVersions: ResumableUpload.InteropVersion.spoken)
     }
 
     private func record(acknowledged: UInt64 = 10) -> SavedUpload {
@@ -109,7 +110,7 @@ import Testing
         try states.prepare()
         try states.save(record(), as: key)
         var reasons: [String] = []
-        let stranger = SavedUploadDirectory(states.url, owner: geteuid() &+ 1)
+        let stranger = SavedUploadDirectory(states.url, interopVersions: states.interopVersions, owner: geteuid() &+ 1)
         #expect(stranger.load(key) { reasons.append($1) } == nil)
         #expect(reasons.count == 1 && reasons[0].contains("belongs to user"), "\(reasons)")
 

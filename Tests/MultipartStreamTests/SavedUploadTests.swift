@@ -90,7 +90,10 @@ extension URLSessionSuites {
             }
             #expect(stateFiles().contains(file.lastPathComponent))
             let key = file.deletingPathExtension().lastPathComponent
-            return try #require(SavedUploadDirectory(state).load(key) { _, _ in }).boundary
+            return try #require(
+                SavedUploadDirectory(state, interopVersions: ResumableUpload.InteropVersion.spoken).load(key) { _, _ in
+                }
+            ).boundary
         }
 
         @Test func aCancelledUploadKeepsItsResourceAndStateAndTheNextRunSendsOnlyTheRest() async throws {
@@ -237,7 +240,7 @@ extension URLSessionSuites {
             let request = URLRequest(url: server.url(scenario: "stall"))
             let form = try form()
             let key = try #require(form.savedUploadKey(for: request))
-            let states = SavedUploadDirectory(state)
+            let states = SavedUploadDirectory(state, interopVersions: ResumableUpload.InteropVersion.spoken)
             try states.prepare()
             let held = try states.lock(key)
             let error = try await #require(throws: MultipartError.self) {

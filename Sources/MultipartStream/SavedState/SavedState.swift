@@ -16,18 +16,18 @@ struct SavedState {
     /// What an earlier run saved, when it can be trusted.
     let record: SavedUpload?
 
-    /// The state of `form` sent with `request`, locked, with what an earlier run saved; `nil` for a form that cannot
-    /// be sent again by another process (a stream part).
+    /// The state of `form` sent with `request`, locked, with what an earlier run saved (in one of
+    /// `interopVersions`); `nil` for a form that cannot be sent again by another process (a stream part).
     /// - Throws: ``MultipartError/Reason/uploadInProgress(_:)`` or ``MultipartError/Reason/stateUnwritable(_:errno:)``.
     init?(
-        form: MultipartFormData, request: URLRequest, directory url: URL,
+        form: MultipartFormData, request: URLRequest, directory url: URL, interopVersions: Set<Int>,
         events: (@Sendable (MultipartResumption.Event) -> Void)?
     ) throws(MultipartError) {
         guard let key = form.savedUploadKey(for: request), let fingerprint = form.savedUploadFingerprint else {
             events?(.notSaved)
             return nil
         }
-        directory = SavedUploadDirectory(url)
+        directory = SavedUploadDirectory(url, interopVersions: interopVersions)
         try directory.prepare()
         lock = try directory.lock(key)
         self.key = key
@@ -47,12 +47,14 @@ struct SavedState {
         return rebuilt
     }
 
-    /// The record of `form`'s upload at `location`, `acknowledged` bytes in.
-    func record(of form: MultipartFormData, at location: URL, acknowledged: UInt64) -> SavedUpload {
+    /// The record of `form`'s upload at `location`, made in `interopVersion`, `acknowledged` bytes in.
+    func record(
+        of form: MultipartFormData, at location: URL, interopVersion: Int, acknowledged: UInt64
+    ) -> SavedUpload {
         let now = Date()
         return SavedUpload(
             method: method, requestURL: requestURL, uploadURL: location.absoluteString,
-            interopVersion: ResumableUpload.InteropVersion.current.rawValue, boundary: form.boundary,
+            interopVersion: interopVersion, boundary: form.boundary,
             contentLength: form.contentLength, fingerprint: fingerprint, acknowledged: acknowledged, created: now,
             updated: now)
     }

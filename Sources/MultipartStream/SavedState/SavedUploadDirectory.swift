@@ -16,14 +16,17 @@ import Foundation
 /// reason given to `ignored`.
 struct SavedUploadDirectory: Sendable {
     let url: URL
+    /// The resumable-upload draft's interop versions a record may name: the ones the client speaks.
+    let interopVersions: Set<Int>
     /// The user whose files are trusted: this process's.
     let owner: uid_t
 
     /// The largest state file read: a record is a few hundred bytes.
     private static let largestFile = 64 << 10
 
-    init(_ url: URL, owner: uid_t = geteuid()) {
+    init(_ url: URL, interopVersions: Set<Int>, owner: uid_t = geteuid()) {
         self.url = url
+        self.interopVersions = interopVersions
         self.owner = owner
     }
 
@@ -100,7 +103,7 @@ struct SavedUploadDirectory: Sendable {
             ignored(file, "it is not a saved upload (corrupt or truncated)")
             return nil
         }
-        if let flaw = record.flaw {
+        if let flaw = record.flaw(interopVersions: interopVersions) {
             ignored(file, flaw)
             return nil
         }
@@ -178,22 +181,5 @@ struct SavedUploadDirectory: Sendable {
             }
             POSIX.close(descriptor)
         }
-    }
-}
-
-/// A held lock of a saved upload; ``release()`` ends it, as the process's end does.
-final class SavedUploadLock: Sendable {
-    private let descriptor: Int32
-    private let path: String
-
-    fileprivate init(descriptor: Int32, path: String) {
-        self.descriptor = descriptor
-        self.path = path
-    }
-
-    /// Removes the lock file, then lets go of it: a process that opened it before sees it gone and opens anew.
-    func release() {
-        try? POSIX.unlink(path)
-        POSIX.close(descriptor)
     }
 }

@@ -20,7 +20,10 @@ struct ResumableUpload {
 
     func run() async throws -> (Data, URLResponse) {
         guard let directory = policy.stateDirectory else { return try await run(saving: nil) }
-        guard let state = try SavedState(form: form, request: request, directory: directory, events: policy.events)
+        guard
+            let state = try SavedState(
+                form: form, request: request, directory: directory, interopVersions: InteropVersion.spoken,
+                events: policy.events)
         else { return try await run(saving: nil) }
         defer { state.lock.release() }
         var upload = self
@@ -126,7 +129,8 @@ struct ResumableUpload {
         if let record, record.uploadURL == location.absoluteString, record.acknowledged == acknowledged {
             return record
         }
-        var next = state.record(of: form, at: location, acknowledged: acknowledged)
+        var next = state.record(
+            of: form, at: location, interopVersion: InteropVersion.current.rawValue, acknowledged: acknowledged)
         if let record, record.uploadURL == next.uploadURL { next.created = record.created }
         do {
             try state.save(next)

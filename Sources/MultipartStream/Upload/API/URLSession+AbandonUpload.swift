@@ -19,7 +19,9 @@ extension URLSession {
         _ form: MultipartFormData, with request: URLRequest, resumption: MultipartResumption
     ) async throws -> Bool {
         guard let directory = resumption.stateDirectory,
-            let state = try SavedState(form: form, request: request, directory: directory, events: resumption.events)
+            let state = try SavedState(
+                form: form, request: request, directory: directory,
+                interopVersions: ResumableUpload.InteropVersion.spoken, events: resumption.events)
         else { return false }
         defer { state.lock.release() }
         guard let record = state.record else { return false }

@@ -1,0 +1,74 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension MultipartFormData {
+    /// The name of a saved upload's state: one for each request (method and URL) and form shape (each part's name,
+    /// file name and file path), so that the same upload run again finds it, changed contents and all, and other
+    /// uploads to the same URL do not. `nil` for a form that cannot be resumed in another process: one with a stream.
+    func savedUploadKey(for request: URLRequest) -> String? {
+        guard bodyParts.allSatisfy(\.body.isRebuildable) else { return nil }
+        var digest = SHA256()
+        digest.update(field: "multipart-saved-upload")
+        digest.update(field: request.httpMethod ?? "POST")
+        digest.update(field: request.url?.withoutUserInfo ?? "")
+        digest.update(field: subtype)
+        for part in bodyParts {
+            digest.update(field: part.name ?? "")
+            digest.update(field: part.fileName ?? "")
+            if case .file(let url, _) = part.body { digest.update(field: url.standardizedFileURL.path) }
+        }
+        return digest.hexDigest()
+    }
+
+    /// A digest of everything that makes the form's bytes but its boundary: every part's headers and length, the
+    /// bytes of a part in memory, and a file's path and identity (device, inode, size, modification time), so that
+    /// a changed file or part makes another fingerprint. `nil` for a form with a stream part.
+    var savedUploadFingerprint: String? {
+        var digest = SHA256()
+        digest.update(field: "multipart-form-fingerprint")
+        digest.update(field: subtype)
+        digest.update(number: UInt64(bodyParts.count))
+        for part in bodyParts {
+            digest.update(number: UInt64(part.headers.bytes.count))
+            digest.update(part.headers.bytes)
+            digest.update(number: part.body.length)
+            switch part.body {
+            case .bytes(let data):
+                digest.update(field: "bytes")
+                digest.update(data)
+            case .file(let url, let identity):
+                digest.update(field: "file")
+                digest.update(field: url.standardizedFileURL.path)
+                for number in [identity.device, identity.inode, identity.length] { digest.update(number: number) }
+                digest.update(number: UInt64(bitPattern: Int64(identity.modifiedSeconds)))
+                digest.update(number: UInt64(bitPattern: Int64(identity.modifiedNanoseconds)))
+            case .stream, .streamFactory:
+                return nil
+            }
+        }
+        return digest.hexDigest()
+    }
+}
+
+extension BodyPart.Body {
+    /// Whether another process can make this body again from what a state file holds: bytes and files, not streams.
+    fileprivate var isRebuildable: Bool {
+        switch self {
+        case .bytes, .file: true
+        case .stream, .streamFactory: false
+        }
+    }
+}
+
+extension URL {
+    /// This URL without user and password, as a state file keeps it.
+    var withoutUserInfo: String {
+        guard var components = URLComponents(url: self, resolvingAgainstBaseURL: true) else { return absoluteString }
+        components.user = nil
+        components.password = nil
+        return components.string ?? absoluteString
+    }
+}
