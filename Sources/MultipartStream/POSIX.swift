@@ -49,9 +49,17 @@ package enum POSIX {
 
     /// Opens the file at `url` by its file system representation, which need not be UTF-8.
     package static func open(_ url: URL, _ flags: Int32, mode: mode_t = 0) throws(Failure) -> Int32 {
-        let result = url.withUnsafeFileSystemRepresentation { path -> Result<Int32, Failure> in
+        try withPath(of: url) { path throws(Failure) in try open(path, flags, mode: mode) }
+    }
+
+    /// `call` with `url`'s file system representation; a URL that has none names no file (`ENOENT`).
+    private static func withPath<Value>(
+        of url: URL, _ call: (UnsafePointer<CChar>) throws(Failure) -> Value
+    ) throws(Failure) -> Value {
+        // The representation's closure rethrows untyped errors: carry the typed one out as a value.
+        let result = url.withUnsafeFileSystemRepresentation { path -> Result<Value, Failure> in
             guard let path else { return .failure(Failure(code: ENOENT)) }
-            return Result { () throws(Failure) in try open(path, flags, mode: mode) }
+            return Result { () throws(Failure) in try call(path) }
         }
         return try result.get()
     }
@@ -128,11 +136,7 @@ package enum POSIX {
 
     /// The status of the file at `url`, by its file system representation.
     package static func status(at url: URL) throws(Failure) -> stat {
-        let result = url.withUnsafeFileSystemRepresentation { path -> Result<stat, Failure> in
-            guard let path else { return .failure(Failure(code: ENOENT)) }
-            return Result { () throws(Failure) in try status(at: path) }
-        }
-        return try result.get()
+        try withPath(of: url) { path throws(Failure) in try status(at: path) }
     }
 
     // MARK: Names

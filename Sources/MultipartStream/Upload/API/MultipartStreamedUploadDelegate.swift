@@ -154,15 +154,19 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
         lock.withLock {
-            tasks[ObjectIdentifier(dataTask)]?.data = Data()
-            guard var exchange = tasks[ObjectIdentifier(dataTask)], exchange.failure == nil,
-                let stream = exchange.stream,
+            guard var exchange = tasks[ObjectIdentifier(dataTask)] else { return }
+            exchange.data = Data()
+            if exchange.failure == nil, let stream = exchange.stream,
                 let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status)
-            else { return }
-            let sent = stream.bytesRead
-            guard sent < stream.contentLength else { return }
-            exchange.failure = MultipartError(
-                .answeredBeforeBodySent(statusCode: status, bytesSent: sent, contentLength: stream.contentLength))
+            {
+                // Read once: the stream may still be read while this runs.
+                let sent = stream.bytesRead
+                if sent < stream.contentLength {
+                    exchange.failure = MultipartError(
+                        .answeredBeforeBodySent(
+                            statusCode: status, bytesSent: sent, contentLength: stream.contentLength))
+                }
+            }
             tasks[ObjectIdentifier(dataTask)] = exchange
         }
         completionHandler(.allow)
