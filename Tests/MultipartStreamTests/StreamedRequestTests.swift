@@ -231,6 +231,24 @@ extension URLSessionSuites {
             }
         }
 
+        /// A file edited on disk after it was appended: the task fails naming the part, and the server never
+        /// parses a whole form.
+        @Test func theReadyDelegateFailsAFileThatChangedSinceItWasAppended() async throws {
+            let file = try directory.file("notes.txt", contents: Data(repeating: 65, count: 200_000))
+            var form = MultipartFormData()
+            form.append("x", name: "first")
+            try form.append(fileURL: file, name: "notes")
+            try Data(repeating: 66, count: 100_000).write(to: file)
+            let server = try UploadServer()
+            let outcome = try await runWithReadyDelegate(
+                URLRequest(url: server.url(), multipartFormData: form), reports: ProgressReports())
+            let error = try #require(outcome.error as? MultipartError, "\(outcome)")
+            #expect(error.part?.name == "notes")
+            #expect(error.category == .file)
+            #expect(outcome.data == nil)
+            #expect(try await server.log().allSatisfy { $0.bytes < Int(form.contentLength) })
+        }
+
         @Test func theReadyDelegateFailsAOneShotPartThatMustBeSentTwiceNamingIt() async throws {
             var form = MultipartFormData()
             form.append("x", name: "first")
