@@ -139,18 +139,18 @@ extension URLSessionSuites {
         // MARK: What a task never resumed keeps
 
         @Test func aTaskNeverResumedKeepsNeitherSessionOpen() async throws {
-            let saved = SessionPool.idleTimeout
-            SessionPool.idleTimeout = 0.2
-            defer { SessionPool.idleTimeout = saved }
+            let saved = PrivateSessions.shared.idleTimeout
+            PrivateSessions.shared.idleTimeout = 0.2
+            defer { PrivateSessions.shared.idleTimeout = saved }
             let server = try UploadServer()
             let caller = session()
             let form = form
             let task = caller.multipartUploadTask(with: URLRequest(url: server.url()), form: form) { _, _, error in
                 Self.resumedLate.set(error)
             }
-            #expect(SessionPool.isOpen(for: caller))
-            try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.isOpen(for: caller) }
-            #expect(!SessionPool.isOpen(for: caller), "a suspended task kept the private session open")
+            #expect(PrivateSessions.shared.isOpen(for: caller))
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { PrivateSessions.shared.isOpen(for: caller) }
+            #expect(!PrivateSessions.shared.isOpen(for: caller), "a suspended task kept the private session open")
 
             // Resumed later, it still runs, whole.
             task.resume()

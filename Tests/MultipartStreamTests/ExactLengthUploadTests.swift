@@ -137,9 +137,9 @@ extension URLSessionSuites {
         }
 
         @Test func thePrivateSessionClosesOnceNoUploadIsLeft() async throws {
-            let saved = SessionPool.idleTimeout
-            SessionPool.idleTimeout = 0.2
-            defer { SessionPool.idleTimeout = saved }
+            let saved = PrivateSessions.shared.idleTimeout
+            PrivateSessions.shared.idleTimeout = 0.2
+            defer { PrivateSessions.shared.idleTimeout = saved }
             let server = try UploadServer()
             var small = MultipartFormData()
             small.append("v", name: "n")
@@ -148,8 +148,8 @@ extension URLSessionSuites {
             let caller = session!
             session!.invalidateAndCancel()
             session = nil
-            try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.isOpen(for: caller) }
-            #expect(!SessionPool.isOpen(for: caller), "the private session outlived its caller's")
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { PrivateSessions.shared.isOpen(for: caller) }
+            #expect(!PrivateSessions.shared.isOpen(for: caller), "the private session outlived its caller's")
         }
 
         @Test func progressIsReportedAtMostTenTimesASecond() async throws {

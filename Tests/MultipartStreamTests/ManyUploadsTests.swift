@@ -75,9 +75,9 @@ extension URLSessionSuites {
 
         @Test(arguments: [1, 8])
         func sixtyFourUploadsAtOnceArriveExactEachWithItsOwnProgress(sessions: Int) async throws {
-            let saved = SessionPool.idleTimeout
-            SessionPool.idleTimeout = 0.2
-            defer { SessionPool.idleTimeout = saved }
+            let saved = PrivateSessions.shared.idleTimeout
+            PrivateSessions.shared.idleTimeout = 0.2
+            defer { PrivateSessions.shared.idleTimeout = saved }
             let server = try UploadServer(.sink)
             let url = server.url()
             let uploads = try forms(64, seed: UInt64(sessions))
@@ -126,9 +126,9 @@ extension URLSessionSuites {
         }
 
         @Test func twoHundredUploadsCancelledAtRandomMoments() async throws {
-            let saved = SessionPool.idleTimeout
-            SessionPool.idleTimeout = 0.2
-            defer { SessionPool.idleTimeout = saved }
+            let saved = PrivateSessions.shared.idleTimeout
+            PrivateSessions.shared.idleTimeout = 0.2
+            defer { PrivateSessions.shared.idleTimeout = saved }
             let server = try UploadServer()
             var big = MultipartFormData()
             try big.append(fileURL: directory.file("big.bin", contents: Data(count: 4 << 20)), name: "big")

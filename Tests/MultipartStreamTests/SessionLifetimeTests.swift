@@ -14,9 +14,9 @@ extension URLSessionSuites {
     @Suite(.serialized) struct SessionLifetimeTests {
         /// Shortens the idle timeout, which every private session left open by earlier tests then meets.
         private static func shortenIdleTimeout() async throws -> TimeInterval {
-            let saved = SessionPool.idleTimeout
-            SessionPool.idleTimeout = 0.2
-            try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
+            let saved = PrivateSessions.shared.idleTimeout
+            PrivateSessions.shared.idleTimeout = 0.2
+            try await Stopwatch.wait(atMost: 10, polling: 0.02) { PrivateSessions.shared.openCount > 0 }
             return saved
         }
 
@@ -25,15 +25,16 @@ extension URLSessionSuites {
             strategy: MultipartUploadStrategy
         ) async throws {
             let savedTimeout = try await Self.shortenIdleTimeout()
-            defer { SessionPool.idleTimeout = savedTimeout }
+            defer { PrivateSessions.shared.idleTimeout = savedTimeout }
             do {
                 let server = try UploadServer()
                 var form = MultipartFormData()
                 form.append(Data(count: 4 << 20), name: "big", fileName: "big.bin")
                 let (data, _) = try await URLSession.shared.upload(form, with: URLRequest(url: server.url()))
                 #expect(try server.seen(in: data).bytes == Int(form.contentLength))
-                try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
-                #expect(SessionPool.openCount == 0, "the warm-up's private session outlived its idle timeout")
+                try await Stopwatch.wait(atMost: 10, polling: 0.02) { PrivateSessions.shared.openCount > 0 }
+                #expect(
+                    PrivateSessions.shared.openCount == 0, "the warm-up's private session outlived its idle timeout")
                 let sockets = ProcessDescriptors.sockets()
                 let sent = form
                 var generator = SeededGenerator(seed: 25)
@@ -49,9 +50,10 @@ extension URLSessionSuites {
                         let result = await upload.result
                         #expect(throws: CancellationError.self, "upload \(index)") { try result.get() }
                     }
-                    try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
+                    try await Stopwatch.wait(atMost: 10, polling: 0.02) { PrivateSessions.shared.openCount > 0 }
                     #expect(
-                        SessionPool.openCount == 0, "a private session outlived its idle timeout after storm \(number)")
+                        PrivateSessions.shared.openCount == 0,
+                        "a private session outlived its idle timeout after storm \(number)")
                     try await Stopwatch.wait(atMost: 10, polling: 0.05) { ProcessDescriptors.sockets() > sockets }
                     #expect(ProcessDescriptors.sockets() <= sockets, "sockets left open by storm \(number)")
                     return ProcessDescriptors.kinds()
@@ -75,7 +77,7 @@ extension URLSessionSuites {
         /// URLSession's in the same loop.
         @Test func aSessionPerUploadKeepsDescriptorsAndMemoryFlat() async throws {
             let savedTimeout = try await Self.shortenIdleTimeout()
-            defer { SessionPool.idleTimeout = savedTimeout }
+            defer { PrivateSessions.shared.idleTimeout = savedTimeout }
             try await ProcessDescriptors.withSoftLimit(1_024) {
                 let server = try UploadServer(.countSink)
                 var form = MultipartFormData()
@@ -114,9 +116,34 @@ extension URLSessionSuites {
                 // 47 KB per upload piled up before private sessions ended with their callers: 94 MB here.
                 // Plain's loop may give memory back (a negative growth); ours may then grow by the slack at most.
                 #expect(ours.memory <= max(plain.memory, 0) + 16 << 20, "memory grew: \(ours) vs plain \(plain)")
-                try await Stopwatch.wait(atMost: 10, polling: 0.02) { SessionPool.openCount > 0 }
-                #expect(SessionPool.openCount == 0, "a private session outlived its caller's")
+                try await Stopwatch.wait(atMost: 10, polling: 0.02) { PrivateSessions.shared.openCount > 0 }
+                #expect(PrivateSessions.shared.openCount == 0, "a private session outlived its caller's")
             }
+        }
+
+        /// Two caller sessions' uploads share no lock and no mutable state: each caller's uploads run on a private
+        /// session of their own, whose tasks, idle time and closing are guarded by its own lock; the registry that
+        /// finds it is asked once per task made, never by a task's events.
+        @Test func twoCallerSessionsUploadThroughPrivateSessionsOfTheirOwn() async throws {
+            let server = try UploadServer()
+            var small = MultipartFormData()
+            small.append("v", name: "n")
+            let first = URLSession(configuration: .ephemeral)
+            let second = URLSession(configuration: .ephemeral)
+            defer {
+                first.finishTasksAndInvalidate()
+                second.finishTasksAndInvalidate()
+            }
+            async let one = first.upload(small, with: URLRequest(url: server.url()))
+            async let two = second.upload(small, with: URLRequest(url: server.url()))
+            for (data, _) in try await [one, two] { #expect(try server.seen(in: data).parts?.count == 1) }
+            let firsts = try #require(PrivateSessions.shared.privateSession(of: first))
+            let seconds = try #require(PrivateSessions.shared.privateSession(of: second))
+            #expect(firsts !== seconds)
+            #expect(firsts.session !== seconds.session)
+            // The next upload of a caller reuses its own private session.
+            _ = try await first.upload(small, with: URLRequest(url: server.url()))
+            #expect(PrivateSessions.shared.privateSession(of: first) === firsts)
         }
 
         /// Released with its upload done, a caller's session takes its private session with it at once rather
@@ -129,13 +156,13 @@ extension URLSessionSuites {
             _ = try await session!.upload(small, with: URLRequest(url: server.url()))
             weak let caller = session
             let key = ObjectIdentifier(session!)
-            #expect(SessionPool.isOpen(forCallerWith: key))
+            #expect(PrivateSessions.shared.isOpen(forCallerWith: key))
             session!.finishTasksAndInvalidate()
             session = nil
             let stopwatch = Stopwatch()
-            try await Stopwatch.wait(atMost: 10, polling: 0.01) { SessionPool.isOpen(forCallerWith: key) }
+            try await Stopwatch.wait(atMost: 10, polling: 0.01) { PrivateSessions.shared.isOpen(forCallerWith: key) }
             #expect(caller == nil)
-            #expect(!SessionPool.isOpen(forCallerWith: key))
+            #expect(!PrivateSessions.shared.isOpen(forCallerWith: key))
             // The idle timeout is 30 s here.
             #expect(stopwatch.seconds < 2, "closed only after \(stopwatch.seconds) s")
         }

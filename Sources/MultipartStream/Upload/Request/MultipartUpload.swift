@@ -4,8 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// One upload of a form, over one or more tasks (a redirect the upload follows itself makes a new one) on a private
-/// session of the ``SessionPool``, whose ``TaskEventRouter`` hands it its tasks' events.
+/// One upload of a form, over one or more tasks (a redirect the upload follows itself makes a new one) on its
+/// caller session's ``PrivateSession``, which hands it its tasks' events.
 ///
 /// The shell of its ``StateMachine``: every event goes through ``modify(_:)``, the one place that takes the lock,
 /// and the action that comes back is carried out after it is released: making tasks and streams, writing the
@@ -65,7 +65,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         let plan = modify { $0.plan(for: request) }
         var request = plan.request
         if case .data(streamed: true) = plan.kind { request.httpBodyStream = makeStream(modify { $0.bodyRequested() }) }
-        let task = SessionPool.makeTask(
+        let task = PrivateSessions.shared.makeTask(
             for: self, of: session, singleUse: plan.singleUse, started: plan.startsNow
         ) { session -> URLSessionTask in
             switch plan.kind {

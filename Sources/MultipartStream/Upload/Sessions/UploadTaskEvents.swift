@@ -4,8 +4,8 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a ``TaskEventRouter`` hands a task's events to: the upload that made the task. The delegate methods are
-/// declared once, by the router; an upload answers in its own terms.
+/// What a ``PrivateSession`` hands a task's events to: the upload that made the task. The delegate methods are
+/// declared once, by the private session; an upload answers in its own terms.
 protocol UploadTaskEvents: AnyObject, Sendable {
     /// The task, which its upload did not start itself, sent its first event: it keeps the caller's session alive
     /// from now on.

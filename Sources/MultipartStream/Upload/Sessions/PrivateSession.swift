@@ -4,36 +4,42 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// The delegate of one private session: hands each task's events to the upload that made the task.
+/// A private session that carries uploads of one caller's session, and its delegate: hands each task's events to
+/// the upload that made the task, and closes itself when its ``StateMachine`` says so.
 ///
 /// Private, because Linux URLSession sends task events only to the session's delegate (a task's own delegate hears
-/// nothing but `needNewBodyStream`), and an upload needs them all. Its tables are guarded by ``SessionPool/lock``.
-final class TaskEventRouter: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // @unchecked: the mutable properties are guarded by SessionPool.lock; the rest are constants.
+/// nothing but `needNewBodyStream`), and an upload needs them all. Its lock is its own: the uploads of another
+/// caller's session never take it.
+final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: `machine` is guarded by `lock`, which only `modify` takes; the rest are constants, and the weak
+    // reference is atomic.
     /// The caller's session, whose configuration this session was made from; weak, so that dropping it is enough.
     private(set) weak var callerSession: URLSession?
-    /// The pool's key: the caller session's identity, kept after the session itself is gone.
+    /// The caller session's identity, kept after the session itself is gone.
     let key: ObjectIdentifier
-    /// Whether this session carries one task only, on a connection of its own, and is in no pool.
+    /// The registry that made it, told when it closes.
+    private let registry: PrivateSessions
+    /// Whether the session carries one task only, on a connection of its own, and is in no registry.
     let isSingleUse: Bool
     /// Set right after `init`, since it needs `self` as its delegate; it holds this delegate until invalidated.
     private var madeSession: URLSession?
     /// The session.
     var session: URLSession { madeSession! }
 
-    private var uploads: [Int: any UploadTaskEvents] = [:]
-    /// The tasks that have begun (resumed by their upload, or seen to send); a task that is never resumed keeps the
-    /// session open no more than it keeps the caller's session alive.
-    private var startedTasks: Set<Int> = []
-    /// Tasks being made on the session now, outside the lock.
-    var pendingTasks = 0
-    /// When the session last became idle, in uptime nanoseconds; `nil` while it is not.
-    var idleSince: UInt64?
+    private let lock = Lock()
+    private var machine: StateMachine
 
-    init(callerSession: URLSession, singleUse: Bool = false) {
+    /// How often an idle session looks at its caller and its idle time: a caller's session says nothing when it is
+    /// released or invalidated.
+    private static let watchInterval: TimeInterval = 0.1
+
+    /// A session made from `callerSession`'s configuration, reserved for one task about to be made on it.
+    init(callerSession: URLSession, registry: PrivateSessions, singleUse: Bool = false) {
         self.callerSession = callerSession
         key = ObjectIdentifier(callerSession)
+        self.registry = registry
         isSingleUse = singleUse
+        machine = StateMachine(singleUse: singleUse, idleTimeout: Self.nanoseconds(registry.idleTimeout))
         super.init()
         // A background configuration only reaches here for a form that fails when resumed (its appendError says
         // why); such a session cannot carry stream uploads.
@@ -41,33 +47,64 @@ final class TaskEventRouter: NSObject, URLSessionDataDelegate, @unchecked Sendab
         madeSession = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }
 
-    /// Whether no task has begun and none is being made (guarded by `lock`).
-    var isIdle: Bool { startedTasks.isEmpty && pendingTasks == 0 }
+    private static func nanoseconds(_ interval: TimeInterval) -> UInt64 {
+        UInt64(max(0, interval) * 1e9)
+    }
 
-    /// Routes `task`'s events to `upload` (guarded by `lock`).
-    func register(_ task: URLSessionTask, of upload: any UploadTaskEvents, started: Bool) {
-        uploads[task.taskIdentifier] = upload
-        if started {
-            startedTasks.insert(task.taskIdentifier)
-            idleSince = nil
+    private static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    /// Applies an event to the machine under the lock, and returns its action for the caller to carry out.
+    private func modify<Action>(_ event: (inout StateMachine) -> Action) -> Action {
+        lock.withLock { event(&machine) }
+    }
+
+    private func act(on action: StateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .watch:
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.watchInterval) { [weak self] in
+                guard let self else { return }
+                let callerGone = callerSession == nil
+                act(on: modify { $0.watchFired(now: Self.now(), callerGone: callerGone) })
+            }
+        case .close:
+            registry.closed(self)
+            // A single-use session was invalidated when its task was made.
+            if !isSingleUse { session.finishTasksAndInvalidate() }
         }
     }
 
-    /// Invalidates the session once its tasks end; it then lets go of this delegate. Tasks that never began may
-    /// still be resumed: URLSession runs them, and their events still come here.
-    func close() {
-        session.finishTasksAndInvalidate()
+    // MARK: What the registry asks
+
+    /// Another task is to be made on the session: `false` when it has closed, and a new one must be made.
+    func reserve() -> Bool {
+        modify { $0.reserve() }
+    }
+
+    /// Routes the events of `task`, made after ``reserve()`` (or `init`), to `upload`; `started` when its upload
+    /// resumes it at once (a task handed to the user begins when its first event arrives). A single-use session is
+    /// invalidated now, so that it ends with its task.
+    func taskMade(_ task: URLSessionTask, of upload: any UploadTaskEvents, started: Bool) {
+        act(on: modify { $0.taskMade(task.taskIdentifier, of: upload, started: started, now: Self.now()) })
+        if isSingleUse { session.finishTasksAndInvalidate() }
+    }
+
+    /// The caller's session is gone: closes now if idle, else once its last task ends.
+    func callerGone() {
+        act(on: modify { $0.callerGone() })
+    }
+
+    /// Tests shorten the idle timeout of sessions already open.
+    func setIdleTimeout(_ interval: TimeInterval) {
+        modify { $0.idleTimeout = Self.nanoseconds(interval) }
     }
 
     /// The upload of `task`; the first event of a task that was not started by its upload (one handed to the
     /// user) tells the upload it began.
     private func upload(for task: URLSessionTask) -> (any UploadTaskEvents)? {
-        let (upload, isFirstEvent) = SessionPool.lock.withLock { () -> ((any UploadTaskEvents)?, Bool) in
-            let isFirstEvent = startedTasks.insert(task.taskIdentifier).inserted
-            if isFirstEvent { idleSince = nil }
-            return (uploads[task.taskIdentifier], isFirstEvent)
-        }
-        if isFirstEvent { upload?.taskBegan() }
+        let (upload, began) = modify { $0.taskEvent(task.taskIdentifier) }
+        if began { upload?.taskBegan() }
         return upload
     }
 
@@ -141,11 +178,7 @@ final class TaskEventRouter: NSObject, URLSessionDataDelegate, @unchecked Sendab
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         // The upload may start its next task (a redirect) first, so the session is never idle in between.
         upload(for: task)?.taskCompleted(task, error: error)
-        let toClose = SessionPool.lock.withLock { () -> TaskEventRouter? in
-            uploads[task.taskIdentifier] = nil
-            startedTasks.remove(task.taskIdentifier)
-            return SessionPool.taskEnded(in: self)
-        }
-        toClose?.close()
+        let callerGone = callerSession == nil
+        act(on: modify { $0.taskEnded(task.taskIdentifier, callerGone: callerGone, now: Self.now()) })
     }
 }
