@@ -254,7 +254,7 @@ import Testing
         _ = machine.taskMade(task)
         let stream = sendBody(&machine, sent: 10)
         _ = machine.redirectAnswered(statusCode: 307, answer: post(url), sent: nil)
-        guard case .cancel(let cancelled?, let streams) = machine.cancel() else {
+        guard case .cancel(let cancelled?, let streams, endsProgress: true) = machine.cancel() else {
             Issue.record("the first cancel cancels the task")
             return
         }
@@ -268,7 +268,7 @@ import Testing
 
     @Test func whatComesAfterACancelIsStoppedAtOnce() {
         var machine = machine()
-        guard case .cancel(nil, streams: []) = machine.cancel() else {
+        guard case .cancel(nil, streams: [], endsProgress: true) = machine.cancel() else {
             Issue.record("a cancel before the task has nothing to stop yet")
             return
         }
@@ -280,12 +280,51 @@ import Testing
     @Test func a401IsTheAnswerOnlyWhenTheUploadGaveUpItsChallenge() {
         var givenUp = machine()
         sendBody(&givenUp)
-        givenUp.challengeGivenUp()
+        let cancelled = Machine.ChallengeAnswer(disposition: .cancelAuthenticationChallenge)
+        let answered = givenUp.challengeAnswered(
+            caller: .init(disposition: .performDefaultHandling), fallback: cancelled)
+        #expect(answered.disposition == .cancelAuthenticationChallenge)
         #expect(status(end(&givenUp, 401, error: URLError(.cancelled))) == 401)
         var broken = machine()
         sendBody(&broken)
         let reset = URLError(.networkConnectionLost)
         #expect((failure(end(&broken, 401, error: reset)) as? URLError)?.code == .networkConnectionLost)
+    }
+
+    @Test func theCallersAnswerToAChallengeWinsAndTheDefaultOnlyFillsIn() {
+        let credential = URLCredential(user: "u", password: "p", persistence: .forSession)
+        let stored = Machine.ChallengeAnswer(disposition: .useCredential, credential: credential)
+        let cancelled = Machine.ChallengeAnswer(disposition: .cancelAuthenticationChallenge)
+        // The caller's own cancel is not the upload giving up: the task fails, the 401 is no answer.
+        var refused = machine()
+        sendBody(&refused)
+        let callers = refused.challengeAnswered(caller: cancelled, fallback: stored)
+        #expect(callers.disposition == .cancelAuthenticationChallenge && callers.credential == nil)
+        #expect((failure(end(&refused, 401, error: URLError(.cancelled))) as? URLError)?.code == .cancelled)
+        // Left to the default: the stored credential answers, and the resent body is allowed.
+        var defaulted = machine(.append(from: 0, upTo: form.contentLength))
+        sendBody(&defaulted)
+        let answer = defaulted.challengeAnswered(caller: .init(disposition: .performDefaultHandling), fallback: stored)
+        #expect(answer.disposition == .useCredential && answer.credential === credential)
+        guard case .makeStream(.form) = defaulted.bodyRequested() else {
+            Issue.record("the append was refused again after a credential was given")
+            return
+        }
+        // Without one, URLSession's own resend of the append fails rather than sending it twice.
+        var resent = machine(.append(from: 0, upTo: form.contentLength))
+        sendBody(&resent)
+        guard case .makeStream(.failing(let error)) = resent.bodyRequested(), case .appendResent = error.reason else {
+            Issue.record("an append went out twice")
+            return
+        }
+    }
+
+    @Test func aCancelOfOneRequestOfAResumableUploadLeavesItsProgressRunning() {
+        var machine = machine(.append(from: 600, upTo: form.contentLength))
+        guard case .cancel(_, _, endsProgress: false) = machine.cancel() else {
+            Issue.record("an append's cancel ended the resumable upload's progress")
+            return
+        }
     }
 
     @Test func aBodyThatCouldNotBeWrittenFailsWithItsReason() {

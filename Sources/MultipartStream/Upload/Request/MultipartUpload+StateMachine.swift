@@ -302,21 +302,34 @@ extension MultipartUpload {
             }
         }
 
-        /// The upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
-        mutating func challengeGivenUp() {
-            modifyExchange { $0.gaveUpChallenge = true }
+        /// How a challenge is answered.
+        struct ChallengeAnswer {
+            var disposition: URLSession.AuthChallengeDisposition
+            var credential: URLCredential?
         }
 
-        /// A challenge was answered with a credential: URLSession sends the request again.
-        mutating func challengeAnswered() {
-            modifyExchange { $0.answeredChallenges += 1 }
+        /// The caller's delegate answered a challenge with `caller`; `fallback` is the answer where it left it to
+        /// the default. A challenge cancelled for want of a credential makes the 401 or 407 the answer; one answered
+        /// with a credential lets URLSession send the request again.
+        mutating func challengeAnswered(caller: ChallengeAnswer, fallback: ChallengeAnswer) -> ChallengeAnswer {
+            guard caller.disposition == .performDefaultHandling else { return counted(caller) }
+            if fallback.disposition == .cancelAuthenticationChallenge { modifyExchange { $0.gaveUpChallenge = true } }
+            return counted(fallback)
+        }
+
+        private mutating func counted(_ answer: ChallengeAnswer) -> ChallengeAnswer {
+            if answer.disposition == .useCredential, answer.credential != nil {
+                modifyExchange { $0.answeredChallenges += 1 }
+            }
+            return answer
         }
 
         // MARK: Cancel
 
         enum CancelAction {
-            /// Close these streams and cancel the task, if there is one yet.
-            case cancel(URLSessionTask?, streams: [MultipartBodyStream])
+            /// Close these streams and cancel the task, if there is one yet; end progress when it is the upload's
+            /// own (not one request's of a resumable upload, whose progress goes on).
+            case cancel(URLSessionTask?, streams: [MultipartBodyStream], endsProgress: Bool)
             /// Nothing: cancelled or finished already.
             case none
         }
@@ -331,7 +344,7 @@ extension MultipartUpload {
             case .cancelled, .finished: return .none
             }
             state = .cancelled(exchange)
-            return .cancel(exchange.task, streams: exchange.streams)
+            return .cancel(exchange.task, streams: exchange.streams, endsProgress: role.finishesProgress)
         }
 
         // MARK: The task's end

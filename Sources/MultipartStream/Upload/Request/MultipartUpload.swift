@@ -19,8 +19,6 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// fails with it.
     private let form: MultipartFormData
     private let progress: ProgressCoalescer?
-    /// Whether this upload's end is its progress's: not for one request of a resumable upload, whose progress goes on.
-    private let finishesProgress: Bool
     /// How fast the form's streams hand out bytes.
     private let pacing: MultipartPacing?
     /// The caller's session and its delegate, which decides redirects and challenges first.
@@ -47,7 +45,6 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         caller = CallerDelegate(callerSession)
         self.origin = Origin(origin)
         self.progress = progress
-        finishesProgress = role.finishesProgress
         self.completion = completion
     }
 
@@ -102,8 +99,8 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// cancels a task on the queue that reads the body, which a caller stream blocked in `read` holds until it
     /// returns, so the task is cancelled from another thread.
     func cancel() {
-        if finishesProgress { progress?.finish() }
-        guard case .cancel(let task, let streams) = modify({ $0.cancel() }) else { return }
+        guard case .cancel(let task, let streams, let endsProgress) = modify({ $0.cancel() }) else { return }
+        if endsProgress { progress?.finish() }
         for stream in streams { stream.close() }
         if let task {
             DispatchQueue.global().async { task.cancel() }
@@ -196,13 +193,13 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         answer: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
         caller.challenge(challenge, task: task) { disposition, credential in
-            var (disposition, credential) = (disposition, credential)
-            if disposition == .performDefaultHandling {
-                (disposition, credential) = ChallengePolicy.defaultAnswer(to: challenge, storage: storage)
-                if disposition == .cancelAuthenticationChallenge { self.modify { $0.challengeGivenUp() } }
+            let fallback = ChallengePolicy.defaultAnswer(to: challenge, storage: storage)
+            let chosen = self.modify {
+                $0.challengeAnswered(
+                    caller: .init(disposition: disposition, credential: credential),
+                    fallback: .init(disposition: fallback.0, credential: fallback.1))
             }
-            if disposition == .useCredential, credential != nil { self.modify { $0.challengeAnswered() } }
-            answer(disposition, credential)
+            answer(chosen.disposition, chosen.credential)
         }
     }
 
