@@ -126,8 +126,11 @@ extension URLSessionSuites {
         /// finds it is asked once per task made, never by a task's events.
         @Test func twoCallerSessionsUploadThroughPrivateSessionsOfTheirOwn() async throws {
             let server = try UploadServer()
-            var small = MultipartFormData()
-            small.append("v", name: "n")
+            let small: MultipartFormData = {
+                var form = MultipartFormData()
+                form.append("v", name: "n")
+                return form
+            }()
             let first = URLSession(configuration: .ephemeral)
             let second = URLSession(configuration: .ephemeral)
             defer {

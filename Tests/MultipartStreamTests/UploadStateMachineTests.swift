@@ -23,7 +23,7 @@ import Testing
     private let session = URLSession(configuration: .ephemeral)
 
     private func machine(_ role: MultipartUpload.Role = .wholeForm(.stream)) -> Machine {
-        Machine(role: role, contentLength: form.contentLength, contentType: form.contentType)
+        Machine(role: role, contentLength: form.contentLength, contentType: form.contentType, origin: url)
     }
 
     /// A redirect's request that keeps the form's method, as a 307 or 308 does.
@@ -289,6 +289,26 @@ import Testing
         sendBody(&broken)
         let reset = URLError(.networkConnectionLost)
         #expect((failure(end(&broken, 401, error: reset)) as? URLError)?.code == .networkConnectionLost)
+    }
+
+    @Test func aRedirectIsShownToTheCallerWithoutCredentialsOnlyWhenItLeavesTheOrigin() {
+        var proposed = post(URL(string: "http://127.0.0.1/elsewhere")!)
+        proposed.setValue("Bearer t", forHTTPHeaderField: "Authorization")
+        proposed.setValue("c=1", forHTTPHeaderField: "Cookie")
+        guard case .ask(let same) = machine().redirectMet(proposed: proposed) else {
+            Issue.record("a whole form's redirect is put to the caller")
+            return
+        }
+        #expect(same.value(forHTTPHeaderField: "Authorization") == "Bearer t", "same origin keeps credentials")
+        proposed.url = URL(string: "http://127.0.0.2/upload")!
+        guard case .ask(let other) = machine().redirectMet(proposed: proposed) else {
+            Issue.record("a whole form's redirect is put to the caller")
+            return
+        }
+        #expect(other.value(forHTTPHeaderField: "Authorization") == nil)
+        #expect(other.value(forHTTPHeaderField: "Cookie") == nil)
+        #expect(other.url == proposed.url)
+        #expect(machine(.resourceRequest).redirectMet(proposed: proposed) == .keepResponse)
     }
 
     @Test func theCallersAnswerToAChallengeWinsAndTheDefaultOnlyFillsIn() {

@@ -59,6 +59,8 @@ extension MultipartUpload {
         let contentLength: UInt64
         /// The form's `Content-Type`.
         let contentType: String
+        /// The origin of the first request: the caller's credentials go to it and nowhere else by themselves.
+        let origin: Origin?
         /// The first byte of the form the body holds, and how many bytes it holds.
         let bodyStart: UInt64
         let bodyLength: UInt64
@@ -66,8 +68,9 @@ extension MultipartUpload {
         private(set) var body: UploadBody
         private(set) var state = State.idle
 
-        init(role: Role, contentLength: UInt64, contentType: String) {
+        init(role: Role, contentLength: UInt64, contentType: String, origin: URL?) {
             self.role = role
+            self.origin = Origin(origin)
             self.contentLength = contentLength
             self.contentType = contentType
             body = role.body
@@ -278,9 +281,18 @@ extension MultipartUpload {
             case refuse
         }
 
-        /// Whether a redirect the task met is put to the caller's delegate; if not, the 3xx is the answer.
-        func redirectMet() -> Bool {
-            role.followsRedirects
+        enum RedirectMetAction: Equatable {
+            /// Ask the caller's delegate about this request: URLSession's, without the caller's credentials when it
+            /// leaves the first request's origin (the delegate may put them back on purpose).
+            case ask(URLRequest)
+            /// Answer `nil` at once: the 3xx is the answer.
+            case keepResponse
+        }
+
+        /// The task met a redirect to `proposed`.
+        func redirectMet(proposed: URLRequest) -> RedirectMetAction {
+            guard role.followsRedirects else { return .keepResponse }
+            return .ask(RedirectPolicy.proposal(proposed, leaving: origin))
         }
 
         /// The caller's delegate answered a redirect with `answer` (or `nil`), after a `statusCode` answer to

@@ -24,8 +24,6 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// The caller's session and its delegate, which decides redirects and challenges first.
     let caller: CallerDelegate
     private let completion: Completion
-    /// The origin of the first request: the caller's credentials go to it and nowhere else by themselves.
-    private let origin: Origin?
 
     private let lock = Lock()
     private var machine: StateMachine
@@ -41,9 +39,9 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     ) {
         self.form = form
         self.pacing = pacing
-        machine = StateMachine(role: role, contentLength: form.contentLength, contentType: form.contentType)
+        machine = StateMachine(
+            role: role, contentLength: form.contentLength, contentType: form.contentType, origin: origin)
         caller = CallerDelegate(callerSession)
-        self.origin = Origin(origin)
         self.progress = progress
         self.completion = completion
     }
@@ -166,16 +164,14 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         modify { $0.received(data) }
     }
 
-    /// The caller's delegate decides first, as it would for its own tasks, and is shown the request without the
-    /// caller's credentials when it leaves the first request's origin: it may put them back on purpose.
+    /// The caller's delegate decides first, as it would for its own tasks, on the request the machine shows it.
     func redirect(
         task: URLSessionTask,
         response: HTTPURLResponse,
         proposed: URLRequest,
         answer: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        guard modify({ $0.redirectMet() }) else { return answer(nil) }
-        let proposal = RedirectPolicy.proposal(proposed, leaving: origin)
+        guard case .ask(let proposal) = modify({ $0.redirectMet(proposed: proposed) }) else { return answer(nil) }
         let sent = task.currentRequest ?? task.originalRequest
         caller.redirect(response, to: proposal, task: task) { request in
             switch self.modify({ $0.redirectAnswered(statusCode: response.statusCode, answer: request, sent: sent) }) {
