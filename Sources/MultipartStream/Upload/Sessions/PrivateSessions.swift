@@ -53,9 +53,12 @@ final class PrivateSessions: @unchecked Sendable {
 
     /// The shared private session of `callerSession` open now, if any.
     func privateSession(of callerSession: URLSession) -> PrivateSession? {
-        lock.withLock {
-            sessions[ObjectIdentifier(callerSession)].flatMap { $0.caller === callerSession ? $0.session : nil }
-        }
+        lock.withLock { listed(for: callerSession) }
+    }
+
+    /// The table's private session for `callerSession` (guarded by `lock`).
+    private func listed(for callerSession: URLSession) -> PrivateSession? {
+        sessions[ObjectIdentifier(callerSession)].flatMap { $0.caller === callerSession ? $0.session : nil }
     }
 
     /// Whether `callerSession` has a shared private session open now.
@@ -100,19 +103,18 @@ final class PrivateSessions: @unchecked Sendable {
     private func reserved(for callerSession: URLSession) -> PrivateSession {
         let key = ObjectIdentifier(callerSession)
         while true {
-            let gone = lock.withLock { removeAbandoned() }
-            let listed = privateSession(of: callerSession)
+            let (found, gone) = lock.withLock { (listed(for: callerSession), removeAbandoned()) }
             for session in gone { session.callerGone() }
-            if let listed {
-                if listed.reserve() { return listed }
+            if let found {
+                if found.reserve() { return found }
                 // It closed meanwhile; ``closed(_:)`` takes it out of the table, if it has not yet.
-                lock.withLock { if sessions[key]?.session === listed { sessions[key] = nil } }
+                lock.withLock { if sessions[key]?.session === found { sessions[key] = nil } }
                 continue
             }
             let made = PrivateSession(callerSession: callerSession, registry: self)
             let isListed = lock.withLock { () -> Bool in
                 // Another upload may have made one meanwhile.
-                if let entry = sessions[key], entry.caller === callerSession { return false }
+                if listed(for: callerSession) != nil { return false }
                 sessions[key] = Entry(caller: callerSession, session: made)
                 open += 1
                 return true
