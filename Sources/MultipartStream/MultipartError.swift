@@ -294,8 +294,8 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .stateUnwritable(let url, let code):
             "the upload's state cannot be kept at \(url.path): \(POSIX.errnoText(code)); nothing was sent"
         case .resumeTimeExceeded(let seconds, let acknowledged, let contentLength):
-            "the resumable upload gave up after \(seconds) s in all, the server having \(acknowledged) of the form's "
-                + "\(contentLength) bytes"
+            "the resumable upload gave up after \(String(format: "%.1f", seconds)) s in all, the server having "
+                + "\(acknowledged) of the form's \(contentLength) bytes"
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(POSIX.errnoText(code))"

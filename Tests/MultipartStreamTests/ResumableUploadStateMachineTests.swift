@@ -4,6 +4,10 @@ import Testing
 
 @testable import MultipartStream
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// ``ResumableUpload/StateMachine``, the resumable-upload protocol's decisions, transition by transition, without a server.
 @Suite struct ResumableUploadStateMachineTests {
     private let location = URL(string: "http://127.0.0.1:8080/resumable_upload/abc")!
@@ -11,15 +15,26 @@ import Testing
 
     private func answer(
         _ status: Int, limit: Bool = false, location: URL? = nil, offset: UInt64? = nil, complete: Bool? = nil,
-        length: UInt64? = nil, limits: ResumableUpload.Limits? = nil, retryAfter: Double? = nil
+        length: UInt64? = nil, limits: ResumableUpload.Limits? = nil, retryAfter: Double? = nil,
+        handedOut: UInt64 = .max
     ) -> ResumableUpload.StateMachine.Event {
         .answered(
             ResumableUpload.Answer(
                 statusCode: status, limits: limits ?? (limit ? ResumableUpload.Limits() : nil), location: location,
-                offset: offset, isComplete: complete, length: length, retryAfter: retryAfter))
+                offset: offset, isComplete: complete, length: length, retryAfter: retryAfter),
+            Self.reply, handedOut: handedOut)
     }
 
-    private let dropped = ResumableUpload.StateMachine.Event.connectionFailed(URLError(.networkConnectionLost))
+    /// The reply an answer comes with; the machine hands it back as the upload's answer, and looks only at the
+    /// ``ResumableUpload/Answer`` parsed from it.
+    private static let reply: ResumableUpload.Reply = (
+        Data("the application's answer".utf8),
+        URLResponse(
+            url: URL(string: "http://127.0.0.1/")!, mimeType: nil,
+            expectedContentLength: 0, textEncodingName: nil)
+    )
+
+    private let dropped = ResumableUpload.StateMachine.Event.failed(URLError(.networkConnectionLost))
 
     /// A machine that has created its upload and sent its first append.
     private func appending(_ policy: MultipartResumption? = nil) -> ResumableUpload.StateMachine {
@@ -41,7 +56,11 @@ import Testing
             #expect(seconds == other && step == otherStep, comment)
         case (.startOver(let reason, let step), .startOver(let other, let otherStep)):
             #expect(reason == other && step == otherStep, comment)
-        case (.sendWhole, .sendWhole), (.answer, .answer): break
+        case (.keep(let keeping, let step), .keep(let other, let otherStep)):
+            #expect(keeping == other && step == otherStep, comment)
+        case (.answer(let reply), .answer):
+            #expect(reply.0 == Self.reply.0, comment)
+        case (.sendWhole, .sendWhole): break
         default: Issue.record("\(action), expected \(expected)")
         }
     }
@@ -49,7 +68,7 @@ import Testing
     // MARK: Detection: nothing partial before the server says it resumes
 
     @Test func itStartsByAskingWhetherTheServerSpeaksTheDraft() {
-        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
+        let resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         expect(resumption.start(), is: .send(.detect))
     }
 
@@ -81,7 +100,7 @@ import Testing
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         guard case .fail(let error, _) = resumption.handle(answer(200)),
-            case .resumptionRefused(statusCode: 200) = error.reason
+            case .resumptionRefused(statusCode: 200) = (error as? MultipartError)?.reason
         else {
             Issue.record("expected resumptionRefused")
             return
@@ -92,18 +111,20 @@ import Testing
         var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
-        expect(resumption.handle(answer(413)), is: .answer)
+        expect(resumption.handle(answer(413)), is: .answer(Self.reply))
     }
 
     // MARK: Appending and resuming
 
     @Test func theApplicationsAnswerEndsTheUpload() {
         var resumption = appending()
-        expect(resumption.handle(answer(200)), is: .answer)
+        expect(resumption.handle(answer(200)), is: .answer(Self.reply))
         var failed = appending()
-        expect(failed.handle(answer(500, complete: true)), is: .answer, "an answer of the application, even a failure")
+        expect(
+            failed.handle(answer(500, complete: true)), is: .answer(Self.reply),
+            "an answer of the application, even a failure")
         var refused = appending()
-        expect(refused.handle(answer(400)), is: .answer, "a 4xx without Upload-Complete is not retried")
+        expect(refused.handle(answer(400)), is: .answer(Self.reply), "a 4xx without Upload-Complete is not retried")
     }
 
     @Test func aDropWaitsThenAsksTheOffsetThenSendsTheRest() {
@@ -130,7 +151,7 @@ import Testing
         _ = resumption.handle(answer(204, offset: 700, complete: false))
         _ = resumption.handle(dropped)
         _ = resumption.handle(dropped)
-        guard case .fail(let error, _) = resumption.handle(dropped),
+        guard case .fail(let failure, _) = resumption.handle(dropped), let error = failure as? MultipartError,
             case .resumeFailed(retries: 3, bytesAcknowledged: 700, contentLength: 1_000) = error.reason
         else {
             Issue.record("expected resumeFailed after 3 retries")
@@ -164,7 +185,7 @@ import Testing
             is: .send(.append(from: 0, upTo: 1_000)))
         _ = resumption.handle(dropped)
         guard case .fail(let error, _) = resumption.handle(answer(410)),
-            case .uploadExpired(statusCode: 410) = error.reason
+            case .uploadExpired(statusCode: 410) = (error as? MultipartError)?.reason
         else {
             Issue.record("expected uploadExpired")
             return
@@ -175,7 +196,7 @@ import Testing
         var resumption = appending()
         _ = resumption.handle(dropped)
         guard case .fail(let error, _) = resumption.handle(answer(204, offset: 1_000, complete: true)),
-            case .answerLost(contentLength: 1_000) = error.reason
+            case .answerLost(contentLength: 1_000) = (error as? MultipartError)?.reason
         else {
             Issue.record("expected answerLost")
             return
@@ -186,7 +207,7 @@ import Testing
         var resumption = appending()
         _ = resumption.handle(dropped)
         guard case .fail(let error, let deleting) = resumption.handle(answer(204, offset: 5_000, complete: false)),
-            case .offsetOutOfRange(offset: 5_000, allowed: 0...1_000) = error.reason
+            case .offsetOutOfRange(offset: 5_000, allowed: 0...1_000) = (error as? MultipartError)?.reason
         else {
             Issue.record("expected offsetOutOfRange")
             return
@@ -209,15 +230,19 @@ import Testing
             Issue.record("expected a failure, got \(action)")
             return nil
         }
-        return (error.reason, deleting)
+        guard let reason = (error as? MultipartError)?.reason else {
+            Issue.record("expected a MultipartError, got \(error)")
+            return nil
+        }
+        return (reason, deleting)
     }
 
     @Test(arguments: [200, 201, 204, 400, 404, 409, 410, 500, 503])
     func uploadCompleteOnAnyStatusIsTheApplicationsAnswer(status: Int) {
         var resumption = appending()
-        expect(resumption.handle(answer(status, offset: 1_000, complete: true)), is: .answer, "\(status)")
+        expect(resumption.handle(answer(status, offset: 1_000, complete: true)), is: .answer(Self.reply), "\(status)")
         var noOffset = appending()
-        expect(noOffset.handle(answer(status, complete: true)), is: .answer, "\(status) without an offset")
+        expect(noOffset.handle(answer(status, complete: true)), is: .answer(Self.reply), "\(status) without an offset")
     }
 
     @Test func completeAtAnotherLengthThanTheFormsIsRefused() {
@@ -362,7 +387,7 @@ import Testing
             resumption.handle(answer(204, offset: 600, complete: false)), is: .send(.append(from: 600, upTo: 900)))
         expect(
             resumption.handle(answer(204, offset: 900, complete: false)), is: .send(.append(from: 900, upTo: 1_000)))
-        expect(resumption.handle(answer(200, offset: 1_000, complete: true)), is: .answer)
+        expect(resumption.handle(answer(200, offset: 1_000, complete: true)), is: .answer(Self.reply))
         #expect(resumption.retries == 0, "progress is no retry")
     }
 
@@ -378,7 +403,7 @@ import Testing
         _ = tiny.start()
         _ = tiny.handle(answer(200, limit: true))
         _ = tiny.handle(answer(201, location: location, offset: 0, complete: false))
-        expect(tiny.handle(answer(413)), is: .answer, "one byte too large is the server's refusal")
+        expect(tiny.handle(answer(413)), is: .answer(Self.reply), "one byte too large is the server's refusal")
     }
 
     @Test func offsetsAreCheckedAndABreachDeletesTheUpload() {
@@ -419,8 +444,7 @@ import Testing
 
     @Test func noOffsetIsBelievedPastWhatWasHandedOut() {
         var resumption = appending()
-        resumption.bodyHandedOut(upTo: 400)
-        _ = resumption.handle(dropped)
+        _ = resumption.handle(.failed(URLError(.networkConnectionLost), handedOut: 400))
         guard
             case (.offsetOutOfRange(offset: 700, allowed: 0...400), location)? =
                 failure(resumption.handle(answer(204, offset: 700, complete: false)))
@@ -429,10 +453,17 @@ import Testing
             return
         }
         var honest = appending()
-        honest.bodyHandedOut(upTo: 400)
-        _ = honest.handle(dropped)
+        _ = honest.handle(.failed(URLError(.networkConnectionLost), handedOut: 400))
         expect(
             honest.handle(answer(204, offset: 400, complete: false)), is: .send(.append(from: 400, upTo: 1_000)))
+        var answered = appending()
+        expect(
+            answered.handle(answer(204, offset: 100, complete: false, handedOut: 400)),
+            is: .send(.append(from: 100, upTo: 1_000)))
+        _ = answered.handle(dropped)
+        expect(
+            answered.handle(answer(204, offset: 700, complete: false)), is: .send(.append(from: 700, upTo: 1_000)),
+            "the bound is the append's own: the next append went out whole, so 700 can be true")
     }
 
     @Test func retriesSpentAfterTheUploadExistsDeleteIt() {
@@ -511,7 +542,7 @@ import Testing
                     offset: Bool.random(using: &generator) ? UInt64.random(in: 0...length + 5, using: &generator) : nil,
                     isComplete: [true, false, nil].randomElement(using: &generator)!)
                 lastAnswer = answer
-                action = resumption.handle(.answered(answer))
+                action = resumption.handle(.answered(answer, Self.reply))
                 highestAcknowledged = max(highestAcknowledged, resumption.acknowledged)
             }
             guard case .answer = action, let answer = lastAnswer, (200..<300).contains(answer.statusCode) else {
@@ -532,11 +563,12 @@ import Testing
 
     private func resuming(acknowledged: UInt64 = 300) -> ResumableUpload.StateMachine {
         ResumableUpload.StateMachine(
-            contentLength: 1_000, policy: policy, resuming: (location, acknowledged), jitter: \.upperBound)
+            contentLength: 1_000, policy: policy, resuming: .init(location: location, acknowledged: acknowledged),
+            jitter: \.upperBound)
     }
 
     @Test func aSavedUploadStartsByAskingItsOffset() {
-        var resumption = resuming()
+        let resumption = resuming()
         expect(resumption.start(), is: .send(.askOffset))
         #expect(resumption.location == location)
     }
@@ -580,7 +612,7 @@ import Testing
         _ = resumption.handle(answer(204, offset: 500, complete: false))
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset))
         guard case .fail(let error, let deleting) = resumption.handle(answer(204, offset: 400, complete: false)),
-            case .offsetOutOfRange(400, 500...1_000) = error.reason
+            case .offsetOutOfRange(400, 500...1_000) = (error as? MultipartError)?.reason
         else {
             Issue.record("an offset that went down after resuming must fail")
             return
@@ -592,11 +624,151 @@ import Testing
         var resumption = resuming()
         _ = resumption.start()
         guard case .fail(let error, _) = resumption.handle(answer(204, offset: 1_000, complete: true)),
-            case .answerLost = error.reason
+            case .answerLost = (error as? MultipartError)?.reason
         else {
             Issue.record("a complete saved upload's answer is lost")
             return
         }
+    }
+
+    // MARK: Cancels, failures and the saved state: what the driver once decided
+
+    @Test func aCancelDeletesTheUploadUnlessItsStateIsSavedForAnotherRun() {
+        var running = appending()
+        guard case .cancel(let deleting) = running.handle(.cancelled) else {
+            Issue.record("a cancel cancels")
+            return
+        }
+        #expect(deleting == location)
+        var saved = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, savesState: true,
+            resuming: .init(location: location, acknowledged: 300), jitter: \.upperBound)
+        guard case .cancel(let kept) = saved.handle(.cancelled) else {
+            Issue.record("a cancel cancels")
+            return
+        }
+        #expect(kept == nil, "the next run resumes it")
+        var detecting = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
+        guard case .cancel(nil) = detecting.handle(.cancelled) else {
+            Issue.record("nothing to delete before the upload exists")
+            return
+        }
+    }
+
+    @Test func aFailureNotTheConnectionsEndsTheUploadAndDeletesIt() {
+        let partFailed = MultipartError(.streamFailed(nil))
+        var resumption = appending()
+        guard case .fail(let error, let deleting) = resumption.handle(.failed(partFailed)) else {
+            Issue.record("a part that failed ends the upload")
+            return
+        }
+        #expect((error as? MultipartError)?.description == partFailed.description)
+        #expect(deleting == location)
+        var refused = appending()
+        guard case .fail(let urlError as URLError, location) = refused.handle(.failed(URLError(.badURL))) else {
+            Issue.record("a bad URL is no dropped connection")
+            return
+        }
+        #expect(urlError.code == .badURL)
+    }
+
+    @Test func theConnectionsFailuresAreRetriedAndTheResendOfAnAppendOnlyWhileAppending() {
+        let failures: [any Error] = [
+            URLError(.networkConnectionLost), URLError(.timedOut), URLError(.cannotConnectToHost),
+            URLError(.badServerResponse), URLError(.unknown),
+            StallWatch.Stalled(rule: .init(bytesPerSecond: 1, seconds: 1)),
+            MultipartError(.appendResent),
+        ]
+        for failure in failures {
+            var resumption = appending()
+            expect(
+                resumption.handle(.failed(failure)), is: .wait(seconds: 0.5, then: .askOffset), "\(failure)")
+        }
+        var creating = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
+        _ = creating.start()
+        _ = creating.handle(answer(200, limit: true))
+        guard case .fail = creating.handle(.failed(MultipartError(.appendResent))) else {
+            Issue.record("a resend is an append's alone")
+            return
+        }
+    }
+
+    /// A new upload whose state is saved, created at `location`.
+    private func savingAndCreated() -> (ResumableUpload.StateMachine, ResumableUpload.StateMachine.Action) {
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, savesState: true, jitter: \.upperBound)
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: true))
+        let action = resumption.handle(answer(201, location: location, offset: 0, complete: false))
+        return (resumption, action)
+    }
+
+    @Test func theSavedStateIsWrittenBeforeEachAppendThatGoesFromANewPosition() {
+        var (resumption, created) = savingAndCreated()
+        expect(
+            created,
+            is: .keep(.init(writing: .init(location: location, acknowledged: 0)), then: .append(from: 0, upTo: 1_000)))
+        _ = resumption.handle(dropped)
+        expect(
+            resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 1_000)),
+            "the same position: nothing to write")
+        _ = resumption.handle(dropped)
+        expect(
+            resumption.handle(answer(204, offset: 400, complete: false)),
+            is: .keep(
+                .init(writing: .init(location: location, acknowledged: 400)), then: .append(from: 400, upTo: 1_000)))
+        let moved = URL(string: "http://127.0.0.1:8080/resumable_upload/moved")!
+        expect(resumption.handle(answer(307, location: moved)), is: .send(.askOffset))
+        expect(
+            resumption.handle(answer(204, offset: 400, complete: false)),
+            is: .keep(.init(writing: .init(location: moved, acknowledged: 400)), then: .append(from: 400, upTo: 1_000)))
+    }
+
+    @Test func aStateThatCannotBeWrittenFailsTheUploadAndDeletesIt() {
+        var (resumption, _) = savingAndCreated()
+        let unwritable = MultipartError(.stateUnwritable(URL(fileURLWithPath: "/state"), errno: 28))
+        guard case .fail(let error, let deleting) = resumption.handle(.keepFailed(unwritable)) else {
+            Issue.record("the caller asked for the state to be kept")
+            return
+        }
+        #expect((error as? MultipartError)?.description == unwritable.description)
+        #expect(deleting == location)
+    }
+
+    @Test func aSavedUploadIsAnnouncedOnceWhereTheServerHasIt() {
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, savesState: true,
+            resuming: .init(location: location, acknowledged: 300), jitter: \.upperBound)
+        expect(resumption.start(), is: .send(.askOffset))
+        expect(
+            resumption.handle(answer(204, offset: 300, complete: false)),
+            is: .keep(.init(resumedAt: 300), then: .append(from: 300, upTo: 1_000)), "on disk already: nothing to write"
+        )
+        _ = resumption.handle(dropped)
+        expect(
+            resumption.handle(answer(204, offset: 500, complete: false)),
+            is: .keep(
+                .init(writing: .init(location: location, acknowledged: 500)), then: .append(from: 500, upTo: 1_000)),
+            "announced once")
+        var further = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, savesState: true,
+            resuming: .init(location: location, acknowledged: 300), jitter: \.upperBound)
+        expect(
+            further.handle(answer(204, offset: 700, complete: false)),
+            is: .keep(
+                .init(resumedAt: 700, writing: .init(location: location, acknowledged: 700)),
+                then: .append(from: 700, upTo: 1_000)))
+    }
+
+    @Test func aSavedUploadStartedOverIsNoResumption() {
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, savesState: true,
+            resuming: .init(location: location, acknowledged: 300), jitter: \.upperBound)
+        expect(resumption.handle(answer(404)), is: .startOver(.uploadGone(statusCode: 404), then: .create))
+        expect(
+            resumption.handle(answer(201, location: location, offset: 0, complete: false)),
+            is: .keep(.init(writing: .init(location: location, acknowledged: 0)), then: .append(from: 0, upTo: 1_000)),
+            "a new upload at the same address is written, and not announced as resumed")
     }
 
     // MARK: Waits and the total time
@@ -640,14 +812,31 @@ import Testing
         #expect(waits.count > 10, "drawn at random, not fixed")
     }
 
-    @Test func runningOutOfTimeFailsAndDeletesTheUpload() {
-        let resumption = appending()
-        guard case .fail(let error, let deleting) = resumption.outOfTime(after: 12.5),
-            case .resumeTimeExceeded(12.5, 0, 1_000) = error.reason
+    /// A clock the test moves by hand.
+    private final class Clock {
+        var nanoseconds: UInt64 = 1_000_000_000
+    }
+
+    @Test func aWaitThatWouldEndPastTheTotalTimeFailsAndDeletesTheUpload() {
+        let clock = Clock()
+        let policy = MultipartResumption(
+            maximumAttempts: 10, initialDelay: 2, maximumDelay: 2, maximumDuration: 15)
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, jitter: \.upperBound, clock: { clock.nanoseconds })
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: true))
+        _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
+        clock.nanoseconds += 12_950_000_000
+        expect(resumption.handle(dropped), is: .wait(seconds: 2, then: .askOffset), "12.95 s + 2 s is within 15 s")
+        expect(resumption.handle(answer(204, offset: 300, complete: false)), is: .send(.append(from: 300, upTo: 1_000)))
+        clock.nanoseconds += 100_000_000
+        guard case .fail(let error, let deleting) = resumption.handle(dropped),
+            case .resumeTimeExceeded(13.05, 300, 1_000)? = (error as? MultipartError)?.reason
         else {
-            Issue.record("out of time must fail")
+            Issue.record("13.05 s + 2 s is past 15 s: out of time")
             return
         }
         #expect(deleting == location)
+        #expect(error.localizedDescription.contains("after 13.1 s in all"), "\(error.localizedDescription)")
     }
 }

@@ -1,10 +1,17 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 extension ResumableUpload {
+    /// A request's answer as the caller gets it: its body and response.
+    typealias Reply = (Data, URLResponse)
+
     /// The decisions of a resumable upload (draft-ietf-httpbis-resumable-upload, interop version 6, as Apple's
-    /// URLSession and SwiftNIO's `NIOResumableUpload` speak it), without I/O: each answer or failure of a request is
-    /// an event, and each event gives the next action. The requests and answers are typed in
-    /// `ResumableUpload+Protocol.swift`.
+    /// URLSession and SwiftNIO's `NIOResumableUpload` speak it), without I/O: each answer or failure of a request, a
+    /// cancel, and the saved state written or not is an event, and each event gives the action the driver carries
+    /// out. The requests and answers are typed in `ResumableUpload+Protocol.swift`.
     ///
     /// Support is detected before any part of the form goes out: an `OPTIONS` answered with `Upload-Limit`, then a
     /// creation request with no body and `Upload-Complete: ?0` answered with `Location`. A server that does neither
@@ -22,150 +29,284 @@ extension ResumableUpload {
             case sendWhole
             /// Wait, then send this request.
             case wait(seconds: Double, then: Step)
-            /// The last answer is the upload's answer.
-            case answer
-            /// Give up; delete the upload resource at `deleting` first, when there is one.
-            case fail(MultipartError, deleting: URL?)
-            /// The saved upload cannot go on: say why, then send this request (deleting the old upload, or creating a
-            /// new one).
+            /// Keep the saved state in step, then send this append; a write that fails is ``Event/keepFailed(_:)``.
+            case keep(Keeping, then: Step)
+            /// The upload's answer.
+            case answer(Reply)
+            /// Give up with `error`: delete the upload resource at `deleting`, if any, and the saved state.
+            case fail(any Error, deleting: URL?)
+            /// The caller cancelled: delete the upload resource at `deleting`, if any (none when the saved state
+            /// keeps it for another run to resume), and keep the saved state.
+            case cancel(deleting: URL?)
+            /// The saved upload cannot go on: say why, forget the saved state, then send this request (deleting the
+            /// old upload, or creating a new one).
             case startOver(MultipartResumption.StartOverReason, then: Step)
         }
 
+        /// Where the upload resource is and how far the server has it, as the saved state keeps it.
+        struct Position: Equatable {
+            var location: URL
+            var acknowledged: UInt64
+        }
+
+        /// What keeping the saved state in step takes before an append.
+        struct Keeping: Equatable {
+            /// Say that the saved upload goes on at this offset: the first time the server confirmed where it stands.
+            var resumedAt: UInt64?
+            /// Write this position, which the saved state does not hold yet.
+            var writing: Position?
+        }
+
         enum Event {
-            case answered(Answer)
-            /// The request failed in a way that another may not: the connection dropped, was reset or timed out.
-            case connectionFailed(any Error)
+            /// The request under way was answered; `handedOut` is how far into the form the upload's requests handed
+            /// out bytes (an append cannot have sent more), every byte when not counted.
+            case answered(Answer, Reply, handedOut: UInt64 = .max)
+            /// The request under way failed: the machine tells a failure of the connection, which another request
+            /// may not meet, from one that ends the upload.
+            case failed(any Error, handedOut: UInt64 = .max)
+            /// The caller cancelled.
+            case cancelled
+            /// The saved state could not be written.
+            case keepFailed(any Error)
+        }
+
+        /// The upload resource, once created.
+        struct Resource {
+            var location: URL
+            /// The bytes of the form the server said it has.
+            var acknowledged: UInt64
+            /// The most bytes of the form the server can have: none after the creation, which carries none; the
+            /// end of the furthest append that went out, or less where fewer bytes were handed out.
+            var sent: UInt64
+        }
+
+        /// What outlives one request.
+        struct Course {
+            /// What the server said it takes, from the `OPTIONS` and creation answers.
+            var limits = Limits()
+            /// Retries made so far, of ``MultipartResumption/maximumAttempts``.
+            var retries = 0
+            /// The wait before the next retry; back to the initial one after a retry that moved the offset on.
+            var delay: Double
+            /// Whether the upload expired once already and was created again.
+            var restarted = false
+            /// The position the saved state holds, when the upload keeps one.
+            var saved: Position?
+            /// The upload goes on from one another process saved, which is still to be announced.
+            var announcesResume = false
+        }
+
+        enum State {
+            /// `OPTIONS`: does the server speak the draft.
+            case detecting(Course)
+            /// The creation request, with none of the form.
+            case creating(Course)
+            /// An append of the form's bytes from the acknowledged offset up to `end`.
+            case appending(Resource, end: UInt64, Course)
+            /// `HEAD`: where the server stands; `savedOffset` on the first ask about a saved upload, until the
+            /// server says where it stands.
+            case askingOffset(Resource, savedOffset: UInt64?, Course)
+            /// `DELETE` of a saved upload that cannot go on; a new one is created after it.
+            case deletingSaved(URL, Course)
+            /// The last action has been given.
+            case finished
         }
 
         let contentLength: UInt64
         let policy: MultipartResumption
         /// The caller's request URL: an upload resource on `http:` for an `https:` request is refused.
         let requestURL: URL?
-        /// The request under way.
-        private(set) var step = Step.detect
-        /// Where the upload lives, once created.
-        private(set) var location: URL?
-        /// The bytes of the form the server said it has.
-        private(set) var acknowledged: UInt64 = 0
-        /// The most bytes of the form the server can have: none after the creation, which carries none; the end of
-        /// the furthest append that went out, or less where fewer bytes were handed out (``bodyHandedOut(upTo:)``).
-        private(set) var sent: UInt64 = 0
-        /// What the server said it takes, from the `OPTIONS` and creation answers.
-        private(set) var limits = Limits()
-        /// Retries made so far, of ``MultipartResumption/maximumAttempts``.
-        private(set) var retries = 0
-        /// The wait before the next retry; back to the initial one after a retry that moved the offset on.
-        private var delay: Double
-        /// Whether the upload expired once already and was created again.
-        private var restarted = false
-        /// The upload another process saved, until the server says where it stands.
-        private var saved: (location: URL, acknowledged: UInt64)?
+        /// Whether the upload keeps a saved state, which a cancel leaves for another run to resume.
+        let savesState: Bool
         /// A wait drawn from a range: at random (full jitter), or a fixed point of it in tests.
         private let jitter: (ClosedRange<Double>) -> Double
+        /// Nanoseconds on a monotonic clock, and when the upload began on it.
+        private let clock: () -> UInt64
+        private let began: UInt64
+        private(set) var state: State
 
-        /// A machine for a new upload, or for one another process saved at `location` with `acknowledged` bytes.
+        /// A machine for a new upload, or for one another process saved at `resuming`.
         init(
             contentLength: UInt64,
             policy: MultipartResumption,
             requestURL: URL? = nil,
-            resuming saved: (location: URL, acknowledged: UInt64)? = nil,
-            jitter: @escaping (ClosedRange<Double>) -> Double = { .random(in: $0) }
+            savesState: Bool = false,
+            resuming saved: Position? = nil,
+            jitter: @escaping (ClosedRange<Double>) -> Double = { .random(in: $0) },
+            clock: @escaping () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
         ) {
             self.contentLength = contentLength
             self.policy = policy
             self.requestURL = requestURL
-            self.saved = saved
+            self.savesState = savesState
             self.jitter = jitter
-            delay = policy.wait(policy.initialDelay)
-        }
-
-        /// The form's bytes handed out so far reach `end`: the server cannot have more, whatever an append's length.
-        mutating func bodyHandedOut(upTo end: UInt64) {
-            sent = min(sent, max(end, acknowledged))
-        }
-
-        /// The first action: detect support, or ask a saved upload's offset. The saved upload's server may have any
-        /// byte of the form, up to every one: how far the other process got is not known.
-        mutating func start() -> Action {
-            guard let saved else { return send(.detect) }
-            location = saved.location
-            acknowledged = saved.acknowledged
-            sent = contentLength
-            return send(.askOffset)
-        }
-
-        /// The upload ran out of the total time the policy allows.
-        func outOfTime(after seconds: Double) -> Action {
-            let reason = MultipartError.Reason.resumeTimeExceeded(
-                seconds: seconds, bytesAcknowledged: acknowledged, contentLength: contentLength)
-            return fail(MultipartError(reason))
-        }
-
-        private mutating func send(_ step: Step) -> Action {
-            self.step = step
-            if case .append(_, let end) = step { sent = max(sent, end) }
-            return .send(step)
-        }
-
-        /// The next action after `event`, the outcome of the request under way.
-        mutating func handle(_ event: Event) -> Action {
-            switch (step, event) {
-            case (.detect, .answered(let answer)):
-                return detected(answer)
-            case (.create, .answered(let answer)):
-                return created(answer)
-            case (.append, .answered(let answer)):
-                return appended(answer)
-            case (.askOffset, .answered(let answer)):
-                return offsetAnswered(answer)
-            case (.delete, _):
-                // The saved upload that could not go on is gone, whatever the answer: a new one starts.
-                location = nil
-                return send(.create)
-            case (.detect, .connectionFailed(let error)), (.create, .connectionFailed(let error)):
-                return retry(step, because: error)
-            case (.append, .connectionFailed(let error)), (.askOffset, .connectionFailed(let error)):
-                return retry(.askOffset, because: error)
+            self.clock = clock
+            began = clock()
+            var course = Course(delay: policy.wait(policy.initialDelay))
+            guard let saved else {
+                state = .detecting(course)
+                return
             }
+            // The saved upload's server may have any byte of the form, up to every one: how far the other process
+            // got is not known.
+            if savesState { (course.saved, course.announcesResume) = (saved, true) }
+            let resource = Resource(location: saved.location, acknowledged: saved.acknowledged, sent: contentLength)
+            state = .askingOffset(resource, savedOffset: saved.acknowledged, course)
+        }
+
+        /// The first action: detect support, or ask a saved upload's offset.
+        func start() -> Action {
+            switch state {
+            case .askingOffset: .send(.askOffset)
+            default: .send(.detect)
+            }
+        }
+
+        /// Where the upload lives, once created: where the request under way goes.
+        var location: URL? {
+            switch state {
+            case .appending(let resource, _, _), .askingOffset(let resource, _, _): resource.location
+            case .deletingSaved(let location, _): location
+            case .detecting, .creating, .finished: nil
+            }
+        }
+
+        /// The bytes of the form the server said it has.
+        var acknowledged: UInt64 { resource?.acknowledged ?? 0 }
+
+        /// Retries made so far.
+        var retries: Int { course?.retries ?? 0 }
+
+        private var resource: Resource? {
+            switch state {
+            case .appending(let resource, _, _), .askingOffset(let resource, _, _): resource
+            case .detecting, .creating, .deletingSaved, .finished: nil
+            }
+        }
+
+        private var course: Course? {
+            switch state {
+            case .detecting(let course), .creating(let course), .appending(_, _, let course),
+                .askingOffset(_, _, let course), .deletingSaved(_, let course):
+                course
+            case .finished: nil
+            }
+        }
+
+        /// The next action after `event`.
+        mutating func handle(_ event: Event) -> Action {
+            switch event {
+            case .cancelled:
+                let location = location
+                state = .finished
+                return .cancel(deleting: savesState ? nil : location)
+            case .keepFailed(let error):
+                return fail(error)
+            case .answered(let answer, let reply, let handedOut):
+                switch state {
+                case .detecting(let course): return detected(answer, course)
+                case .creating(let course): return created(answer, reply, course)
+                case .appending(let resource, let end, let course):
+                    return appended(answer, reply, bounded(resource, by: handedOut), end: end, course)
+                case .askingOffset(let resource, let savedOffset, let course):
+                    return offsetAnswered(answer, resource, savedOffset: savedOffset, course)
+                case .deletingSaved(_, let course):
+                    // The saved upload that could not go on is gone, whatever the answer: a new one starts.
+                    state = .creating(course)
+                    return .send(.create)
+                case .finished:
+                    return fail(UnexpectedAnswer("an answer after the upload ended"))
+                }
+            case .failed(let error, let handedOut):
+                guard Self.isConnectionFailure(error, during: state) else { return fail(error) }
+                switch state {
+                case .detecting(let course): return retry(State.detecting, course, because: error)
+                case .creating(let course): return retry(State.creating, course, because: error)
+                case .appending(let resource, _, let course):
+                    return retry(asking(bounded(resource, by: handedOut)), course, because: error)
+                case .askingOffset(let resource, _, let course):
+                    return retry(asking(resource), course, because: error)
+                case .deletingSaved(_, let course):
+                    state = .creating(course)
+                    return .send(.create)
+                case .finished:
+                    return fail(error)
+                }
+            }
+        }
+
+        /// The append handed out the form's bytes up to `handedOut` only: the server cannot have more, whatever the
+        /// append's length.
+        private func bounded(_ resource: Resource, by handedOut: UInt64) -> Resource {
+            var resource = resource
+            resource.sent = min(resource.sent, max(handedOut, resource.acknowledged))
+            return resource
+        }
+
+        /// Whether `error` is the connection's, which another request may not meet: dropped, reset, timed out,
+        /// refused, stalled; or, while appending, URLSession's own resend of the part on a new connection, which
+        /// the upload refused. Anything else (a part that failed, the caller's headers) ends the upload.
+        private static func isConnectionFailure(_ error: any Error, during state: State) -> Bool {
+            if case .appending = state, let error = error as? MultipartError, case .appendResent = error.reason {
+                return true
+            }
+            if error is StallWatch.Stalled { return true }
+            guard let error = error as? URLError else { return false }
+            let codes: Set<URLError.Code> = [
+                .networkConnectionLost, .timedOut, .cannotConnectToHost, .notConnectedToInternet, .cannotFindHost,
+                .dnsLookupFailed, .badServerResponse, .unknown,
+            ]
+            return codes.contains(error.code)
         }
 
         // MARK: Answers
 
-        private mutating func detected(_ answer: Answer) -> Action {
-            guard (200..<300).contains(answer.statusCode), let limits = answer.limits else { return .sendWhole }
-            self.limits = limits
-            if let tooLarge = overMaxSize() { return tooLarge }
-            if let minSize = limits.minSize, contentLength < minSize { return .sendWhole }
-            return send(.create)
+        private mutating func detected(_ answer: Answer, _ course: Course) -> Action {
+            guard (200..<300).contains(answer.statusCode), let limits = answer.limits else { return finish(.sendWhole) }
+            var course = course
+            course.limits = limits
+            state = .creating(course)
+            if let tooLarge = overMaxSize(limits) { return fail(tooLarge) }
+            if let minSize = limits.minSize, contentLength < minSize { return finish(.sendWhole) }
+            return .send(.create)
         }
 
-        private mutating func created(_ answer: Answer) -> Action {
-            if isTransient(answer) { return retry(.create, because: UnexpectedAnswer(answer, to: .create)) }
+        private mutating func created(_ answer: Answer, _ reply: Reply, _ course: Course) -> Action {
+            if isTransient(answer) {
+                return retry(State.creating, course, because: UnexpectedAnswer(answer, to: .create))
+            }
             guard (200..<300).contains(answer.statusCode) else {
                 // A refusal (a 4xx) is the application's answer; a redirect that was not followed is no answer.
                 if (300..<400).contains(answer.statusCode) {
                     return fail(MultipartError(.redirectNotFollowed(statusCode: answer.statusCode, location: nil)))
                 }
-                return .answer
+                return finish(.answer(reply))
             }
             // The creation carries none of the form: a server that calls it complete has an empty form.
             guard let location = answer.location, answer.isComplete != true || contentLength == 0 else {
                 return fail(MultipartError(.resumptionRefused(statusCode: answer.statusCode)))
             }
             if let refused = refusal(of: location) { return fail(refused) }
-            self.location = location
-            limits = limits.merging(answer.limits)
-            if let tooLarge = overMaxSize() { return tooLarge }
-            return acknowledge(answer.offset ?? 0, answer: answer)
+            var course = course
+            course.limits = course.limits.merging(answer.limits)
+            // The upload exists from here: a failure deletes it.
+            let resource = Resource(location: location, acknowledged: 0, sent: 0)
+            state = .askingOffset(resource, savedOffset: nil, course)
+            if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
+            return acknowledge(answer.offset ?? 0, answer: answer, resource, course)
         }
 
         /// The failure of a form over the server's `max-size`, before or after the upload exists.
-        private func overMaxSize() -> Action? {
+        private func overMaxSize(_ limits: Limits) -> MultipartError? {
             guard let maxSize = limits.maxSize, contentLength > maxSize else { return nil }
-            return fail(MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength)))
+            return MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength))
         }
 
-        private mutating func appended(_ answer: Answer) -> Action {
+        private mutating func appended(
+            _ answer: Answer, _ reply: Reply, _ resource: Resource, end: UInt64, _ course: Course
+        ) -> Action {
+            let step = Step.append(from: resource.acknowledged, upTo: end)
+            let unexpected = UnexpectedAnswer(answer, to: step)
             if answer.isComplete == true {
                 // The application's answer, whatever its status: the form is complete, unless the server counts
                 // another length than the form's.
@@ -173,100 +314,127 @@ extension ResumableUpload {
                     let whole = contentLength...contentLength
                     return fail(MultipartError(.offsetOutOfRange(offset: offset, allowed: whole)))
                 }
-                return .answer
+                return finish(.answer(reply))
             }
-            if let moved = movedUpload(answer) { return moved }
+            if let moved = movedUpload(answer, resource, course, step: step) { return moved }
             if answer.isComplete == false {
                 // Not complete, whatever the status: a 2xx with an offset is a partial acceptance to go on from.
-                guard let offset = answer.offset else {
-                    return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
-                }
-                return resume(at: offset, answer: answer)
+                guard let offset = answer.offset else { return retry(asking(resource), course, because: unexpected) }
+                return resume(at: offset, answer: answer, resource, course, step: step)
             }
             switch answer.statusCode {
             case 404, 410:
-                return restart(statusCode: answer.statusCode)
+                return restart(statusCode: answer.statusCode, course)
             case 413:
                 // Too large: never the same size again. Halve what one append carries and ask where the server
                 // stands; an append of one byte that is too large is the server's refusal.
-                guard case .append(let offset, let end) = step, end - offset > 1 else { return .answer }
-                limits.maxAppendSize = (end - offset) / 2
-                return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
+                guard end - resource.acknowledged > 1 else { return finish(.answer(reply)) }
+                var course = course
+                course.limits.maxAppendSize = (end - resource.acknowledged) / 2
+                return retry(asking(resource), course, because: unexpected)
             case 409:
                 // Conflict: the server says where it stands.
-                guard let offset = answer.offset else {
-                    return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
-                }
-                return resume(at: offset, answer: answer)
+                guard let offset = answer.offset else { return retry(asking(resource), course, because: unexpected) }
+                return resume(at: offset, answer: answer, resource, course, step: step)
             case _ where isTransient(answer):
-                return retry(.askOffset, because: UnexpectedAnswer(answer, to: step))
+                return retry(asking(resource), course, because: unexpected)
             default:
-                if case .append(_, let end) = step, end < contentLength, (200..<300).contains(answer.statusCode) {
+                if end < contentLength, (200..<300).contains(answer.statusCode) {
                     // A success for a part that was sent as incomplete: where the server stands says how it went.
-                    if let offset = answer.offset { return resume(at: offset, answer: answer) }
-                    return send(.askOffset)
+                    if let offset = answer.offset {
+                        return resume(at: offset, answer: answer, resource, course, step: step)
+                    }
+                    state = asking(resource)(course)
+                    return .send(.askOffset)
                 }
                 // An application answer from a server that does not echo `Upload-Complete`, or a refusal.
-                return .answer
+                return finish(.answer(reply))
             }
         }
 
-        private mutating func offsetAnswered(_ answer: Answer) -> Action {
-            if let saved = saved.take() {
-                if let startOver = startOver(saved, answer: answer) { return startOver }
+        private mutating func offsetAnswered(
+            _ answer: Answer, _ resource: Resource, savedOffset: UInt64?, _ course: Course
+        ) -> Action {
+            if let savedOffset, let startOver = startOver(answer, resource, savedOffset: savedOffset, course) {
+                return startOver
             }
-            if answer.statusCode == 404 || answer.statusCode == 410 { return restart(statusCode: answer.statusCode) }
-            if let moved = movedUpload(answer) { return moved }
-            if isTransient(answer) { return retry(.askOffset, because: UnexpectedAnswer(answer, to: .askOffset)) }
+            if answer.statusCode == 404 || answer.statusCode == 410 {
+                return restart(statusCode: answer.statusCode, course)
+            }
+            if let moved = movedUpload(answer, resource, course, step: .askOffset) { return moved }
+            let unexpected = UnexpectedAnswer(answer, to: .askOffset)
+            if isTransient(answer) { return retry(asking(resource), course, because: unexpected) }
             guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
-                return fail(because: UnexpectedAnswer(answer, to: .askOffset))
+                return giveUp(because: unexpected)
             }
-            if let breach = breach(offset: offset, answer: answer) { return fail(breach) }
+            if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
             if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
                 // The application has the form (or, with every byte and no word, may have it), but its answer went
                 // with the connection.
                 return fail(MultipartError(.answerLost(contentLength: contentLength)))
             }
             // Every byte but not complete (`?0`): an empty append with `?1` completes it.
-            return acknowledge(offset, answer: answer)
+            return acknowledge(offset, answer: answer, resource, course)
         }
 
         /// The first answer about a saved upload: start over when the server no longer has it, or has less of it
         /// than it acknowledged before; `nil` to go on as with any answer.
-        private mutating func startOver(_ saved: (location: URL, acknowledged: UInt64), answer: Answer) -> Action? {
+        private mutating func startOver(
+            _ answer: Answer, _ resource: Resource, savedOffset: UInt64, _ course: Course
+        ) -> Action? {
+            var course = course
+            (course.saved, course.announcesResume) = (nil, false)
             if answer.statusCode == 404 || answer.statusCode == 410 {
-                (location, acknowledged, sent, step) = (nil, 0, 0, .create)
+                state = .creating(course)
                 return .startOver(.uploadGone(statusCode: answer.statusCode), then: .create)
             }
-            guard (200..<300).contains(answer.statusCode), let offset = answer.offset, offset < saved.acknowledged
-            else { return nil }
-            (acknowledged, sent, step) = (0, 0, .delete)
-            return .startOver(.offsetLost(serverOffset: offset, savedOffset: saved.acknowledged), then: .delete)
+            guard (200..<300).contains(answer.statusCode), let offset = answer.offset, offset < savedOffset else {
+                return nil
+            }
+            state = .deletingSaved(resource.location, course)
+            return .startOver(.offsetLost(serverOffset: offset, savedOffset: savedOffset), then: .delete)
         }
 
         // MARK: Offsets
 
         /// The server has `offset` bytes: send the rest, once the offset is checked.
-        private mutating func acknowledge(_ offset: UInt64, answer: Answer) -> Action {
-            if let breach = breach(offset: offset, answer: answer) { return fail(breach) }
-            if offset > acknowledged { delay = policy.wait(policy.initialDelay) }
-            acknowledged = offset
-            return send(.append(from: offset, upTo: appendEnd(from: offset)))
+        private mutating func acknowledge(_ offset: UInt64, answer: Answer, _ resource: Resource, _ course: Course)
+            -> Action
+        {
+            if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
+            var (resource, course) = (resource, course)
+            if offset > resource.acknowledged { course.delay = policy.wait(policy.initialDelay) }
+            resource.acknowledged = offset
+            let end = appendEnd(from: offset, course.limits)
+            resource.sent = max(resource.sent, end)
+            let step = Step.append(from: offset, upTo: end)
+            guard savesState else {
+                state = .appending(resource, end: end, course)
+                return .send(step)
+            }
+            // The saved state says where the upload stands before any of the append goes out.
+            let position = Position(location: resource.location, acknowledged: offset)
+            var keeping = Keeping()
+            if course.announcesResume, course.saved?.location == resource.location { keeping.resumedAt = offset }
+            if course.saved != position { keeping.writing = position }
+            (course.saved, course.announcesResume) = (position, false)
+            state = .appending(resource, end: end, course)
+            return keeping == Keeping() ? .send(step) : .keep(keeping, then: step)
         }
 
         /// Where an append from `offset` ends: the form's end, or sooner when `max-append-size` says so.
-        private func appendEnd(from offset: UInt64) -> UInt64 {
+        private func appendEnd(from offset: UInt64, _ limits: Limits) -> UInt64 {
             guard let most = limits.maxAppendSize, most > 0 else { return contentLength }
             return offset + min(most, contentLength - offset)
         }
 
         /// Why `offset` (and the answer's `Upload-Length`) cannot be the server's: an offset never goes down, is
         /// never more than was sent, nor more than the form.
-        private func breach(offset: UInt64, answer: Answer) -> MultipartError? {
+        private func breach(offset: UInt64, answer: Answer, _ resource: Resource) -> MultipartError? {
             if let length = answer.length, length != contentLength {
                 return MultipartError(.uploadLengthMismatch(serverLength: length, contentLength: contentLength))
             }
-            let allowed = acknowledged...max(acknowledged, min(sent, contentLength))
+            let allowed = resource.acknowledged...max(resource.acknowledged, min(resource.sent, contentLength))
             guard allowed.contains(offset) else {
                 return MultipartError(.offsetOutOfRange(offset: offset, allowed: allowed))
             }
@@ -275,26 +443,39 @@ extension ResumableUpload {
 
         /// The server said where it stands (a conflict, or an answer that the form is incomplete): an answer rather
         /// than a drop, so the rest goes at once from there; a retry, unless the offset moved on.
-        private mutating func resume(at offset: UInt64, answer: Answer) -> Action {
-            if offset <= acknowledged, let giveUp = countRetry(because: UnexpectedAnswer(answer, to: step)) {
-                return giveUp
+        private mutating func resume(
+            at offset: UInt64, answer: Answer, _ resource: Resource, _ course: Course, step: Step
+        ) -> Action {
+            var course = course
+            if offset <= resource.acknowledged {
+                guard course.retries < policy.maximumAttempts else {
+                    return giveUp(because: UnexpectedAnswer(answer, to: step))
+                }
+                course.retries += 1
             }
-            return acknowledge(offset, answer: answer)
+            return acknowledge(offset, answer: answer, resource, course)
         }
 
         // MARK: Where the upload lives
 
         /// A 307 or 308 from the upload resource moves it (refused as a `Location` would be); any other redirect
         /// that was not followed ends the upload. Never the upload's answer.
-        private mutating func movedUpload(_ answer: Answer) -> Action? {
+        private mutating func movedUpload(_ answer: Answer, _ resource: Resource, _ course: Course, step: Step)
+            -> Action?
+        {
             guard (300..<400).contains(answer.statusCode) else { return nil }
             guard answer.statusCode == 307 || answer.statusCode == 308, let moved = answer.location else {
                 return fail(MultipartError(.redirectNotFollowed(statusCode: answer.statusCode, location: nil)))
             }
             if let refused = refusal(of: moved) { return fail(refused) }
-            if let giveUp = countRetry(because: UnexpectedAnswer(answer, to: step)) { return giveUp }
-            location = moved
-            return send(.askOffset)
+            guard course.retries < policy.maximumAttempts else {
+                return giveUp(because: UnexpectedAnswer(answer, to: step))
+            }
+            var (resource, course) = (resource, course)
+            course.retries += 1
+            resource.location = moved
+            state = asking(resource)(course)
+            return .send(.askOffset)
         }
 
         /// Why the upload cannot live at `url`: plain `http:` for an `https:` request.
@@ -306,51 +487,73 @@ extension ResumableUpload {
             return nil
         }
 
-        // MARK: Retries
+        /// The upload expired: create it again from byte 0, once.
+        private mutating func restart(statusCode: Int, _ course: Course) -> Action {
+            guard !course.restarted else { return fail(MultipartError(.uploadExpired(statusCode: statusCode))) }
+            var course = course
+            course.restarted = true
+            state = .creating(course)
+            return .send(.create)
+        }
+
+        // MARK: Retries and the end
 
         /// 408, 429, 503 and other 5xx: the server may take the request later.
         private func isTransient(_ answer: Answer) -> Bool {
             answer.statusCode == 408 || answer.statusCode == 429 || (500..<600).contains(answer.statusCode)
         }
 
-        /// Counts a retry; the failure to give up with when the retries are spent.
-        private mutating func countRetry(because failure: any Error) -> Action? {
-            guard retries < policy.maximumAttempts else { return fail(because: failure) }
-            retries += 1
-            return nil
+        /// The state that asks where the server has `resource`.
+        private func asking(_ resource: Resource) -> (Course) -> State {
+            { .askingOffset(resource, savedOffset: nil, $0) }
+        }
+
+        /// Another try, in the state `next` makes, after the backoff (or the server's `Retry-After`): unless the
+        /// retries are spent, or the wait would end past the total time the policy allows.
+        private mutating func retry(_ next: (Course) -> State, _ course: Course, because failure: any Error)
+            -> Action
+        {
+            var course = course
+            state = next(course)
+            guard course.retries < policy.maximumAttempts else { return giveUp(because: failure) }
+            course.retries += 1
+            // The server's own wait as it is (bounded); else one drawn up to the ceiling.
+            let retryAfter = (failure as? UnexpectedAnswer)?.retryAfter
+            let wait =
+                retryAfter.map(policy.wait)
+                ?? jitter(min(policy.wait(policy.initialDelay), course.delay)...course.delay)
+            course.delay = policy.wait(course.delay * 2)
+            state = next(course)
+            let elapsed = Double(clock() - began) / 1e9
+            if let limit = policy.maximumDuration, elapsed + wait > limit {
+                let reason = MultipartError.Reason.resumeTimeExceeded(
+                    seconds: elapsed, bytesAcknowledged: acknowledged, contentLength: contentLength)
+                return fail(MultipartError(reason))
+            }
+            let step: Step =
+                switch state {
+                case .detecting: .detect
+                case .creating: .create
+                default: .askOffset
+                }
+            return .wait(seconds: wait, then: step)
         }
 
         /// Gives up, with where the upload stood and the last failure beneath.
-        private func fail(because failure: any Error) -> Action {
+        private mutating func giveUp(because failure: any Error) -> Action {
             let reason = MultipartError.Reason.resumeFailed(
                 retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength)
             return fail(MultipartError(reason, underlying: failure))
         }
 
         /// Gives up with `error`, deleting the upload resource if there is one.
-        private func fail(_ error: MultipartError) -> Action {
-            .fail(error, deleting: location)
+        private mutating func fail(_ error: any Error) -> Action {
+            finish(.fail(error, deleting: location))
         }
 
-        /// Another try at `step` after the backoff (or the server's `Retry-After`), unless the retries are spent.
-        private mutating func retry(_ step: Step, because failure: any Error) -> Action {
-            if let giveUp = countRetry(because: failure) { return giveUp }
-            // The server's own wait as it is (bounded); else one drawn up to the ceiling.
-            let retryAfter = (failure as? UnexpectedAnswer)?.retryAfter
-            let wait = retryAfter.map(policy.wait) ?? jitter(min(policy.wait(policy.initialDelay), delay)...delay)
-            delay = policy.wait(delay * 2)
-            self.step = step
-            return .wait(seconds: wait, then: step)
-        }
-
-        /// The upload expired: create it again from byte 0, once.
-        private mutating func restart(statusCode: Int) -> Action {
-            guard !restarted else { return fail(MultipartError(.uploadExpired(statusCode: statusCode))) }
-            restarted = true
-            acknowledged = 0
-            sent = 0
-            location = nil
-            return send(.create)
+        private mutating func finish(_ action: Action) -> Action {
+            state = .finished
+            return action
         }
     }
 

@@ -18,7 +18,7 @@ struct ResumableUpload {
     let pacing: MultipartPacing?
     let progress: ProgressCoalescer?
 
-    func run() async throws -> (Data, URLResponse) {
+    func run() async throws -> Reply {
         guard let directory = policy.stateDirectory else { return try await run(saving: nil) }
         guard
             let state = try SavedState(
@@ -40,67 +40,55 @@ struct ResumableUpload {
         return try await upload.run(saving: state)
     }
 
-    /// Runs the machine; with `state`, keeps it in step with the upload's location and offset.
-    private func run(saving state: SavedState?, resuming record: SavedUpload? = nil) async throws -> (Data, URLResponse)
-    {
+    /// Runs the machine, carrying out each action it gives; with `state`, keeps it in step with the upload's location
+    /// and offset.
+    private func run(saving state: SavedState?, resuming record: SavedUpload? = nil) async throws -> Reply {
         // Counts what the appends hand out, for the caller or only for the offsets' bound; ended before returning
         // or throwing: no progress comes after the upload returns.
         let progress = self.progress ?? ProgressCoalescer(totalBytes: form.contentLength) { _ in }
         defer { progress.finish() }
-        let started = DispatchTime.now().uptimeNanoseconds
         var resumption = StateMachine(
-            contentLength: form.contentLength, policy: policy, requestURL: request.url,
-            resuming: record.flatMap { record in URL(string: record.uploadURL).map { ($0, record.acknowledged) } })
-        var action = resumption.start()
-        var record = record
-        // A saved upload says where it resumes once the server has said so; its state is on disk already.
-        var announcing = record != nil
+            contentLength: form.contentLength, policy: policy, requestURL: request.url, savesState: state != nil,
+            resuming: record.flatMap { record in
+                URL(string: record.uploadURL).map { .init(location: $0, acknowledged: record.acknowledged) }
+            })
+        // A saved upload's state is on disk already.
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
-        var last: (Data, URLResponse)?
+        var record = record
+        var action = resumption.start()
         while true {
-            if Task.isCancelled {
-                // A saved upload is kept, resource and state, for the next run to resume.
-                if state == nil { await delete(resumption.location) }
-                throw CancellationError()
-            }
             switch action {
             case .send(let step):
+                guard !Task.isCancelled else {
+                    action = resumption.handle(.cancelled)
+                    continue
+                }
                 do {
-                    let answer = try await send(step, to: resumption.location, progress: progress)
-                    if case .append = step { resumption.bodyHandedOut(upTo: progress.highest) }
-                    last = answer
-                    action = resumption.handle(.answered(Answer(answer.1)))
-                } catch let error where Self.isConnectionFailure(error, during: step) {
-                    if case .append = step { resumption.bodyHandedOut(upTo: progress.highest) }
-                    action = resumption.handle(.connectionFailed(error))
-                } catch is CancellationError where Task.isCancelled {
-                    continue
+                    let reply = try await send(step, to: resumption.location, progress: progress)
+                    action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: progress.highest))
                 } catch {
-                    // A part that failed, or the caller's headers: the upload ends here.
-                    await delete(resumption.location)
-                    state?.remove()
-                    throw error
+                    action = resumption.handle(
+                        Task.isCancelled ? .cancelled : .failed(error, handedOut: progress.highest))
                 }
-                guard let state, case .send(.append) = action, let location = resumption.location else { continue }
-                if announcing, location.absoluteString == record?.uploadURL {
-                    policy.events?(.resumed(offset: resumption.acknowledged, contentLength: form.contentLength))
-                }
-                announcing = false
-                record = try await save(location, resumption.acknowledged, to: state, after: record)
             case .wait(let seconds, let step):
-                let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-                if let limit = policy.maximumDuration, elapsed + seconds > limit {
-                    action = resumption.outOfTime(after: (elapsed * 10).rounded() / 10)
-                    continue
-                }
                 // The machine bounds every wait (finite, at most an hour); a cancel ends it at once.
                 try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
                 action = .send(step)
+            case .keep(let keeping, let step):
+                if let offset = keeping.resumedAt {
+                    policy.events?(.resumed(offset: offset, contentLength: form.contentLength))
+                }
+                action = .send(step)
+                guard let state, let position = keeping.writing else { continue }
+                do {
+                    record = try save(position, to: state, after: record)
+                } catch {
+                    action = resumption.handle(.keepFailed(error))
+                }
             case .startOver(let reason, let step):
                 policy.events?(.startedOver(reason))
                 state?.remove()
                 record = nil
-                announcing = false
                 action = .send(step)
             case .sendWhole:
                 state?.remove()
@@ -109,37 +97,32 @@ struct ResumableUpload {
                         form: form, role: .wholeForm(.stream), callerSession: session,
                         origin: request.url, pacing: pacing, progress: progress, completion: completion)
                 }
-            case .answer:
+            case .answer(let reply):
                 state?.remove()
-                // Every action before `.answer` sent a request that answered.
-                return last!
+                return reply
             case .fail(let error, let location):
                 await delete(location)
                 state?.remove()
                 throw error
+            case .cancel(let location):
+                // A saved upload is kept, resource and state, for the next run to resume.
+                await delete(location)
+                throw CancellationError()
             }
         }
     }
 
-    /// Writes the upload's location and offset when they changed. A state that cannot be written fails the
-    /// upload, which the caller asked to keep.
+    /// Writes the upload's position to the saved state, and says so; a record at the same location keeps the date
+    /// it was created.
     private func save(
-        _ location: URL, _ acknowledged: UInt64, to state: SavedState, after record: SavedUpload?
-    ) async throws -> SavedUpload {
-        if let record, record.uploadURL == location.absoluteString, record.acknowledged == acknowledged {
-            return record
-        }
+        _ position: StateMachine.Position, to state: SavedState, after record: SavedUpload?
+    ) throws(MultipartError) -> SavedUpload {
         var next = state.record(
-            of: form, at: location, interopVersion: InteropVersion.current.rawValue, acknowledged: acknowledged)
+            of: form, at: position.location, interopVersion: InteropVersion.current.rawValue,
+            acknowledged: position.acknowledged)
         if let record, record.uploadURL == next.uploadURL { next.created = record.created }
-        do {
-            try state.save(next)
-            policy.events?(.saved(state.directory.file(for: state.key)))
-        } catch {
-            await delete(location)
-            state.remove()
-            throw error
-        }
+        try state.save(next)
+        policy.events?(.saved(state.directory.file(for: state.key)))
         return next
     }
 
@@ -195,19 +178,5 @@ struct ResumableUpload {
             }
             throw CancellationError()
         }
-    }
-
-    /// Whether `error` is the connection's, which another request may not meet: dropped, reset, timed out, refused,
-    /// stalled; or, while appending, URLSession's own resend of the part on a new connection, which the upload
-    /// refused.
-    static func isConnectionFailure(_ error: any Error, during step: Step) -> Bool {
-        if case .append = step, let error = error as? MultipartError, case .appendResent = error.reason { return true }
-        if error is StallWatch.Stalled { return true }
-        guard let error = error as? URLError else { return false }
-        let codes: Set<URLError.Code> = [
-            .networkConnectionLost, .timedOut, .cannotConnectToHost, .notConnectedToInternet, .cannotFindHost,
-            .dnsLookupFailed, .badServerResponse, .unknown,
-        ]
-        return codes.contains(error.code)
     }
 }
