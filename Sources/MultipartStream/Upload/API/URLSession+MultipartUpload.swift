@@ -65,21 +65,20 @@ extension URLSession {
             if let file = body.temporaryFile { try? FileManager.default.removeItem(at: file) }
             throw CancellationError()
         }
-        return try await perform(request) { completion in
-            MultipartUpload(
-                form: form, role: .wholeForm(body), callerSession: self, origin: request.url, pacing: pacing,
-                progress: progress, completion: completion)
-        }
+        let result = PendingResponse()
+        let upload = MultipartUpload(
+            form: form, role: .wholeForm(body), callerSession: self, origin: request.url, pacing: pacing,
+            progress: progress, completion: result.resolve)
+        return try await perform(request, upload, answeredTo: result)
     }
 
-    /// Runs the upload that `makeUpload` makes (with the completion it is given) and returns its answer. Cancelling
-    /// the surrounding task cancels it at once and throws `CancellationError`.
+    /// Runs `upload`, whose completion resolves `result`, and returns its answer. Cancelling the surrounding task
+    /// cancels it at once and throws `CancellationError`.
     func perform(
         _ request: URLRequest,
-        _ makeUpload: (@escaping MultipartUpload.Completion) -> MultipartUpload
+        _ upload: MultipartUpload,
+        answeredTo result: PendingResponse
     ) async throws -> (Data, URLResponse) {
-        let result = PendingResponse()
-        let upload = makeUpload(result.resolve)
         // Made on a dispatch thread: making a task waits for URLSession's queue, which a caller stream blocked in
         // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it. This
         // session is alive (it is `self`), so there is a task.

@@ -30,12 +30,21 @@ extension MultipartUpload {
             var answeredChallenges = 0
             /// The redirect this task sends the form again for: its request and status.
             var resending: (request: URLRequest, statusCode: Int)?
+            /// The temporary file of a `.fileToWrite` body once written (`.file`), or the failure to write it
+            /// (`.failed`), which every later ask for the body gets.
+            var written: UploadBody?
 
             /// The body bytes handed out: what URLSession reported sent where it reads the body itself, else what
             /// the latest stream handed out (the one the last request read; after a 301-303 the first request's,
             /// since the GET reads none).
             func bodyBytesHandedOut(countedByURLSession: Bool) -> UInt64 {
                 countedByURLSession ? fileBytesSent : streams.last?.bytesRead ?? 0
+            }
+
+            /// The most body bytes any of the task's streams handed out: a resend may hand out fewer than the
+            /// request before it, which the server may have read.
+            func furthestBodyBytes(countedByURLSession: Bool) -> UInt64 {
+                countedByURLSession ? fileBytesSent : streams.lazy.map(\.bytesRead).max() ?? 0
             }
         }
 
@@ -51,8 +60,8 @@ extension MultipartUpload {
             case stopping(MultipartError, Exchange)
             /// The caller cancelled; the task ends by itself.
             case cancelled(Exchange)
-            /// The caller has been told.
-            case finished
+            /// The caller has been told; `furthest` is how far into the form the upload's bodies reached.
+            case finished(furthest: UInt64)
         }
 
         let role: Role
@@ -64,8 +73,8 @@ extension MultipartUpload {
         /// The first byte of the form the body holds, and how many bytes it holds.
         let bodyStart: UInt64
         let bodyLength: UInt64
-        /// The body: a file to write becomes the file written, or the failure to write it.
-        private(set) var body: UploadBody
+        /// The body the role sends; a file to write is written once its task asks for it (``Exchange/written``).
+        let body: UploadBody
         private(set) var state = State.idle
 
         init(role: Role, contentLength: UInt64, contentType: String, origin: URL?) {
@@ -204,14 +213,24 @@ extension MultipartUpload {
                 // which has now been given.
                 return .makeStream(.failing(MultipartError(.appendResent)))
             }
-            if case .fileToWrite(let url) = body { return .writeFile(url) }
+            if case .fileToWrite(let url) = body {
+                guard let written = exchange?.written else { return .writeFile(url) }
+                return .makeStream(source(of: written))
+            }
             return .makeStream(source(of: body))
         }
 
         /// The temporary file was written, or failed (`error`): the failure is kept for every later ask.
         mutating func fileWritten(_ error: MultipartError?) -> StreamSource {
-            if case .fileToWrite(let url) = body { body = error.map(UploadBody.failed) ?? .file(url) }
-            return source(of: body)
+            guard case .fileToWrite(let url) = body else { return source(of: body) }
+            let written = error.map(UploadBody.failed) ?? .file(url)
+            if case .idle = state {
+                // Asked for before its task was made, as a data task's body is.
+                state = .sending(Exchange(resends: 0, written: written))
+            } else {
+                modifyExchange { $0.written = written }
+            }
+            return source(of: written)
         }
 
         private func source(of body: UploadBody) -> StreamSource {
@@ -249,14 +268,40 @@ extension MultipartUpload {
             }
         }
 
-        /// URLSession's count of body bytes sent: the progress to report, where it reads the body file itself
-        /// (streams count their own, since URLSession's counts for them are 0 on Linux).
-        mutating func sentBody(totalBytesSent: Int64) -> UInt64? {
-            guard body.isReadByURLSession else { return nil }
+        enum SentBodyAction: Equatable {
+            /// Report this count of the form's bytes as the upload's progress.
+            case report(UInt64)
+            /// Nothing: the body's streams count and report their own.
+            case none
+        }
+
+        /// URLSession's count of body bytes sent, which is the body's count only where URLSession reads the body
+        /// itself (streams count their own, since URLSession's counts for them are 0 on Linux).
+        mutating func sentBody(totalBytesSent: Int64) -> SentBodyAction {
+            guard body.isReadByURLSession else { return .none }
             // Linux URLSession goes on counting when it sends the bytes again after a 401, on the same task.
             let sent = min(UInt64(max(0, totalBytesSent)), bodyLength)
             modifyExchange { $0.fileBytesSent = sent }
-            return sent
+            return .report(bodyStart + sent)
+        }
+
+        /// How far into the form the upload's bodies reached: the most of it a server can have, as the bound of a
+        /// resumable upload's offsets and the count its stall watch reads.
+        var furthestHandedOut: UInt64 {
+            switch state {
+            case .finished(let furthest): furthest
+            default: bodyStart + (exchange?.furthestBodyBytes(countedByURLSession: body.isReadByURLSession) ?? 0)
+            }
+        }
+
+        /// The current task's exchange, in whichever state holds it.
+        private var exchange: Exchange? {
+            switch state {
+            case .sending(let exchange), .awaitingResend(_, _, let exchange), .stopping(_, let exchange),
+                .cancelled(let exchange):
+                exchange
+            case .idle, .finished: nil
+            }
         }
 
         // MARK: Response
@@ -411,16 +456,17 @@ extension MultipartUpload {
 
         /// The resend could not start (the caller's session is gone, and with it the private session to send on):
         /// tell the caller which redirect was not followed.
-        mutating func resendFailed() -> Finish? {
+        mutating func resendFailed() -> EndAction {
             guard case .sending(let exchange) = state, exchange.task == nil, let resending = exchange.resending
-            else { return nil }
+            else { return .none }
             let error = MultipartError(
                 .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
-            return finish(.failure(error), exchange: exchange)
+            return .finish(finish(.failure(error), exchange: exchange))
         }
 
         private mutating func finish(_ result: Result<(Data, URLResponse), any Error>, exchange: Exchange) -> Finish {
-            state = .finished
+            state = .finished(
+                furthest: bodyStart + exchange.furthestBodyBytes(countedByURLSession: body.isReadByURLSession))
             return Finish(
                 result: result, closing: exchange.streams, bytesSent: bytesHandedOut(by: exchange),
                 endsProgress: role.finishesProgress, removing: body.temporaryFile)
@@ -444,7 +490,7 @@ extension MultipartUpload {
             exchange: Exchange,
             stopReason: MultipartError?
         ) -> Result<(Data, URLResponse), any Error> {
-            if case .failed(let bodyFailure) = body { return .failure(bodyFailure) }
+            if case .failed(let bodyFailure) = exchange.written { return .failure(bodyFailure) }
             if let streamFailure = Self.streamFailure(of: exchange) { return .failure(streamFailure) }
             if let stopReason { return .failure(stopReason) }
             let http = response as? HTTPURLResponse

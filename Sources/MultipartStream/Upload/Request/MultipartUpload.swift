@@ -149,9 +149,15 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         return stream
     }
 
-    /// URLSession's count of body bytes sent, which only a file it reads itself needs.
+    /// URLSession's count of body bytes sent, which only a body it reads itself needs.
     func sentBody(totalBytesSent: Int64) {
-        if let sent = modify({ $0.sentBody(totalBytesSent: totalBytesSent) }) { progress?.report(sent) }
+        if case .report(let sent) = modify({ $0.sentBody(totalBytesSent: totalBytesSent) }) { progress?.report(sent) }
+    }
+
+    /// How far into the form the upload's bodies reached, from the form's first byte: the most of it a server can
+    /// have.
+    var furthestHandedOut: UInt64 {
+        modify { $0.furthestHandedOut }
     }
 
     // MARK: Response
@@ -217,7 +223,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         case .resend(let request, let streams):
             for stream in streams { stream.close() }
             if let next = makeTask(for: request) { return next.resume() }
-            if let finish = modify({ $0.resendFailed() }) { self.finish(finish) }
+            if case .finish(let finish) = modify({ $0.resendFailed() }) { self.finish(finish) }
         case .finish(let finish):
             self.finish(finish)
         case .none:

@@ -19,8 +19,6 @@ final class ProgressCoalescer: @unchecked Sendable {
     private let handler: @Sendable (MultipartUploadProgress) -> Void
     private var reported: UInt64 = 0
     private var reportedAt: UInt64 = 0
-    /// The furthest byte handed out, reported or not, finished or not.
-    private var furthest: UInt64 = 0
     private var isFinished = false
 
     /// The least time between two reports below 100%, unless one settles a request's count.
@@ -29,11 +27,6 @@ final class ProgressCoalescer: @unchecked Sendable {
     init(totalBytes: UInt64, handler: @escaping @Sendable (MultipartUploadProgress) -> Void) {
         self.totalBytes = totalBytes
         self.handler = handler
-    }
-
-    /// The furthest byte of the form handed out so far, whether it was reported or not: what the server can have.
-    var highest: UInt64 {
-        lock.withLock { furthest }
     }
 
     /// Reports `bytesSent` if it is due.
@@ -51,7 +44,6 @@ final class ProgressCoalescer: @unchecked Sendable {
         calling.lock()
         defer { calling.unlock() }
         let isDue = lock.withLock {
-            furthest = max(furthest, bytesSent)
             guard !isFinished, bytesSent > reported else { return false }
             guard due || bytesSent >= totalBytes || now - reportedAt >= Self.interval else { return false }
             reported = bytesSent

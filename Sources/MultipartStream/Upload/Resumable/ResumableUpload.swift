@@ -43,10 +43,8 @@ struct ResumableUpload {
     /// Runs the machine, carrying out each action it gives; with `state`, keeps it in step with the upload's location
     /// and offset.
     private func run(saving state: SavedState?, resuming record: SavedUpload? = nil) async throws -> Reply {
-        // Counts what the appends hand out, for the caller or only for the offsets' bound; ended before returning
-        // or throwing: no progress comes after the upload returns.
-        let progress = self.progress ?? ProgressCoalescer(totalBytes: form.contentLength) { _ in }
-        defer { progress.finish() }
+        // No progress comes after the upload returns or throws.
+        defer { progress?.finish() }
         var resumption = StateMachine(
             contentLength: form.contentLength, policy: policy, requestURL: request.url, savesState: state != nil,
             resuming: record.flatMap { record in
@@ -63,12 +61,13 @@ struct ResumableUpload {
                     action = resumption.handle(.cancelled)
                     continue
                 }
-                do {
-                    let reply = try await send(step, to: resumption.location, progress: progress)
-                    action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: progress.highest))
-                } catch {
-                    action = resumption.handle(
-                        Task.isCancelled ? .cancelled : .failed(error, handedOut: progress.highest))
+                switch await send(step, to: resumption.location, progress: progress) {
+                case (.success(let reply), let handedOut):
+                    action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
+                case (.failure, _) where Task.isCancelled:
+                    action = resumption.handle(.cancelled)
+                case (.failure(let error), let handedOut):
+                    action = resumption.handle(.failed(error, handedOut: handedOut))
                 }
             case .wait(let seconds, let step):
                 // The machine bounds every wait (finite, at most an hour); a cancel ends it at once.
@@ -92,11 +91,11 @@ struct ResumableUpload {
                 action = .send(step)
             case .sendWhole:
                 state?.remove()
-                return try await session.perform(request) { completion in
-                    MultipartUpload(
-                        form: form, role: .wholeForm(.stream), callerSession: session,
-                        origin: request.url, pacing: pacing, progress: progress, completion: completion)
-                }
+                let result = PendingResponse()
+                let upload = MultipartUpload(
+                    form: form, role: .wholeForm(.stream), callerSession: session, origin: request.url,
+                    pacing: pacing, progress: progress, completion: result.resolve)
+                return try await session.perform(request, upload, answeredTo: result)
             case .answer(let reply):
                 state?.remove()
                 return reply
@@ -131,14 +130,44 @@ struct ResumableUpload {
     func delete(_ location: URL?) async {
         guard let location else { return }
         let upload = self
-        await Task.detached { _ = try? await upload.send(.delete, to: location, progress: nil, timeout: 5) }.value
+        _ = await Task.detached { await upload.send(.delete, to: location, progress: nil, timeout: 5) }.value
     }
 
-    /// Sends one request of the protocol, with the caller's URL, headers and method where they apply, and the
-    /// policy's fresh headers; an append that stalls fails as a dropped connection does.
+    /// Sends one request of the protocol: its reply or failure, and how far into the form its bodies reached (an
+    /// append's own count, which bounds the offset the server may say it has). An append that stalls fails as a
+    /// dropped connection does.
     private func send(
         _ step: Step, to location: URL?, progress: ProgressCoalescer?, timeout: TimeInterval? = nil
-    ) async throws -> (Data, URLResponse) {
+    ) async -> (Result<Reply, any Error>, handedOut: UInt64) {
+        let request: URLRequest
+        do {
+            request = try await self.request(for: step, to: location, timeout: timeout)
+        } catch {
+            return (.failure(error), 0)
+        }
+        let role: MultipartUpload.Role =
+            switch step {
+            case .append(let offset, let end): .append(from: offset, upTo: end)
+            case .askOffset, .delete: .resourceRequest
+            case .detect, .create: .protocolRequest
+            }
+        let result = PendingResponse()
+        let upload = MultipartUpload(
+            form: form, role: role, callerSession: session, origin: self.request.url, pacing: pacing,
+            progress: progress, completion: result.resolve)
+        do {
+            let reply = try await watchingForStalls(step, of: upload) {
+                try await session.perform(request, upload, answeredTo: result)
+            }
+            return (.success(reply), upload.furthestHandedOut)
+        } catch {
+            return (.failure(error), upload.furthestHandedOut)
+        }
+    }
+
+    /// The request of `step`, with the caller's URL, headers and method where they apply, and the policy's fresh
+    /// headers.
+    private func request(for step: Step, to location: URL?, timeout: TimeInterval?) async throws -> URLRequest {
         var request = step.request(
             from: request, location: location, contentLength: form.contentLength, contentType: form.contentType,
             credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
@@ -150,26 +179,19 @@ struct ResumableUpload {
                 request.setValue(value, forHTTPHeaderField: name)
             }
         }
-        let role: MultipartUpload.Role =
-            switch step {
-            case .append(let offset, let end): .append(from: offset, upTo: end)
-            case .askOffset, .delete: .resourceRequest
-            case .detect, .create: .protocolRequest
-            }
-        let perform: @Sendable () async throws -> (Data, URLResponse) = { [request] in
-            try await session.perform(request) { completion in
-                MultipartUpload(
-                    form: form, role: role, callerSession: session, origin: self.request.url, pacing: pacing,
-                    progress: progress, completion: completion)
-            }
-        }
-        guard case .append(_, let end) = step, let stall = policy.stall, let progress else {
-            return try await perform()
-        }
-        return try await withThrowingTaskGroup(of: (Data, URLResponse)?.self) { group in
+        return request
+    }
+
+    /// Runs `perform`; for an append under the policy's stall rule, ends it as stalled when `upload` hands out its
+    /// bytes too slowly.
+    private func watchingForStalls(
+        _ step: Step, of upload: MultipartUpload, _ perform: @escaping @Sendable () async throws -> Reply
+    ) async throws -> Reply {
+        guard case .append(_, let end) = step, let stall = policy.stall else { return try await perform() }
+        return try await withThrowingTaskGroup(of: Reply?.self) { group in
             group.addTask { try await perform() }
             group.addTask {
-                try await StallWatch(rule: stall, handedOut: { progress.highest }, end: end).run()
+                try await StallWatch(rule: stall, handedOut: { upload.furthestHandedOut }, end: end).run()
                 return nil
             }
             defer { group.cancelAll() }
