@@ -41,7 +41,7 @@ extension MultipartBodyStream {
 /// ``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)`` when a 2xx arrived before
 /// the whole body was handed out: such a server never read the form.
 public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    // @unchecked: `tasks` is guarded by `lock`; the rest are constants.
+    // @unchecked: `tasks` is guarded by `lock`, which only `modifyTasks` takes; the rest are constants.
     /// What a finished task hands back: its task, the answer's body and head, or the error that ended it.
     public typealias Completion = @Sendable (URLSessionTask, Data?, URLResponse?, (any Error)?) -> Void
 
@@ -49,6 +49,11 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     private let completion: Completion
     private let lock = Lock()
     private var tasks: [ObjectIdentifier: Exchange] = [:]
+
+    /// Applies `change` to the tasks' exchanges under the lock: the one place that takes it.
+    private func modifyTasks<Result>(_ change: (inout [ObjectIdentifier: Exchange]) -> Result) -> Result {
+        lock.withLock { change(&tasks) }
+    }
 
     /// What one task has shown so far.
     private struct Exchange {
@@ -88,7 +93,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         guard let original = task.originalRequest?.httpBodyStream as? MultipartBodyStream else {
             return completionHandler((task.originalRequest?.httpBodyStream as? NSCopying)?.copy() as? InputStream)
         }
-        let stream = lock.withLock { () -> MultipartBodyStream in
+        let stream = modifyTasks { tasks -> MultipartBodyStream in
             var exchange = tasks[ObjectIdentifier(task)] ?? Exchange()
             if exchange.progress == nil, let progress {
                 exchange.progress = ProgressCoalescer(totalBytes: original.contentLength) { [weak task] reported in
@@ -140,7 +145,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         let (disposition, credential) = ChallengePolicy.defaultAnswer(
             to: challenge, storage: session.configuration.urlCredentialStorage)
         if disposition == .cancelAuthenticationChallenge {
-            lock.withLock { tasks[ObjectIdentifier(task), default: Exchange()].gaveUpChallenge = true }
+            modifyTasks { tasks in tasks[ObjectIdentifier(task), default: Exchange()].gaveUpChallenge = true }
         }
         completionHandler(disposition, credential)
     }
@@ -153,7 +158,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        lock.withLock {
+        modifyTasks { tasks in
             guard var exchange = tasks[ObjectIdentifier(dataTask)] else { return }
             exchange.data = Data()
             if exchange.failure == nil, let stream = exchange.stream,
@@ -174,14 +179,14 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
 
     /// Collects the answer's body.
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        lock.withLock {
+        modifyTasks { tasks in
             tasks[ObjectIdentifier(dataTask), default: Exchange()].data.append(data)
         }
     }
 
     /// Hands the task's outcome to `completion`: a failed part's ``MultipartError`` before URLSession's own error.
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let exchange = lock.withLock { tasks.removeValue(forKey: ObjectIdentifier(task)) } ?? Exchange()
+        let exchange = modifyTasks { tasks in tasks.removeValue(forKey: ObjectIdentifier(task)) } ?? Exchange()
         if let progress = exchange.progress, let stream = exchange.stream {
             if error == nil, exchange.failure == nil { progress.settle(at: stream.bytesRead) }
             progress.finish()
@@ -198,6 +203,6 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     }
 
     private func record(_ failure: MultipartError, for task: URLSessionTask) {
-        lock.withLock { tasks[ObjectIdentifier(task), default: Exchange()].failure = failure }
+        modifyTasks { tasks in tasks[ObjectIdentifier(task), default: Exchange()].failure = failure }
     }
 }

@@ -10,7 +10,7 @@ import Foundation
 ///
 /// Holds the caller's session weakly until ``pin()``, so that a task that is never resumed keeps nothing alive.
 final class CallerDelegate: @unchecked Sendable {
-    // @unchecked: `pinned` is guarded by `lock`; the weak reference is atomic.
+    // @unchecked: `pinned` is guarded by `lock`, which only `withPinned` takes; the weak reference is atomic.
     private let lock = Lock()
     private weak var weakSession: URLSession?
     private var pinned: URLSession?
@@ -19,19 +19,24 @@ final class CallerDelegate: @unchecked Sendable {
         weakSession = session
     }
 
+    /// Applies `change` to the pinned session under the lock: the one place that takes it.
+    private func withPinned<Result>(_ change: (inout URLSession?) -> Result) -> Result {
+        lock.withLock { change(&pinned) }
+    }
+
     /// The caller's session, while it exists.
     var session: URLSession? {
-        lock.withLock { pinned ?? weakSession }
+        withPinned { $0 ?? weakSession }
     }
 
     /// Keeps the caller's session alive while an upload runs, as URLSession keeps a task's session.
     func pin() {
-        lock.withLock { pinned = pinned ?? weakSession }
+        withPinned { $0 = $0 ?? weakSession }
     }
 
     /// Lets the caller's session go: the upload has ended.
     func unpin() {
-        lock.withLock { pinned = nil }
+        withPinned { $0 = nil }
     }
 
     /// Runs `call` with the session and its delegate on the session's delegate queue, or `otherwise` at once where

@@ -15,7 +15,7 @@ import Foundation
 /// an upload makes a task and once when a private session closes, never by a task's events. Linux Foundation has
 /// no per-object storage to hang a private session on its caller's `URLSession`, so the table is what finds it.
 final class PrivateSessions: @unchecked Sendable {
-    // @unchecked: the mutable properties are guarded by `lock`.
+    // @unchecked: `table` is guarded by `lock`, which only `modify` takes.
     /// The registry of every caller session of the process.
     static let shared = PrivateSessions()
 
@@ -25,22 +25,52 @@ final class PrivateSessions: @unchecked Sendable {
         let session: PrivateSession
     }
 
+    /// The table from caller session to private session, and the count of private sessions open.
+    private struct Table {
+        var sessions: [ObjectIdentifier: Entry] = [:]
+        /// Private sessions made and not yet closed: shared ones (also those whose callers are gone, until their
+        /// last task ends) and single-use ones.
+        var open = 0
+        var idleTimeout: TimeInterval = 30
+
+        /// The private session listed for `callerSession`.
+        func listed(for callerSession: URLSession) -> PrivateSession? {
+            sessions[ObjectIdentifier(callerSession)].flatMap { $0.caller === callerSession ? $0.session : nil }
+        }
+
+        /// Takes the entries whose callers' sessions are gone out of the table, for telling.
+        mutating func removeAbandoned() -> [PrivateSession] {
+            var abandoned: [PrivateSession] = []
+            for (key, entry) in sessions where entry.caller == nil {
+                sessions[key] = nil
+                abandoned.append(entry.session)
+            }
+            return abandoned
+        }
+
+        /// Takes `session` out of the table, if it is the one listed under `key`.
+        mutating func unlist(_ session: PrivateSession, key: ObjectIdentifier) {
+            if sessions[key]?.session === session { sessions[key] = nil }
+        }
+    }
+
     private let lock = Lock()
-    private var sessions: [ObjectIdentifier: Entry] = [:]
-    /// Private sessions made and not yet closed: shared ones (also those whose callers are gone, until their last
-    /// task ends) and single-use ones.
-    private var open = 0
-    private var storedIdleTimeout: TimeInterval = 30
+    private var table = Table()
+
+    /// Applies `change` to the table under the lock: the one place that takes it.
+    private func modify<Result>(_ change: (inout Table) -> Result) -> Result {
+        lock.withLock { change(&table) }
+    }
 
     /// How long a private session with no upload in flight stays open for its caller's next one. Node and many
     /// servers close idle connections after 5 seconds; 30 keeps the rest. Tests shorten it, also for the private
     /// sessions open now.
     var idleTimeout: TimeInterval {
-        get { lock.withLock { storedIdleTimeout } }
+        get { modify { $0.idleTimeout } }
         set {
-            let listed = lock.withLock {
-                storedIdleTimeout = newValue
-                return sessions.values.map(\.session)
+            let listed = modify {
+                $0.idleTimeout = newValue
+                return $0.sessions.values.map(\.session)
             }
             for session in listed { session.setIdleTimeout(newValue) }
         }
@@ -48,17 +78,12 @@ final class PrivateSessions: @unchecked Sendable {
 
     /// Private sessions not yet closed.
     package var openCount: Int {
-        lock.withLock { open }
+        modify { $0.open }
     }
 
     /// The shared private session of `callerSession` open now, if any.
     func privateSession(of callerSession: URLSession) -> PrivateSession? {
-        lock.withLock { listed(for: callerSession) }
-    }
-
-    /// The table's private session for `callerSession` (guarded by `lock`).
-    private func listed(for callerSession: URLSession) -> PrivateSession? {
-        sessions[ObjectIdentifier(callerSession)].flatMap { $0.caller === callerSession ? $0.session : nil }
+        modify { $0.listed(for: callerSession) }
     }
 
     /// Whether `callerSession` has a shared private session open now.
@@ -68,7 +93,7 @@ final class PrivateSessions: @unchecked Sendable {
 
     /// Whether the caller's session with this identity, alive or gone, has a shared private session open now.
     func isOpen(forCallerWith key: ObjectIdentifier) -> Bool {
-        lock.withLock { sessions[key] != nil }
+        modify { $0.sessions[key] != nil }
     }
 
     /// The task that `make` makes on a private session of `callerSession`, whose events go to `upload`; `started`
@@ -93,7 +118,7 @@ final class PrivateSessions: @unchecked Sendable {
     }
 
     private func made(_ session: PrivateSession) -> PrivateSession {
-        lock.withLock { open += 1 }
+        modify { $0.open += 1 }
         return session
     }
 
@@ -103,20 +128,20 @@ final class PrivateSessions: @unchecked Sendable {
     private func reserved(for callerSession: URLSession) -> PrivateSession {
         let key = ObjectIdentifier(callerSession)
         while true {
-            let (found, gone) = lock.withLock { (listed(for: callerSession), removeAbandoned()) }
+            let (found, gone) = modify { ($0.listed(for: callerSession), $0.removeAbandoned()) }
             for session in gone { session.callerGone() }
             if let found {
                 if found.reserve() { return found }
                 // It closed meanwhile; ``closed(_:)`` takes it out of the table, if it has not yet.
-                lock.withLock { if sessions[key]?.session === found { sessions[key] = nil } }
+                modify { $0.unlist(found, key: key) }
                 continue
             }
             let made = PrivateSession(callerSession: callerSession, registry: self)
-            let isListed = lock.withLock { () -> Bool in
+            let isListed = modify { table -> Bool in
                 // Another upload may have made one meanwhile.
-                if listed(for: callerSession) != nil { return false }
-                sessions[key] = Entry(caller: callerSession, session: made)
-                open += 1
+                if table.listed(for: callerSession) != nil { return false }
+                table.sessions[key] = Entry(caller: callerSession, session: made)
+                table.open += 1
                 return true
             }
             if isListed { return made }
@@ -124,21 +149,11 @@ final class PrivateSessions: @unchecked Sendable {
         }
     }
 
-    /// Takes the entries whose callers' sessions are gone out of the table (guarded by `lock`), for telling.
-    private func removeAbandoned() -> [PrivateSession] {
-        var abandoned: [PrivateSession] = []
-        for (key, entry) in sessions where entry.caller == nil {
-            sessions[key] = nil
-            abandoned.append(entry.session)
-        }
-        return abandoned
-    }
-
     /// `session` closed.
     func closed(_ session: PrivateSession) {
-        lock.withLock {
-            open -= 1
-            if sessions[session.key]?.session === session { sessions[session.key] = nil }
+        modify {
+            $0.open -= 1
+            $0.unlist(session, key: session.key)
         }
     }
 }
