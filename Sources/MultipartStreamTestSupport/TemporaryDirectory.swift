@@ -13,6 +13,11 @@ public final class TemporaryDirectory {
     }
 
     deinit {
+        remove()
+    }
+
+    /// Removes the directory with everything in it now: for a program that ends with `exit`, which runs no deinit.
+    public func remove() {
         try? FileManager.default.removeItem(at: url)
     }
 

@@ -65,6 +65,8 @@ struct MultipartInterop {
         }
 
         tally.report()
+        // `exit` runs no deinit.
+        directory.remove()
         exit(tally.failures.isEmpty ? 0 : 1)
     }
 }

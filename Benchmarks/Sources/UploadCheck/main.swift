@@ -78,90 +78,93 @@ struct SinkAnswer: Decodable {
     var error: String?
 }
 
-let directory = try TemporaryDirectory()
-let fileURL: URL
-if let givenFile {
-    fileURL = givenFile
-    size = UInt64(try FileManager.default.attributesOfItem(atPath: givenFile.path)[.size] as! Int)
-} else {
-    fileURL = directory.path("large.bin")
-    var generator = SeededGenerator(seed: size)
-    try generator.writeFile(at: fileURL, size: size)
-}
-let expectedSHA = sinkURL == nil ? try sha256sum(fileURL) : nil
-
-var form = MultipartFormData()
-form.append("upload-check", name: "note")
-try form.append(fileURL: fileURL, name: "file")
-let server = sinkURL == nil ? try UploadServer(.sink) : nil
-let url = sinkURL ?? server!.url()
-let session = URLSession(configuration: .ephemeral)
-let bodyLength = [.floor, .floorWithDelegate, .asyncHTTPClientFile].contains(strategy) ? size : form.contentLength
-
-let clock = ContinuousClock()
-let start = clock.now
-let data: Data
-switch strategy {
-case .stream, .file:
-    (data, _) = try await session.upload(
-        form, with: URLRequest(url: url), strategy: strategy == .stream ? .stream : .file)
-case .floor, .floorWithDelegate:
-    var request = URLRequest(url: url)
-    request.httpMethod = "POST"
-    request.httpBodyStream = InputStream(fileAtPath: fileURL.path)
-    request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-    request.setValue(String(size), forHTTPHeaderField: "Content-Length")
-    #if !canImport(Darwin)
-        // As MultipartStream does: no chunked framing, no Expect (see URLRequest.setMultipartFormData).
-        request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
-        request.setValue(" ", forHTTPHeaderField: "Expect")
-    #endif
-    if strategy == .floor {
-        (data, _) = try await session.data(for: request)
+/// Uploads the file (generated in `directory` unless one was given) and checks what the sink got; prints the
+/// figures and every problem, and returns whether there were none.
+@MainActor func check(in directory: TemporaryDirectory) async throws -> Bool {
+    let fileURL: URL
+    if let givenFile {
+        fileURL = givenFile
+        size = UInt64(try FileManager.default.attributesOfItem(atPath: givenFile.path)[.size] as! Int)
     } else {
-        data = try await CollectingDelegate().send(request)
+        fileURL = directory.path("large.bin")
+        var generator = SeededGenerator(seed: size)
+        try generator.writeFile(at: fileURL, size: size)
     }
-case .asyncHTTPClient, .httpBody:
-    data = try await sendWithAsyncHTTPClient(form, to: url, asHTTPBody: strategy == .httpBody, chunkSize: chunkSize)
-case .asyncHTTPClientFile:
-    var request = HTTPClientRequest(url: url.absoluteString)
-    request.method = .POST
-    request.headers.add(name: "Content-Type", value: "application/octet-stream")
-    request.body = .stream(FileChunks(url: fileURL), length: .known(Int64(size)))
-    data = try await execute(request)
-}
-let elapsed = clock.now - start
-let answer = try JSONDecoder().decode(SinkAnswer.self, from: data)
+    let expectedSHA = sinkURL == nil ? try sha256sum(fileURL) : nil
 
-let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-var problems: [String] = []
-if let error = answer.error { problems.append("the sink failed: \(error)") }
-if answer.bytes != bodyLength { problems.append("\(answer.bytes ?? 0) bytes arrived, sent \(bodyLength)") }
-if answer.contentLength != String(bodyLength) || answer.transferEncoding != nil {
-    problems.append("sent with \(answer.contentLength.map { "Content-Length \($0)" } ?? "no Content-Length")")
-}
-if let expectedSHA {
-    if answer.parts?.count != 2 { problems.append("\(answer.parts?.count ?? 0) parts arrived, sent 2") }
-    if let file = answer.parts?.last {
-        if file.bytes != size { problems.append("the file part has \(file.bytes) bytes, sent \(size)") }
-        if file.sha256 != expectedSHA {
-            problems.append("the file part's SHA-256 is \(file.sha256), sent \(expectedSHA)")
+    var form = MultipartFormData()
+    form.append("upload-check", name: "note")
+    try form.append(fileURL: fileURL, name: "file")
+    let server = sinkURL == nil ? try UploadServer(.sink) : nil
+    let url = sinkURL ?? server!.url()
+    let session = URLSession(configuration: .ephemeral)
+    let bodyLength = [.floor, .floorWithDelegate, .asyncHTTPClientFile].contains(strategy) ? size : form.contentLength
+
+    let clock = ContinuousClock()
+    let start = clock.now
+    let data: Data
+    switch strategy {
+    case .stream, .file:
+        (data, _) = try await session.upload(
+            form, with: URLRequest(url: url), strategy: strategy == .stream ? .stream : .file)
+    case .floor, .floorWithDelegate:
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.httpBodyStream = InputStream(fileAtPath: fileURL.path)
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        request.setValue(String(size), forHTTPHeaderField: "Content-Length")
+        #if !canImport(Darwin)
+            // As MultipartStream does: no chunked framing, no Expect (see URLRequest.setMultipartFormData).
+            request.setValue(" ", forHTTPHeaderField: "Transfer-Encoding")
+            request.setValue(" ", forHTTPHeaderField: "Expect")
+        #endif
+        if strategy == .floor {
+            (data, _) = try await session.data(for: request)
+        } else {
+            data = try await CollectingDelegate().send(request)
+        }
+    case .asyncHTTPClient, .httpBody:
+        data = try await sendWithAsyncHTTPClient(form, to: url, asHTTPBody: strategy == .httpBody, chunkSize: chunkSize)
+    case .asyncHTTPClientFile:
+        var request = HTTPClientRequest(url: url.absoluteString)
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.body = .stream(FileChunks(url: fileURL), length: .known(Int64(size)))
+        data = try await execute(request)
+    }
+    let elapsed = clock.now - start
+    let answer = try JSONDecoder().decode(SinkAnswer.self, from: data)
+
+    let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    var problems: [String] = []
+    if let error = answer.error { problems.append("the sink failed: \(error)") }
+    if answer.bytes != bodyLength { problems.append("\(answer.bytes ?? 0) bytes arrived, sent \(bodyLength)") }
+    if answer.contentLength != String(bodyLength) || answer.transferEncoding != nil {
+        problems.append("sent with \(answer.contentLength.map { "Content-Length \($0)" } ?? "no Content-Length")")
+    }
+    if let expectedSHA {
+        if answer.parts?.count != 2 { problems.append("\(answer.parts?.count ?? 0) parts arrived, sent 2") }
+        if let file = answer.parts?.last {
+            if file.bytes != size { problems.append("the file part has \(file.bytes) bytes, sent \(size)") }
+            if file.sha256 != expectedSHA {
+                problems.append("the file part's SHA-256 is \(file.sha256), sent \(expectedSHA)")
+            }
         }
     }
+    let framing =
+        answer.contentLength.map { "Content-Length \($0)" } ?? "Transfer-Encoding \(answer.transferEncoding ?? "none")"
+    let verdict = expectedSHA == nil ? "byte count" : "SHA-256"
+    print(
+        "upload-check: \(strategy) \(size) bytes in \(String(format: "%.3f", seconds)) s "
+            + "(\(String(format: "%.0f", Double(bodyLength) / seconds / 1e6)) MB/s), \(framing), "
+            + "\(verdict) \(problems.isEmpty ? "matches" : "differs"), peak RSS \(peakResidentMiB()) MiB")
+    if let maxResidentMiB, peakResidentMiB() > maxResidentMiB {
+        problems.append("peak RSS \(peakResidentMiB()) MiB is over the \(maxResidentMiB) MiB allowed")
+    }
+    for problem in problems { print("FAIL \(problem)") }
+    print("\(problems.isEmpty ? 1 : 0) passed, \(problems.isEmpty ? 0 : 1) failed")
+    return problems.isEmpty
 }
-let framing =
-    answer.contentLength.map { "Content-Length \($0)" } ?? "Transfer-Encoding \(answer.transferEncoding ?? "none")"
-let verdict = expectedSHA == nil ? "byte count" : "SHA-256"
-print(
-    "upload-check: \(strategy) \(size) bytes in \(String(format: "%.3f", seconds)) s "
-        + "(\(String(format: "%.0f", Double(bodyLength) / seconds / 1e6)) MB/s), \(framing), "
-        + "\(verdict) \(problems.isEmpty ? "matches" : "differs"), peak RSS \(peakResidentMiB()) MiB")
-if let maxResidentMiB, peakResidentMiB() > maxResidentMiB {
-    problems.append("peak RSS \(peakResidentMiB()) MiB is over the \(maxResidentMiB) MiB allowed")
-}
-for problem in problems { print("FAIL \(problem)") }
-print("\(problems.isEmpty ? 1 : 0) passed, \(problems.isEmpty ? 0 : 1) failed")
-exit(problems.isEmpty ? 0 : 1)
 
 /// Sends the form with AsyncHTTPClient, its body the form's chunks with their known length: directly, or wrapped
 /// in an OpenAPI `HTTPBody` first (the README's two recipes). Returns the answer's body.
@@ -268,3 +271,15 @@ func peakResidentMiB() -> Int {
     let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
     return kilobytes / 1024
 }
+
+// The generated file is gigabytes: removed however the check ends, since `exit` runs no deinit.
+let directory = try TemporaryDirectory()
+var passed = false
+do {
+    passed = try await check(in: directory)
+} catch {
+    print("FAIL \(error)")
+    print("0 passed, 1 failed")
+}
+directory.remove()
+exit(passed ? 0 : 1)
