@@ -154,6 +154,13 @@ struct Transfer {
             return Answer(data: data, response: http)
         } catch let error as MultipartError {
             watchdog.finish()
+            if case .resumeSaved = error.reason, let state = log?.stateFile {
+                throw AttemptFailure(
+                    .network,
+                    error.description + ";\n"
+                        + AttemptFailure.howToResume(state: state, command: options.resumingCommand),
+                    isTransient: false)
+            }
             throw AttemptFailure(
                 error.isFileProblem ? .localFile : .network, error.description, isTransient: false)
         } catch {
@@ -183,6 +190,12 @@ private struct AttemptFailure: Error {
         self.isTransient = isTransient
     }
 
+    /// Where a kept upload's state is, and the command that resumes it (without what is secret).
+    static func howToResume(state: URL, command: String?) -> String {
+        "its state is in \(state.path).\nRun the same command again to resume it"
+            + (command.map { ":\n  \($0)" } ?? " (with its credentials)") + "\n(or add --abandon to give it up)"
+    }
+
     /// Ctrl-C or SIGTERM under `-C -`: how far the upload got, and how to resume it when it was saved.
     init(
         interruptedBy signal: Int32, sent: UInt64, of form: MultipartFormData, log: SavedUploadLog?,
@@ -191,10 +204,7 @@ private struct AttemptFailure: Error {
         let name = signal == SIGINT ? "interrupted" : "terminated"
         var message = "\(name) after \(sent) of \(form.contentLength) bytes"
         if let state = log?.stateFile {
-            message +=
-                "; the server keeps the upload and its state is in \(state.path).\nRun the same command again to "
-                + "resume it" + (resumingCommand.map { ":\n  \($0)" } ?? " (with its credentials)")
-                + "\n(or add --abandon to give it up)"
+            message += "; the server keeps the upload and " + Self.howToResume(state: state, command: resumingCommand)
         } else {
             message += "; nothing was saved to resume"
         }

@@ -157,6 +157,11 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// A resumable upload gave up after `retries` retries, the server having `bytesAcknowledged` of the form's
         /// `contentLength` bytes; ``MultipartError/underlying`` is the last failure.
         case resumeFailed(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64)
+        /// A resumable upload whose state is saved (``MultipartResumption/stateDirectory``) stopped after `retries`
+        /// retries, the server having `bytesAcknowledged` of the form's `contentLength` bytes; the server keeps the
+        /// upload and the state stays, so the same upload run again resumes it at that offset.
+        /// ``MultipartError/underlying`` is the last failure.
+        case resumeSaved(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64)
         /// URLSession sent a part of a resumable upload again by itself (a reused connection died under it), which
         /// the server would take for a conflict: that request fails, and the upload asks the server where it stands.
         case appendResent
@@ -269,6 +274,10 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .resumeFailed(let retries, let acknowledged, let contentLength):
             "the resumable upload gave up after \(retries) \(retries == 1 ? "retry" : "retries"), the server having "
                 + "\(acknowledged) of the form's \(contentLength) bytes"
+        case .resumeSaved(let retries, let acknowledged, let contentLength):
+            "the resumable upload is saved for another run, which resumes it where the server stands: it stopped "
+                + "after \(retries) \(retries == 1 ? "retry" : "retries") with the server having \(acknowledged) of "
+                + "the form's \(contentLength) bytes"
         case .appendResent:
             "URLSession sent a part of the resumable upload again by itself, which the server would refuse"
         case .resumptionRefused(let statusCode):
@@ -319,7 +328,8 @@ extension MultipartError.Reason {
             .stream
         case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent:
             .upload
-        case .resumeFailed, .appendResent, .resumptionRefused, .uploadExpired, .answerLost, .formOverUploadLimit,
+        case .resumeFailed, .resumeSaved, .appendResent, .resumptionRefused, .uploadExpired, .answerLost,
+            .formOverUploadLimit,
             .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadInProgress, .stateUnwritable,
             .resumeTimeExceeded:
             .resumable

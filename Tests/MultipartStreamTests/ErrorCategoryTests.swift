@@ -19,6 +19,7 @@ import Testing
         (.redirectNotFollowed(statusCode: 307, location: nil), .upload),
         (.appendResent, .resumable),
         (.resumeFailed(retries: 1, bytesAcknowledged: 0, contentLength: 1), .resumable),
+        (.resumeSaved(retries: 0, bytesAcknowledged: 1, contentLength: 2), .resumable),
         (.outputFileExists(URL(fileURLWithPath: "/tmp/x")), .output),
         (.tooLargeForMemory(1 << 62), .output),
     ])

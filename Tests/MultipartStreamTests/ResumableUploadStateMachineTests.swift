@@ -694,9 +694,11 @@ import Testing
     }
 
     /// A new upload whose state is saved, created at `location`.
-    private func savingAndCreated() -> (ResumableUpload.StateMachine, ResumableUpload.StateMachine.Action) {
+    private func savingAndCreated(_ policy: MultipartResumption? = nil)
+        -> (ResumableUpload.StateMachine, ResumableUpload.StateMachine.Action)
+    {
         var resumption = ResumableUpload.StateMachine(
-            contentLength: 1_000, policy: policy, savesState: true, jitter: \.upperBound)
+            contentLength: 1_000, policy: policy ?? self.policy, savesState: true, jitter: \.upperBound)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
         let action = resumption.handle(answer(201, location: location, offset: 0, complete: false))
@@ -733,6 +735,70 @@ import Testing
         }
         #expect((error as? MultipartError)?.description == unwritable.description)
         #expect(deleting == location)
+    }
+
+    /// What a machine that keeps its upload gave up with: the saved error's offset, and the position written.
+    private func stopped(_ action: ResumableUpload.StateMachine.Action) -> (offset: UInt64, writing: UInt64?)? {
+        guard case .stop(let error, let keeping) = action,
+            case .resumeSaved(_, let offset, 1_000) = error.reason
+        else {
+            Issue.record("expected the upload kept, got \(action)")
+            return nil
+        }
+        #expect(keeping?.writing.map { $0.location == location } ?? true)
+        return (offset, keeping?.writing?.acknowledged)
+    }
+
+    @Test func retriesSpentKeepASavedUploadAfterAskingWhereTheServerStands() {
+        let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0, maximumDelay: 0)
+        var (told, _) = savingAndCreated(noRetries)
+        expect(told.handle(dropped), is: .send(.askOffset), "asked before giving up, with no wait")
+        guard let (offset, writing) = stopped(told.handle(answer(204, offset: 400, complete: false))) else { return }
+        #expect(offset == 400 && writing == 400, "the server's offset, written for the next run")
+
+        var silent = savingAndCreated(noRetries).0
+        _ = silent.handle(dropped)
+        guard let (last, unwritten) = stopped(silent.handle(dropped)) else { return }
+        #expect(last == 0 && unwritten == nil, "the last acknowledged offset, already saved")
+
+        var busy = savingAndCreated(noRetries).0
+        _ = busy.handle(dropped)
+        #expect(stopped(busy.handle(answer(503)))?.offset == 0, "an answer without an offset says nothing new")
+
+        var lying = savingAndCreated(noRetries).0
+        _ = lying.handle(.failed(URLError(.networkConnectionLost), handedOut: 300))
+        guard
+            case (.offsetOutOfRange(offset: 700, allowed: 0...300), location)? =
+                failure(lying.handle(answer(204, offset: 700, complete: false)))
+        else {
+            Issue.record("an offset past what was sent is a breach, which ends the upload")
+            return
+        }
+
+        var gone = savingAndCreated(noRetries).0
+        _ = gone.handle(dropped)
+        guard case (.uploadExpired(statusCode: 410), location)? = failure(gone.handle(answer(410))) else {
+            Issue.record("the server's word that the upload is gone ends it")
+            return
+        }
+
+        var transient = savingAndCreated(noRetries).0
+        expect(transient.handle(answer(503)), is: .send(.askOffset), "a 5xx to an append, retries spent")
+        #expect(stopped(transient.handle(answer(204, offset: 500, complete: false)))?.offset == 500)
+
+        var unsaved = appending(noRetries)
+        guard case (.resumeFailed, location)? = failure(unsaved.handle(dropped)) else {
+            Issue.record("with no state to keep it, the upload is deleted")
+            return
+        }
+    }
+
+    @Test func aHEADThatFailsWithRetriesSpentKeepsASavedUploadAtItsLastOffset() {
+        let oneRetry = MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0)
+        var resumption = savingAndCreated(oneRetry).0
+        expect(resumption.handle(dropped), is: .wait(seconds: 0, then: .askOffset))
+        guard let (offset, writing) = stopped(resumption.handle(dropped)) else { return }
+        #expect(offset == 0 && writing == nil, "no second HEAD after the HEAD failed")
     }
 
     @Test func aSavedUploadIsAnnouncedOnceWhereTheServerHasIt() {

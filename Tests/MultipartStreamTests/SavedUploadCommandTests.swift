@@ -116,6 +116,36 @@ extension CommandLineTests {
         #expect(stateFiles().isEmpty, "no state after success")
     }
 
+    /// `-C -` with no `--retry`: the first append keeps half and answers 503. The command fails, says where the
+    /// server stands and how to resume, deletes nothing; the same command run again sends the rest, once.
+    @Test func retriesSpentKeepTheUploadAndTheSameCommandResumesIt() throws {
+        var generator = SeededGenerator(seed: 34)
+        _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
+        let server = try DraftServer()
+        let arguments = [
+            "-S", "-C", "-", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "patch-503").absoluteString,
+        ]
+        let first = try run(arguments)
+        let length = try run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"]).stdout.count
+        #expect(first.status == 4, "\(first.stderr)")
+        #expect(
+            first.stderr.contains("the server having \(length / 2) of the form's \(length) bytes"), "\(first.stderr)")
+        #expect(first.stderr.contains("Run the same command again to resume it:\n  "), "\(first.stderr)")
+        #expect(first.stderr.contains("multipart -S -C - --boundary KeptUpload -F file=@blob.bin"), "\(first.stderr)")
+        #expect(!(try server.log()).contains { $0.method == "DELETE" }, "the server keeps the upload")
+        #expect(stateFiles().count == 1, "the state stays")
+
+        let second = try run(arguments)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("resuming the saved upload at byte \(length / 2) of"), "\(second.stderr)")
+        let body = try run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"])
+        let expected = try directory.file("expected.multipart", contents: body.stdout)
+        #expect(try server.forms() == [DraftServer.Form(bytes: body.stdout.count, sha256: try sha256sum(expected))])
+        #expect(try server.log().filter { $0.method == "POST" }.count == 1, "created once")
+        #expect(stateFiles().isEmpty, "no state after success")
+    }
+
     @Test func aCorruptStateFileIsIgnoredWithAWarning() throws {
         // An absolute path: the form is made here as the command makes it, to find the state file's name.
         let file = try directory.file("a.txt", contents: Data("resumable".utf8))

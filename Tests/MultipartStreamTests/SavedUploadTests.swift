@@ -310,6 +310,56 @@ extension URLSessionSuites {
             #expect(patches.count == 2 && patches.last?.offset == String(1 << 20), "\(patches)")
         }
 
+        /// The saved boundary of the one upload in the state directory.
+        private func savedBoundary() throws -> String {
+            let file = try #require(stateFiles().first { $0.hasSuffix(".json") })
+            let key = URL(fileURLWithPath: file).deletingPathExtension().lastPathComponent
+            return try #require(
+                SavedUploadDirectory(state, interopVersions: ResumableUpload.InteropVersion.spoken).load(key) { _, _ in
+                }
+            ).boundary
+        }
+
+        /// `patch-503`: the first append keeps half and answers 503, and the HEAD before giving up says so;
+        /// `head-503`: the first append keeps half and drops, and that HEAD answers 503, so the last offset the
+        /// server acknowledged (0) is all the failure can say.
+        @Test(arguments: [("patch-503", true), ("head-503", false)])
+        func retriesSpentKeepTheUploadAndItsStateAndTheNextRunSendsTheRest(scenario: String, toldHalf: Bool)
+            async throws
+        {
+            let server = try DraftServer()
+            let request = URLRequest(url: server.url(scenario: scenario))
+            let session = URLSession(configuration: .ephemeral)
+            let first = try form()
+            let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0.05, maximumDelay: 0.2)
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await session.upload(
+                    first, with: request, strategy: .resumable, resumption: policy(Events(), noRetries))
+            }
+            let half = first.contentLength / 2
+            guard case .resumeSaved(retries: 0, let told, first.contentLength) = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(told == (toldHalf ? half : 0), "\(error)")
+            #expect(error.description.contains("saved for another run, which resumes it"))
+            #expect(!(try server.log()).contains { $0.method == "DELETE" }, "the server keeps the upload")
+            #expect(stateFiles().contains { $0.hasSuffix(".json") }, "the state stays")
+            #expect(try server.log().last?.method == "HEAD", "the server was asked where it stands")
+            let boundary = try savedBoundary()
+
+            let events = Events()
+            let next = try form()
+            let (_, response) = try await session.upload(
+                next, with: request, strategy: .resumable, resumption: policy(events))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.forms() == [try expected(next, boundary: boundary)], "the whole form, once")
+            let patches = try server.log().filter { $0.method == "PATCH" }
+            #expect(patches.count == 2 && patches.last?.offset == String(half), "\(patches)")
+            #expect(try server.log().filter { $0.method == "POST" }.count == 1, "created once")
+            #expect(stateFiles().isEmpty)
+        }
+
         @Test func anUploadOutOfTimeGivesUpAndDeletesItsResource() async throws {
             let server = try DraftServer()
             var policy = MultipartResumption(maximumAttempts: 5, initialDelay: 0.5, maximumDelay: 1)

@@ -20,7 +20,8 @@ extension ResumableUpload {
     /// Every answer is untrusted: the upload ends in the application's answer only when the server says
     /// `Upload-Complete: ?1` (or, as older servers do, answers an append with a 2xx and no `Upload-Complete`), an
     /// offset must lie between what the server acknowledged before and what was sent, and a failure after the
-    /// upload resource exists deletes it.
+    /// upload resource exists deletes it; unless its state is saved and the failure is not the server's word that
+    /// the upload is over (spent retries, a cancel), which keeps it for the next run.
     struct StateMachine {
         enum Action {
             /// Send this request.
@@ -35,6 +36,9 @@ extension ResumableUpload {
             case answer(Reply)
             /// Give up with `error`: delete the upload resource at `deleting`, if any, and the saved state.
             case fail(any Error, deleting: URL?)
+            /// Give up this run with `error`, keeping the upload resource and the saved state for the next run to
+            /// resume: write `keeping`'s position first, where there is one.
+            case stop(MultipartError, keeping: Keeping?)
             /// The caller cancelled: delete the upload resource at `deleting`, if any (none when the saved state
             /// keeps it for another run to resume), and keep the saved state.
             case cancel(deleting: URL?)
@@ -108,6 +112,9 @@ extension ResumableUpload {
             case askingOffset(Resource, savedOffset: UInt64?, Course)
             /// `DELETE` of a saved upload that cannot go on; a new one is created after it.
             case deletingSaved(URL, Course)
+            /// `HEAD` after the retries were spent on an append, so that the upload kept for the next run says where
+            /// the server stands; `failure` is why the run gives up.
+            case askingFinalOffset(Resource, Course, failure: any Error)
             /// The last action has been given.
             case finished
         }
@@ -165,7 +172,9 @@ extension ResumableUpload {
         /// Where the upload lives, once created: where the request under way goes.
         var location: URL? {
             switch state {
-            case .appending(let resource, _, _), .askingOffset(let resource, _, _): resource.location
+            case .appending(let resource, _, _), .askingOffset(let resource, _, _),
+                .askingFinalOffset(let resource, _, _):
+                resource.location
             case .deletingSaved(let location, _): location
             case .detecting, .creating, .finished: nil
             }
@@ -179,7 +188,9 @@ extension ResumableUpload {
 
         private var resource: Resource? {
             switch state {
-            case .appending(let resource, _, _), .askingOffset(let resource, _, _): resource
+            case .appending(let resource, _, _), .askingOffset(let resource, _, _),
+                .askingFinalOffset(let resource, _, _):
+                resource
             case .detecting, .creating, .deletingSaved, .finished: nil
             }
         }
@@ -187,7 +198,7 @@ extension ResumableUpload {
         private var course: Course? {
             switch state {
             case .detecting(let course), .creating(let course), .appending(_, _, let course),
-                .askingOffset(_, _, let course), .deletingSaved(_, let course):
+                .askingOffset(_, _, let course), .deletingSaved(_, let course), .askingFinalOffset(_, let course, _):
                 course
             case .finished: nil
             }
@@ -214,6 +225,8 @@ extension ResumableUpload {
                     // The saved upload that could not go on is gone, whatever the answer: a new one starts.
                     state = .creating(course)
                     return .send(.create)
+                case .askingFinalOffset(let resource, let course, let failure):
+                    return finalOffsetAnswered(answer, resource, course, failure: failure)
                 case .finished:
                     return fail(UnexpectedAnswer("an answer after the upload ended"))
                 }
@@ -229,6 +242,8 @@ extension ResumableUpload {
                 case .deletingSaved(_, let course):
                     state = .creating(course)
                     return .send(.create)
+                case .askingFinalOffset(let resource, let course, let failure):
+                    return stop(because: failure, resource, course, at: resource.acknowledged)
                 case .finished:
                     return fail(error)
                 }
@@ -513,9 +528,12 @@ extension ResumableUpload {
         private mutating func retry(_ next: (Course) -> State, _ course: Course, because failure: any Error)
             -> Action
         {
+            let appending = if case .appending = state { true } else { false }
             var course = course
             state = next(course)
-            guard course.retries < policy.maximumAttempts else { return giveUp(because: failure) }
+            guard course.retries < policy.maximumAttempts else {
+                return giveUp(because: failure, askingFirst: appending)
+            }
             course.retries += 1
             // The server's own wait as it is (bounded); else one drawn up to the ceiling.
             let retryAfter = (failure as? UnexpectedAnswer)?.retryAfter
@@ -539,11 +557,52 @@ extension ResumableUpload {
             return .wait(seconds: wait, then: step)
         }
 
-        /// Gives up, with where the upload stood and the last failure beneath.
-        private mutating func giveUp(because failure: any Error) -> Action {
-            let reason = MultipartError.Reason.resumeFailed(
-                retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength)
-            return fail(MultipartError(reason, underlying: failure))
+        /// Gives up, with where the upload stood and the last failure beneath. An upload whose state is saved is
+        /// kept for the next run, which resumes it: none of these failures is the server's word that the upload is
+        /// over. After an append (`askingFirst`), the server is asked where it stands first.
+        private mutating func giveUp(because failure: any Error, askingFirst: Bool = false) -> Action {
+            guard savesState, let resource, let course else {
+                let reason = MultipartError.Reason.resumeFailed(
+                    retries: retries, bytesAcknowledged: acknowledged, contentLength: contentLength)
+                return fail(MultipartError(reason, underlying: failure))
+            }
+            guard askingFirst else { return stop(because: failure, resource, course, at: resource.acknowledged) }
+            state = .askingFinalOffset(resource, course, failure: failure)
+            return .send(.askOffset)
+        }
+
+        /// The answer to the `HEAD` before giving up: the offset the kept upload resumes at, where the server gives
+        /// one; the upload ends only where the server says it is gone or has the form, or breaks the protocol.
+        private mutating func finalOffsetAnswered(
+            _ answer: Answer, _ resource: Resource, _ course: Course, failure: any Error
+        ) -> Action {
+            if answer.statusCode == 404 || answer.statusCode == 410 {
+                return fail(MultipartError(.uploadExpired(statusCode: answer.statusCode), underlying: failure))
+            }
+            guard (200..<300).contains(answer.statusCode), let offset = answer.offset else {
+                return stop(because: failure, resource, course, at: resource.acknowledged)
+            }
+            if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
+            if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
+                return fail(MultipartError(.answerLost(contentLength: contentLength)))
+            }
+            return stop(because: failure, resource, course, at: offset)
+        }
+
+        /// Gives up this run, keeping the upload at `offset` for the next: its position is written where the saved
+        /// state does not hold it yet.
+        private mutating func stop(
+            because failure: any Error, _ resource: Resource, _ course: Course, at offset: UInt64
+        )
+            -> Action
+        {
+            let reason = MultipartError.Reason.resumeSaved(
+                retries: course.retries, bytesAcknowledged: offset, contentLength: contentLength)
+            let position = Position(location: resource.location, acknowledged: offset)
+            return finish(
+                .stop(
+                    MultipartError(reason, underlying: failure),
+                    keeping: course.saved == position ? nil : Keeping(writing: position)))
         }
 
         /// Gives up with `error`, deleting the upload resource if there is one.

@@ -9,7 +9,7 @@ import Foundation
 /// cancellation behave as in every other upload. Progress is one count over all requests: it goes on from the
 /// offset a request resumes at, and never counts a byte twice. An upload that fails once its upload resource exists
 /// deletes that resource, so that the server keeps no part of a form that will not complete; one that is cancelled
-/// does too, unless its state is saved for another process to resume (``SavedState``).
+/// or runs out of retries does too, unless its state is saved for another process to resume (``SavedState``).
 struct ResumableUpload {
     var form: MultipartFormData
     let request: URLRequest
@@ -102,6 +102,17 @@ struct ResumableUpload {
             case .fail(let error, let location):
                 await delete(location)
                 state?.remove()
+                throw error
+            case .stop(let error, let keeping):
+                // The server keeps the upload and the state stays: the next run resumes it.
+                if let state, let position = keeping?.writing {
+                    do {
+                        record = try save(position, to: state, after: record)
+                    } catch {
+                        action = resumption.handle(.keepFailed(error))
+                        continue
+                    }
+                }
                 throw error
             case .cancel(let location):
                 // A saved upload is kept, resource and state, for the next run to resume.
