@@ -290,7 +290,7 @@ extension MultipartUpload {
         var furthestHandedOut: UInt64 {
             switch state {
             case .finished(let furthest): furthest
-            default: bodyStart + (exchange?.furthestBodyBytes(countedByURLSession: body.isReadByURLSession) ?? 0)
+            default: exchange.map(furthestHandedOut) ?? bodyStart
             }
         }
 
@@ -465,8 +465,7 @@ extension MultipartUpload {
         }
 
         private mutating func finish(_ result: Result<(Data, URLResponse), any Error>, exchange: Exchange) -> Finish {
-            state = .finished(
-                furthest: bodyStart + exchange.furthestBodyBytes(countedByURLSession: body.isReadByURLSession))
+            state = .finished(furthest: furthestHandedOut(by: exchange))
             return Finish(
                 result: result, closing: exchange.streams, bytesSent: bytesHandedOut(by: exchange),
                 endsProgress: role.finishesProgress, removing: body.temporaryFile)
@@ -476,6 +475,11 @@ extension MultipartUpload {
         /// close.
         private func bytesHandedOut(by exchange: Exchange) -> UInt64 {
             bodyStart + exchange.bodyBytesHandedOut(countedByURLSession: body.isReadByURLSession)
+        }
+
+        /// How far into the form any of the exchange's bodies reached, from the form's first byte.
+        private func furthestHandedOut(by exchange: Exchange) -> UInt64 {
+            bodyStart + exchange.furthestBodyBytes(countedByURLSession: body.isReadByURLSession)
         }
 
         /// Why a body stream failed, naming the part; URLSession only says the upload was aborted.

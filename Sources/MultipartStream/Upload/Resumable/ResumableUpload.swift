@@ -77,12 +77,10 @@ struct ResumableUpload {
                 if let offset = keeping.resumedAt {
                     policy.events?(.resumed(offset: offset, contentLength: form.contentLength))
                 }
-                action = .send(step)
-                guard let state, let position = keeping.writing else { continue }
-                do {
-                    record = try save(position, to: state, after: record)
-                } catch {
-                    action = resumption.handle(.keepFailed(error))
+                if let failure = write(keeping, to: state, after: &record) {
+                    action = resumption.handle(.keepFailed(failure))
+                } else {
+                    action = .send(step)
                 }
             case .startOver(let reason, let step):
                 policy.events?(.startedOver(reason))
@@ -91,10 +89,7 @@ struct ResumableUpload {
                 action = .send(step)
             case .sendWhole:
                 state?.remove()
-                let result = PendingResponse()
-                let upload = MultipartUpload(
-                    form: form, role: .wholeForm(.stream), callerSession: session, origin: request.url,
-                    pacing: pacing, progress: progress, completion: result.resolve)
+                let (upload, result) = makeUpload(.wholeForm(.stream), progress: progress)
                 return try await session.perform(request, upload, answeredTo: result)
             case .answer(let reply):
                 state?.remove()
@@ -105,13 +100,9 @@ struct ResumableUpload {
                 throw error
             case .stop(let error, let keeping):
                 // The server keeps the upload and the state stays: the next run resumes it.
-                if let state, let position = keeping?.writing {
-                    do {
-                        record = try save(position, to: state, after: record)
-                    } catch {
-                        action = resumption.handle(.keepFailed(error))
-                        continue
-                    }
+                if let failure = write(keeping, to: state, after: &record) {
+                    action = resumption.handle(.keepFailed(failure))
+                    continue
                 }
                 throw error
             case .cancel(let location):
@@ -122,18 +113,24 @@ struct ResumableUpload {
         }
     }
 
-    /// Writes the upload's position to the saved state, and says so; a record at the same location keeps the date
-    /// it was created.
-    private func save(
-        _ position: StateMachine.Position, to state: SavedState, after record: SavedUpload?
-    ) throws(MultipartError) -> SavedUpload {
+    /// Writes the position `keeping` names, if any, to the saved state as the new `record`, and says so; a record at
+    /// the same location keeps the date it was created. Returns why it could not be written.
+    private func write(
+        _ keeping: StateMachine.Keeping?, to state: SavedState?, after record: inout SavedUpload?
+    ) -> MultipartError? {
+        guard let state, let position = keeping?.writing else { return nil }
         var next = state.record(
             of: form, at: position.location, interopVersion: InteropVersion.current.rawValue,
             acknowledged: position.acknowledged)
         if let record, record.uploadURL == next.uploadURL { next.created = record.created }
-        try state.save(next)
+        do throws(MultipartError) {
+            try state.save(next)
+        } catch {
+            return error
+        }
         policy.events?(.saved(state.directory.file(for: state.key)))
-        return next
+        record = next
+        return nil
     }
 
     /// Deletes the upload resource, if there is one, within a few seconds: on a task of its own, which a cancel of
@@ -162,10 +159,7 @@ struct ResumableUpload {
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }
-        let result = PendingResponse()
-        let upload = MultipartUpload(
-            form: form, role: role, callerSession: session, origin: self.request.url, pacing: pacing,
-            progress: progress, completion: result.resolve)
+        let (upload, result) = makeUpload(role, progress: progress)
         do {
             let reply = try await watchingForStalls(step, of: upload) {
                 try await session.perform(request, upload, answeredTo: result)
@@ -174,6 +168,17 @@ struct ResumableUpload {
         } catch {
             return (.failure(error), upload.furthestHandedOut)
         }
+    }
+
+    /// One request of the upload in `role`, on the caller's session, and the answer it resolves.
+    private func makeUpload(_ role: MultipartUpload.Role, progress: ProgressCoalescer?) -> (
+        MultipartUpload, PendingResponse
+    ) {
+        let result = PendingResponse()
+        let upload = MultipartUpload(
+            form: form, role: role, callerSession: session, origin: request.url, pacing: pacing, progress: progress,
+            completion: result.resolve)
+        return (upload, result)
     }
 
     /// The request of `step`, with the caller's URL, headers and method where they apply, and the policy's fresh
