@@ -34,6 +34,9 @@ Scenarios (the default answers as the draft's examples do; the others change one
   auth                  PATCH without `Authorization: Basic dTpw` (u:p) is refused with 401 and a Basic challenge,
                         its body read and dropped
 
+GET /down on the other port closes the first port's listener, so that connections to it are refused (the uploads
+are kept); GET /up there opens it again on the same port.
+
 GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, bytes}; GET /forms
 lists the forms the application processed: {bytes, sha256}.
 """
@@ -118,6 +121,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/forms":
             with lock:
                 body = json.dumps(forms).encode()
+        elif self.path in ("/down", "/up") and self.server.server_address[1] == ports["alt"]:
+            listen(self.path == "/up")
+            body = b"{}"
         else:
             return self.answer(404)
         self.answer(200, {"Content-Type": "application/json"}, body)
@@ -274,13 +280,34 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
 
+listeners = {}
+
+
+def serve(server):
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+
+def listen(up):
+    """Opens the first port's listener again (`up`), or closes it: a server that is down refuses connections."""
+    with lock:
+        current = listeners.get("main")
+        if up and current is None:
+            listeners["main"] = Server(("127.0.0.1", ports["main"]), Handler)
+            serve(listeners["main"])
+        elif not up and current is not None:
+            current.shutdown()
+            current.server_close()
+            listeners["main"] = None
+
+
 def main():
     main_server = Server(("127.0.0.1", 0), Handler)
     alt_server = Server(("127.0.0.1", 0), Handler)
     ports["main"] = main_server.server_address[1]
     ports["alt"] = alt_server.server_address[1]
+    listeners["main"] = main_server
     for server in (main_server, alt_server):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+        serve(server)
     print(ports["main"], ports["alt"], flush=True)
     sys.stdin.read()
 

@@ -38,8 +38,13 @@ struct Options: Equatable {
     var maxTime: Double?
     /// `--connect-timeout`, seconds until the server takes the first body byte.
     var connectTimeout: Double?
-    /// `--retry`: attempts after the first.
-    var retries = 0
+    /// `--retry`: attempts after the first; `nil` when not given.
+    var retryOption: Int?
+    /// Attempts after the first: `--retry`, else none as in curl, but ``resumableRetries`` for `-C -`, whose upload
+    /// is kept when they are spent, so that trying first loses nothing.
+    var retries: Int { retryOption ?? (resumes ? Self.resumableRetries : 0) }
+    /// The retries of `-C -` without `--retry`: with the backoff from 1 s, a drop is retried for about 7 s.
+    static let resumableRetries = 3
     /// `-C -`: a resumable upload, which sends only what the server lacks after a drop (`--retry` times).
     var resumes = false
     /// `--retry-delay`, seconds; `nil` (or 0) for curl's doubling backoff from 1 s.
@@ -171,7 +176,7 @@ struct Options: Equatable {
             guard let count = Int(value), (0...1_000).contains(count) else {
                 throw UsageError("--retry \(value): expected a number of retries from 0 to 1000")
             }
-            retries = count
+            retryOption = count
         case "--state-dir":
             guard !value.isEmpty else { throw UsageError("--state-dir needs a directory") }
             stateDirectory = value

@@ -40,11 +40,11 @@ let usage = """
                                                    from its first byte, e.g. --retry 3
       -C -, --continue-at -                        a resumable upload: after a dropped or stalled connection,
                                                    ask the server how much it has and send only the rest
-                                                   (--retry N times); a server that does not speak the
-                                                   resumable-upload draft gets the whole form once, e.g.
-                                                   -C - --retry 8. Its state is saved (no credentials): run
-                                                   the same command again after Ctrl-C, a kill or a reboot
-                                                   and it resumes where the server stands
+                                                   (--retry N times, 3 unless given); a server that does not
+                                                   speak the resumable-upload draft gets the whole form once,
+                                                   e.g. -C - --retry 8. Its state is saved (no credentials):
+                                                   after Ctrl-C, a kill, a reboot or retries spent, run the
+                                                   same command again and it resumes where the server stands
       --state-dir DIR                              where -C - keeps its state (default
                                                    $XDG_STATE_HOME/multipart, else ~/.local/state/multipart)
       --abandon                                    with -C -: give up the saved upload of this form to URL,

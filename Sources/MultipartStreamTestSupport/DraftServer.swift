@@ -73,8 +73,13 @@ public final class DraftServer: @unchecked Sendable {
         try JSONDecoder().decode([Form].self, from: fetch("/forms"))
     }
 
-    /// `path`'s answer, fetched with curl.
+    /// Refuses connections to ``port`` (`false`), keeping every upload, or takes them again (`true`).
+    public func setListening(_ listening: Bool) throws {
+        _ = try fetch(listening ? "/up" : "/down")
+    }
+
+    /// `path`'s answer, fetched with curl from ``alternatePort``, which stays open while ``port`` is down.
     private func fetch(_ path: String) throws -> Data {
-        try curl(URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        try curl(URL(string: "http://127.0.0.1:\(alternatePort)\(path)")!)
     }
 }

@@ -30,7 +30,7 @@ import Testing
         expected.writeOut = "%{http_code}"
         expected.maxTime = 5
         expected.connectTimeout = 2.5
-        expected.retries = 3
+        expected.retryOption = 3
         expected.retryDelay = 0.5
         expected.url = URL(string: "http://example.com/upload")
         #expect(options == expected)

@@ -793,6 +793,36 @@ import Testing
         }
     }
 
+    @Test func aFailureNotTheConnectionsKeepsASavedUploadUnlessTheFormFailed() {
+        let notTheConnection: [any Error] = [
+            URLError(.secureConnectionFailed), URLError(.cancelled), URLError(.badURL), CocoaError(.fileReadUnknown),
+        ]
+        for error in notTheConnection {
+            var appended = savingAndCreated().0
+            guard let (offset, writing) = stopped(appended.handle(.failed(error, handedOut: 600))) else { return }
+            #expect(offset == 0 && writing == nil, "kept where the server last said it stood: \(error)")
+            var asking = ResumableUpload.StateMachine(
+                contentLength: 1_000, policy: policy, savesState: true,
+                resuming: .init(location: location, acknowledged: 300), jitter: \.upperBound)
+            _ = asking.start()
+            #expect(stopped(asking.handle(.failed(error)))?.offset == 300, "a saved upload asked about: \(error)")
+        }
+        var partFailed = savingAndCreated().0
+        guard case (.streamFailed, location)? = failure(partFailed.handle(.failed(MultipartError(.streamFailed(nil)))))
+        else {
+            Issue.record("a form that cannot be sent ends the upload, saved or not")
+            return
+        }
+        let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0, maximumDelay: 0)
+        var finalHEAD = savingAndCreated(noRetries).0
+        _ = finalHEAD.handle(dropped)
+        guard case .stop(let error, _) = finalHEAD.handle(.failed(URLError(.secureConnectionFailed))) else {
+            Issue.record("the HEAD before giving up that fails otherwise keeps the upload")
+            return
+        }
+        #expect((error.underlying as? URLError)?.code == .networkConnectionLost, "the failure that spent the retries")
+    }
+
     @Test func aHEADThatFailsWithRetriesSpentKeepsASavedUploadAtItsLastOffset() {
         let oneRetry = MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0)
         var resumption = savingAndCreated(oneRetry).0

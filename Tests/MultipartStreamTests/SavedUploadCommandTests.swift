@@ -118,12 +118,32 @@ extension CommandLineTests {
 
     /// `-C -` with no `--retry`: the first append keeps half and answers 503. The command fails, says where the
     /// server stands and how to resume, deletes nothing; the same command run again sends the rest, once.
+    /// `-C -` as a user types it first, through a drop after half: retried (three times unless told), the server
+    /// asked where it stands, and only the rest sent.
+    @Test func aDropIsResumedInTheSameRunByDefault() throws {
+        var generator = SeededGenerator(seed: 36)
+        _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
+        let server = try DraftServer()
+        let result = try run([
+            "-s", "-C", "-", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "head-503").absoluteString,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let body = try run(["-s", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let expected = try directory.file("expected.multipart", contents: body)
+        #expect(try server.forms() == [DraftServer.Form(bytes: body.count, sha256: try sha256sum(expected))])
+        let log = try server.log()
+        #expect(log.map(\.method) == ["OPTIONS", "POST", "PATCH", "HEAD", "HEAD", "PATCH"], "\(log)")
+        #expect(log.last?.offset == String(body.count / 2), "only the rest, from the server's offset")
+        #expect(stateFiles().isEmpty, "no state after success")
+    }
+
     @Test func retriesSpentKeepTheUploadAndTheSameCommandResumesIt() throws {
         var generator = SeededGenerator(seed: 34)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
         let server = try DraftServer()
         let arguments = [
-            "-S", "-C", "-", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "answer.json",
+            "-S", "-C", "-", "--retry", "0", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "patch-503").absoluteString,
         ]
         let first = try run(arguments)
@@ -132,7 +152,9 @@ extension CommandLineTests {
         #expect(
             first.stderr.contains("the server having \(length / 2) of the form's \(length) bytes"), "\(first.stderr)")
         #expect(first.stderr.contains("Run the same command again to resume it:\n  "), "\(first.stderr)")
-        #expect(first.stderr.contains("multipart -S -C - --boundary KeptUpload -F file=@blob.bin"), "\(first.stderr)")
+        #expect(
+            first.stderr.contains("multipart -S -C - --retry 0 --boundary KeptUpload -F file=@blob.bin"),
+            "\(first.stderr)")
         #expect(!(try server.log()).contains { $0.method == "DELETE" }, "the server keeps the upload")
         #expect(stateFiles().count == 1, "the state stays")
 

@@ -360,6 +360,50 @@ extension URLSessionSuites {
             #expect(stateFiles().isEmpty)
         }
 
+        /// The server down when the next run starts (connection refused): that run keeps the upload at the offset
+        /// the first saved, and the run after it, with the server back, sends only the rest.
+        @Test func aServerDownAtTheNextRunKeepsTheUploadForTheRunAfter() async throws {
+            let server = try DraftServer()
+            let request = URLRequest(url: server.url(scenario: "patch-503"))
+            let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0.05, maximumDelay: 0.2)
+            let first = try form()
+            let half = first.contentLength / 2
+            let kept = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(
+                    first, with: request, strategy: .resumable, resumption: policy(Events(), noRetries))
+            }
+            guard case .resumeSaved(_, half, _) = kept.reason else {
+                Issue.record("the first run keeps the upload at half: \(kept)")
+                return
+            }
+            let boundary = try savedBoundary()
+
+            try server.setListening(false)
+            let refused = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(
+                    try form(), with: request, strategy: .resumable, resumption: policy(Events(), noRetries))
+            }
+            guard case .resumeSaved(retries: 0, half, first.contentLength) = refused.reason else {
+                Issue.record("the run that finds the server down keeps the upload at the saved offset: \(refused)")
+                return
+            }
+            #expect((refused.underlying as? URLError)?.code == .cannotConnectToHost, "\(refused)")
+            #expect(stateFiles().contains { $0.hasSuffix(".json") }, "the state stays")
+
+            try server.setListening(true)
+            let next = try form()
+            let (_, response) = try await URLSession(configuration: .ephemeral).upload(
+                next, with: request, strategy: .resumable, resumption: policy(Events()))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.forms() == [try expected(next, boundary: boundary)], "the whole form, once")
+            let log = try server.log()
+            let patches = log.filter { $0.method == "PATCH" }
+            #expect(patches.count == 2 && patches.last?.offset == String(half), "\(patches)")
+            #expect(log.filter { $0.method == "POST" }.count == 1, "created once")
+            #expect(!log.contains { $0.method == "DELETE" })
+            #expect(stateFiles().isEmpty)
+        }
+
         @Test func anUploadOutOfTimeGivesUpAndDeletesItsResource() async throws {
             let server = try DraftServer()
             var policy = MultipartResumption(maximumAttempts: 5, initialDelay: 0.5, maximumDelay: 1)

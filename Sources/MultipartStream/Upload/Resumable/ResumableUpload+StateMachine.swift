@@ -231,7 +231,7 @@ extension ResumableUpload {
                     return fail(UnexpectedAnswer("an answer after the upload ended"))
                 }
             case .failed(let error, let handedOut):
-                guard Self.isConnectionFailure(error, during: state) else { return fail(error) }
+                guard Self.isConnectionFailure(error, during: state) else { return ended(by: error) }
                 switch state {
                 case .detecting(let course): return retry(State.detecting, course, because: error)
                 case .creating(let course): return retry(State.creating, course, because: error)
@@ -248,6 +248,18 @@ extension ResumableUpload {
                     return fail(error)
                 }
             }
+        }
+
+        /// A failure that another request would meet too (TLS, the caller's headers, a URLSession error other than
+        /// the connection's) ends this run. An upload whose state is saved is kept for the next run, unless the form
+        /// itself failed (a part that changed or could not be read), which no run can send: the failure is not the
+        /// server's word that the upload is over.
+        private mutating func ended(by error: any Error) -> Action {
+            guard savesState, !(error is MultipartError), let resource, let course else { return fail(error) }
+            if case .askingFinalOffset(_, _, let failure) = state {
+                return stop(because: failure, resource, course, at: resource.acknowledged)
+            }
+            return stop(because: error, resource, course, at: resource.acknowledged)
         }
 
         /// The append handed out the form's bytes up to `handedOut` only: the server cannot have more, whatever the
