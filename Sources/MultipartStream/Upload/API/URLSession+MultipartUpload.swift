@@ -79,17 +79,15 @@ extension URLSession {
         _ upload: MultipartUpload,
         answeredTo result: PendingResponse
     ) async throws -> (Data, URLResponse) {
+        // Made on a dispatch thread: making a task waits for URLSession's queue, which a caller stream blocked in
+        // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it. This
+        // session is alive (it is `self`), so there is a task.
+        let task = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: upload.makeTask(for: request)!) }
+        }
         do {
             return try await withTaskCancellationHandler {
-                try await result.value {
-                    // Made and resumed on a dispatch thread: both wait for URLSession's queue, which a caller stream
-                    // blocked in another upload's `read` may hold (it can start blocking between the two), and the
-                    // concurrency pool's few threads must not wait with it.
-                    DispatchQueue.global().async {
-                        // This session is alive (it is captured), so there is a task.
-                        withExtendedLifetime(self) { upload.makeTask(for: request)?.resume() }
-                    }
-                }
+                try await result.value { task.resume() }
             } onCancel: {
                 upload.cancel()
                 // Answer now: URLSession handles the cancel on the queue that reads the body, which a caller stream
