@@ -84,8 +84,9 @@ let usage = """
     Progress goes to stderr: a bar when stderr is a terminal, else a summary line.
     Exit status: 0 success, 2 usage error, 3 a local file problem (named before any byte is sent),
     4 a network or HTTP failure, 130 (Ctrl-C) or 143 (SIGTERM) for an interrupted -C - upload; a -C -
-    upload interrupted or out of retries prints the command that resumes it. Unlike curl, HTTP 400 and above exit 4 with the status and the
-    first lines of the response on stderr (curl needs --fail-with-body), and a 3xx without -L exits 0.
+    upload interrupted or kept after a failure prints the command that resumes it. Unlike curl, HTTP
+    400 and above exit 4 with the status and the first lines of the response on stderr (curl needs
+    --fail-with-body), and a 3xx without -L exits 0.
 
     Examples:
       multipart -F title=Holiday -F 'video=@beach.mov' https://example.com/upload

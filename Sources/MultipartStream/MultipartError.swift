@@ -158,9 +158,9 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// `contentLength` bytes; ``MultipartError/underlying`` is the last failure.
         case resumeFailed(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64)
         /// A resumable upload whose state is saved (``MultipartResumption/stateDirectory``) stopped after `retries`
-        /// retries (spent, or a failure no retry mends that is not the form's), the server having `bytesAcknowledged` of the form's `contentLength` bytes; the server keeps the
-        /// upload and the state stays, so the same upload run again resumes it at that offset.
-        /// ``MultipartError/underlying`` is the last failure.
+        /// retries (spent, or after a failure no retry mends that is not the form's), the server having
+        /// `bytesAcknowledged` of the form's `contentLength` bytes; the server keeps the upload and the state stays,
+        /// so the same upload run again resumes it at that offset. ``MultipartError/underlying`` is the last failure.
         case resumeSaved(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64)
         /// URLSession sent a part of a resumable upload again by itself (a reused connection died under it), which
         /// the server would take for a conflict: that request fails, and the upload asks the server where it stands.

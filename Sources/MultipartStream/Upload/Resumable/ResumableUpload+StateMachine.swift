@@ -21,7 +21,8 @@ extension ResumableUpload {
     /// `Upload-Complete: ?1` (or, as older servers do, answers an append with a 2xx and no `Upload-Complete`), an
     /// offset must lie between what the server acknowledged before and what was sent, and a failure after the
     /// upload resource exists deletes it; unless its state is saved and the failure is not the server's word that
-    /// the upload is over (spent retries, a cancel), which keeps it for the next run.
+    /// the upload is over, a breach, the form's own or the time limit (spent retries, a cancel, a TLS failure),
+    /// which keeps it for the next run.
     struct StateMachine {
         enum Action {
             /// Send this request.

@@ -7,9 +7,10 @@ import Foundation
 /// A `.resumable` upload: carries out the actions its ``StateMachine`` decides, each request one ``MultipartUpload`` on
 /// the caller session's private session, so that redirects, challenges, the caller's delegate, exact lengths and
 /// cancellation behave as in every other upload. Progress is one count over all requests: it goes on from the
-/// offset a request resumes at, and never counts a byte twice. An upload that fails once its upload resource exists
-/// deletes that resource, so that the server keeps no part of a form that will not complete; one that is cancelled
-/// or runs out of retries does too, unless its state is saved for another process to resume (``SavedState``).
+/// offset a request resumes at, and never counts a byte twice. An upload that fails or is cancelled once its upload
+/// resource exists deletes that resource, so that the server keeps no part of a form that will not complete; unless
+/// its state is saved for another process to resume (``SavedState``), which keeps it through every failure but the
+/// server's word, a breach, the form's own and the time limit.
 struct ResumableUpload {
     var form: MultipartFormData
     let request: URLRequest
