@@ -1,9 +1,16 @@
-"""A scripted server of draft-ietf-httpbis-resumable-upload (interop version 6) on 127.0.0.1, for tests.
+"""A scripted server of draft-ietf-httpbis-resumable-upload on 127.0.0.1, for tests.
 
-It answers as the draft allows but as SwiftNIO's NIOResumableUpload never does, one scenario at a time: the
-scenario is the last path segment of the URL a client starts from (`/s/NAME`), and every upload it creates behaves
-that way. It listens on two ports: the first line of stdout is `PORT ALT`; an upload resource is at
-`http://127.0.0.1:PORT/u/ID`, or on ALT (another origin) in the `other-origin` scenario. It exits when stdin closes.
+It speaks one interop version, the first argument (6 to 9; 9 when none is given), and answers a request in any other
+version as an ordinary server would: OPTIONS without the draft's fields, a POST as the whole form, the upload
+resources not found. In its version it answers as the draft allows but as SwiftNIO's NIOResumableUpload never does,
+one scenario at a time: the scenario is the last path segment of the URL a client starts from (`/s/NAME`), and every
+upload it creates behaves that way. It listens on two ports: the first line of stdout is `PORT ALT`; an upload
+resource is at `http://127.0.0.1:PORT/u/ID`, or on ALT (another origin) in the `other-origin` scenario. It exits when
+stdin closes.
+
+What each version changes here: 6 names the lifetime `expires`, 7 on `max-age`; from 8 on, OPTIONS also answers
+`Accept-Patch: application/partial-upload`, and an append that carries more than 64 KiB gets a
+`104 (Upload Resumption Supported)` interim answer with the offset before its final one.
 
 Scenarios (the default answers as the draft's examples do; the others change one thing):
   default               OPTIONS 200 with Upload-Limit; creation 201 with Location, Upload-Complete: ?0, offset 0;
@@ -33,11 +40,16 @@ Scenarios (the default answers as the draft's examples do; the others change one
                         401 (the body read and dropped)
   auth                  PATCH without `Authorization: Basic dTpw` (u:p) is refused with 401 and a Basic challenge,
                         its body read and dropped
+  complete-no-field     the application answers 200 without Upload-Complete (allowed in 6, a breach from 7 on)
+  min-append            OPTIONS says min-append-size=100000 and max-append-size=1000000
+  conflicting-limits    OPTIONS says min-append-size=2000 and max-append-size=1000
+  too-large-min         as too-large, and OPTIONS says min-append-size=100000
 
 GET /down on the other port closes the first port's listener, so that connections to it are refused (the uploads
 are kept); GET /up there opens it again on the same port.
 
-GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, bytes}; GET /forms
+GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, version, bytes,
+interims (the 104 answers it got)}; GET /forms
 lists the forms the application processed: {bytes, sha256}.
 """
 import hashlib
@@ -56,6 +68,7 @@ uploads = {}
 next_id = [0]
 used_tokens = set()
 ports = {}
+version = int(sys.argv[1]) if len(sys.argv) > 1 else 9
 
 
 def form_answer(upload):
@@ -77,12 +90,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "method": self.command, "path": self.path, "port": self.server.server_address[1],
                 "authorization": self.headers.get("Authorization"), "cookie": self.headers.get("Cookie"),
                 "offset": self.headers.get("Upload-Offset"), "complete": self.headers.get("Upload-Complete"),
-                "bytes": bytes_read,
+                "version": self.headers.get("Upload-Draft-Interop-Version"), "bytes": bytes_read,
+                "interims": getattr(self, "interims", 0),
             })
+        self.interims = 0
 
     def answer(self, status, headers=None, body=b""):
         self.send_response(status)
-        self.send_header("Upload-Draft-Interop-Version", "6")
+        if self.speaks_draft():
+            self.send_header("Upload-Draft-Interop-Version", str(version))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
@@ -112,7 +128,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return bytes(data), length
 
     def upload(self):
-        return uploads.get(self.path.split("/")[-1])
+        return uploads.get(self.path.split("/")[-1]) if self.speaks_draft() else None
+
+    def speaks_draft(self):
+        """Whether the request is in the server's version: any other is an ordinary request."""
+        return self.headers.get("Upload-Draft-Interop-Version") == str(version)
+
+    def interim(self, offset):
+        """A 104 interim answer with the offset so far, as versions 8 and later describe."""
+        self.wfile.write(f"HTTP/1.1 104 Upload Resumption Supported\r\nUpload-Draft-Interop-Version: {version}\r\n"
+                         f"Upload-Offset: {offset}\r\n\r\n".encode())
+        self.wfile.flush()
+        self.interims = getattr(self, "interims", 0) + 1
 
     def do_GET(self):
         if self.path == "/log":
@@ -138,12 +165,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_OPTIONS(self):
         self.entry(0)
+        if not self.speaks_draft():
+            return self.answer(200, {"Allow": "OPTIONS, GET, POST"})
         if self.path.endswith("/token-once") and self.token_reused():
             return self.answer(401)
         scenario = self.path.split("/")[-1]
         limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000",
-                 "max-append": "max-append-size=100000"}.get(scenario, "max-age=3600")
-        self.answer(200, {"Upload-Limit": limit})
+                 "max-append": "max-append-size=100000",
+                 "min-append": "min-append-size=100000, max-append-size=1000000",
+                 "conflicting-limits": "min-append-size=2000, max-append-size=1000",
+                 "too-large-min": "min-append-size=100000"}.get(scenario, "")
+        lifetime = f"{'expires' if version == 6 else 'max-age'}=3600"
+        headers = {"Upload-Limit": f"{limit}, {lifetime}" if limit else lifetime}
+        if version >= 8:
+            headers["Accept-Patch"] = "application/partial-upload"
+        self.answer(200, headers)
 
     def do_POST(self):
         scenario = self.path.split("/")[-1]
@@ -151,7 +187,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(401)
-        if self.headers.get("Upload-Complete") is None:
+        if self.headers.get("Upload-Complete") is None or not self.speaks_draft():
             # A plain request: the whole form, the application's.
             data, _ = self.read()
             self.entry(len(data))
@@ -230,7 +266,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(401, {"WWW-Authenticate": 'Basic realm="uploads"'})
-        if scenario == "too-large" and int(self.headers.get("Content-Length") or 0) > 120000:
+        if scenario in ("too-large", "too-large-min") and int(self.headers.get("Content-Length") or 0) > 120000:
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(413)
@@ -251,7 +287,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
             keep = left * 6 // 10
         elif scenario == "offset-down" and patch == 2:
             keep = 0
-        data, declared = self.read(limit=keep, slow=scenario == "slow")
+        if version >= 8 and keep is None and int(self.headers.get("Content-Length") or 0) > 65536:
+            # The first 64 KiB, then an interim answer that the server has them.
+            first, _ = self.read(limit=65536, slow=scenario == "slow")
+            with lock:
+                ahead = offset == len(upload["data"])
+            if ahead:
+                self.interim(offset + len(first))
+            rest, declared = self.read(limit=int(self.headers.get("Content-Length")) - len(first),
+                                       slow=scenario == "slow")
+            data = first + rest
+        else:
+            data, declared = self.read(limit=keep, slow=scenario == "slow")
         self.entry(len(data))
         with lock:
             if offset != len(upload["data"]):
@@ -272,8 +319,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         with lock:
             body = form_answer(upload)
         status = {"complete-409": 409, "complete-404": 404, "complete-503": 503}.get(scenario, 200)
-        self.answer(status, {"Upload-Complete": "?1", "Upload-Offset": str(stored),
-                             "Content-Type": "application/json"}, body)
+        headers = {"Upload-Complete": "?1", "Upload-Offset": str(stored), "Content-Type": "application/json"}
+        if scenario == "complete-no-field":
+            headers = {"Content-Type": "application/json"}
+        self.answer(status, headers, body)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

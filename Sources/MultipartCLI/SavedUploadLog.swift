@@ -35,6 +35,8 @@ final class SavedUploadLog: @unchecked Sendable {
             line = "the server no longer has the saved upload (HTTP \(status)): starting over"
         case .startedOver(.offsetLost(let server, let saved)):
             line = "the server has \(server) bytes of the saved upload, fewer than the \(saved) it had: starting over"
+        case .startedOver(.expired):
+            line = "the saved upload's lifetime on the server (its max-age) has passed: starting over"
         case .stateIgnored(let file, let reason):
             line = "warning: ignoring the state file \(file.path): \(reason)"
         case .notSaved:

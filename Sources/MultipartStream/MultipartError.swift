@@ -183,6 +183,13 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case uploadLengthMismatch(serverLength: UInt64, contentLength: UInt64)
         /// The server put the upload at a plain `http:` URL for an `https:` request.
         case insecureUploadLocation(URL)
+        /// The server answered an append with `statusCode`, a success, and no `Upload-Complete`, which its interop
+        /// version (7 or later) requires: the upload was deleted, since that answer says neither that the form is
+        /// complete nor how far the server has it.
+        case uploadCompleteMissing(statusCode: Int)
+        /// The server's `Upload-Limit` asks for appends of at least `minAppendSize` bytes and at most
+        /// `maxAppendSize`, which no append can keep.
+        case appendLimitsConflict(minAppendSize: UInt64, maxAppendSize: UInt64)
         /// Another process is sending the upload saved in this state file: two never append to one upload at once.
         case uploadInProgress(URL)
         /// The saved upload's state cannot be kept at this path (the directory or a file in it); `errno` says why.
@@ -298,6 +305,12 @@ extension MultipartError.Reason: CustomStringConvertible {
                 + "deleted"
         case .insecureUploadLocation(let url):
             "the server put the upload at \(url), which is not https as the request is"
+        case .uploadCompleteMissing(let statusCode):
+            "the server answered an append with \(statusCode) and no Upload-Complete, which its version of the draft "
+                + "requires; the upload was deleted"
+        case .appendLimitsConflict(let least, let most):
+            "the server asks for appends of at least \(least) bytes (Upload-Limit min-append-size) and at most "
+                + "\(most) (max-append-size), which no append can keep"
         case .uploadInProgress(let state):
             "another process is sending this upload (its state is \(state.path)); wait for it, or stop it first"
         case .stateUnwritable(let url, let code):
@@ -330,8 +343,8 @@ extension MultipartError.Reason {
             .upload
         case .resumeFailed, .resumeSaved, .appendResent, .resumptionRefused, .uploadExpired, .answerLost,
             .formOverUploadLimit,
-            .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadInProgress, .stateUnwritable,
-            .resumeTimeExceeded:
+            .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadCompleteMissing,
+            .appendLimitsConflict, .uploadInProgress, .stateUnwritable, .resumeTimeExceeded:
             .resumable
         case .tooLargeForMemory, .outputFileExists, .outputWriteFailed:
             .output

@@ -22,8 +22,12 @@ public final class DraftServer: @unchecked Sendable {
         public var offset: String?
         /// `Upload-Complete`.
         public var complete: String?
+        /// `Upload-Draft-Interop-Version`.
+        public var version: String?
         /// Body bytes the server read.
         public var bytes: Int
+        /// `104 (Upload Resumption Supported)` interim answers it got before its final one.
+        public var interims: Int
     }
 
     /// A form the application processed.
@@ -46,9 +50,11 @@ public final class DraftServer: @unchecked Sendable {
     public let alternatePort: Int
     private let peer: PeerProcess
 
-    /// Starts the server and waits until it listens.
-    public init() throws {
-        peer = try PeerProcess(["python3", peerScript("draft-server.py").path], name: "draft")
+    /// Starts the server, speaking the draft's interop `version` only (the newest the client speaks when `nil`),
+    /// and waits until it listens.
+    public init(version: Int? = nil) throws {
+        let script = peerScript("draft-server.py").path
+        peer = try PeerProcess(["python3", script] + (version.map { [String($0)] } ?? []), name: "draft")
         let ports = peer.firstLine.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         guard ports.count == 2 else { throw Peer.Failure(description: "the draft server printed no ports") }
         (port, alternatePort) = (ports[0], ports[1])

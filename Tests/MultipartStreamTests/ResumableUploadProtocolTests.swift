@@ -60,13 +60,18 @@ import Testing
         caller.setValue("Bearer t", forHTTPHeaderField: "Authorization")
         caller.setValue("5", forHTTPHeaderField: "Content-Length")
         caller.httpBody = Data("x".utf8)
-        func request(_ step: ResumableUpload.Step) -> URLRequest {
+        func request(_ step: ResumableUpload.Step, version: ResumableUpload.InteropVersion = .v6) -> URLRequest {
             step.request(
-                from: caller, location: location, contentLength: 1_000, contentType: "multipart/form-data; boundary=b")
+                from: caller, version: version, location: location, contentLength: 1_000,
+                contentType: "multipart/form-data; boundary=b")
         }
         for step in [ResumableUpload.Step.detect, .create, .append(from: 10, upTo: 1_000), .askOffset] {
             let made = request(step)
             #expect(made.value(forHTTPHeaderField: "Upload-Draft-Interop-Version") == "6", "\(step)")
+            for version in ResumableUpload.InteropVersion.allCases {
+                let header = request(step, version: version).value(forHTTPHeaderField: "Upload-Draft-Interop-Version")
+                #expect(header == String(version.rawValue), "\(step)")
+            }
             #expect(made.value(forHTTPHeaderField: "Authorization") == "Bearer t", "\(step)")
             #expect(made.httpBodyStream == nil && made.value(forHTTPHeaderField: "Content-Length") == nil, "\(step)")
         }

@@ -91,7 +91,8 @@ import Testing
         try states.prepare()
         let flaws: [(reason: String, change: (inout SavedUpload) -> Void)] = [
             ("format 2", { $0.format = 2 }),
-            ("interop version 7", { $0.interopVersion = 7 }),
+            ("interop version 5, not 6 or 7 or 8 or 9", { $0.interopVersion = 5 }),
+            ("interop version 10", { $0.interopVersion = 10 }),
             ("not an http", { $0.uploadURL = "file:///etc/passwd" }),
             ("boundary", { $0.boundary = "bad\r\nboundary" }),
             ("past the form's length", { $0.acknowledged = 101 }),

@@ -47,16 +47,17 @@ struct SavedState {
         return rebuilt
     }
 
-    /// The record of `form`'s upload at `location`, made in `interopVersion`, `acknowledged` bytes in.
+    /// The record of `form`'s upload at `location`, made in `interopVersion`, `acknowledged` bytes in, its resource
+    /// living `lifetime` seconds more where the server said.
     func record(
-        of form: MultipartFormData, at location: URL, interopVersion: Int, acknowledged: UInt64
+        of form: MultipartFormData, at location: URL, interopVersion: Int, acknowledged: UInt64, lifetime: Double?
     ) -> SavedUpload {
         let now = Date()
         return SavedUpload(
             method: method, requestURL: requestURL, uploadURL: location.absoluteString,
             interopVersion: interopVersion, boundary: form.boundary,
             contentLength: form.contentLength, fingerprint: fingerprint, acknowledged: acknowledged, created: now,
-            updated: now)
+            updated: now, expires: lifetime.map { now.addingTimeInterval($0) })
     }
 
     func save(_ record: SavedUpload) throws(MultipartError) {

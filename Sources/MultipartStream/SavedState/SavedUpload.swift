@@ -28,6 +28,9 @@ struct SavedUpload: Codable, Equatable, Sendable {
     /// When the upload was created, and when this was last written.
     var created: Date
     var updated: Date
+    /// When the server's `max-age` ends the upload resource's lifetime, where it gave one: past it, the upload is
+    /// started over without a request to the resource.
+    var expires: Date?
 
     /// Why this record cannot be the upload's state, or `nil` when it can be: every field is checked, since the
     /// file is read back from disk and trusted no more than a server's answer. `interopVersions` are the ones the

@@ -79,6 +79,9 @@ public struct MultipartResumption: Sendable {
         case uploadGone(statusCode: Int)
         /// The server has fewer bytes (`serverOffset`) than it acknowledged before (`savedOffset`).
         case offsetLost(serverOffset: UInt64, savedOffset: UInt64)
+        /// The upload's lifetime (the server's `Upload-Limit` `max-age`) had passed: the old resource was not asked
+        /// about, nor deleted.
+        case expired
     }
 
     /// Creates a policy; the defaults retry 5 times, waiting 0.25 s and up to 30 s, count a part that hands out

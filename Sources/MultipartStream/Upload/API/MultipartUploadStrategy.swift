@@ -23,11 +23,12 @@ public enum MultipartUploadStrategy: Sendable, Equatable {
     /// the body with `writeEncodedData(to:)` for them.
     case file
     /// Streams as ``stream`` does, and survives a dropped connection: against a server that speaks
-    /// draft-ietf-httpbis-resumable-upload (interop version 6: Apple's URLSession, SwiftNIO's
-    /// `NIOResumableUpload`), a connection failure, reset or timeout makes the upload ask the server how much of the
-    /// form it has and send the rest from there (``MultipartFormData/makeBodyStream(startingAt:)``), within
-    /// ``MultipartResumption``'s retries. Support is detected before any part of the form is sent (an `OPTIONS`
-    /// answered with `Upload-Limit`, then a creation request with no body answered with `Location`); any other
+    /// draft-ietf-httpbis-resumable-upload (interop versions 6 to 9: SwiftNIO's `NIOResumableUpload`, Apple's
+    /// URLSession), a connection failure, reset or timeout makes the upload ask the server how much of the form it
+    /// has and send the rest from there (``MultipartFormData/makeBodyStream(startingAt:)``), within
+    /// ``MultipartResumption``'s retries. Support is detected before any part of the form is sent (an `OPTIONS` in
+    /// each version, newest first, answered with `Upload-Limit` or `Accept-Patch`, then a creation request with no
+    /// body answered with `Location`); any other
     /// server gets the whole form in one request, exactly as with ``stream``. For the async `upload` only: a task
     /// from `multipartUploadTask` streams as ``stream`` does.
     case resumable

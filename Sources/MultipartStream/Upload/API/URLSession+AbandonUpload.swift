@@ -27,7 +27,8 @@ extension URLSession {
         guard let record = state.record else { return false }
         let upload = ResumableUpload(
             form: form, request: request, session: self, policy: resumption, pacing: nil, progress: nil)
-        await upload.delete(URL(string: record.uploadURL))
+        await upload.delete(
+            URL(string: record.uploadURL), version: ResumableUpload.InteropVersion(rawValue: record.interopVersion))
         state.remove()
         return true
     }

@@ -8,15 +8,32 @@ import Foundation
 /// the interop version, the request of each step, and an answer's fields parsed as the draft's structured fields
 /// (RFC 9651).
 extension ResumableUpload {
-    /// The draft's interop versions this client speaks.
-    enum InteropVersion: Int, Sendable, CaseIterable {
-        /// Version 6, which Apple's URLSession and SwiftNIO's `NIOResumableUpload` speak.
+    /// The draft's interop versions this client speaks; a server is asked for the newest first.
+    enum InteropVersion: Int, Sendable, CaseIterable, Comparable {
+        /// Drafts -04 and -05, which SwiftNIO's `NIOResumableUpload` and tusd speak: the lifetime is `expires`, and
+        /// an append's 2xx without `Upload-Complete` is the application's answer.
         case v6 = 6
+        /// Drafts -06 to -08: `max-age`, and `Upload-Complete` on every answer to an append.
+        case v7 = 7
+        /// Drafts -09 to -11, which Apple's URLSession sends: limits announced (also on `OPTIONS`, with
+        /// `Accept-Patch`) and kept by the client, and `104 (Upload Resumption Supported)` described.
+        case v8 = 8
+        /// Drafts -12 to -15.
+        case v9 = 9
 
-        static let current = InteropVersion.v6
+        static let newest = InteropVersion.v9
 
         /// Every version spoken, as a saved upload's record names them.
         static let spoken = Set(allCases.map(\.rawValue))
+
+        /// The version a server that does not speak this one is asked for next.
+        var older: InteropVersion? { InteropVersion(rawValue: rawValue - 1) }
+
+        /// Whether every answer to an append must say `Upload-Complete`: from version 7 on, a 2xx without it is a
+        /// breach, not the application's answer.
+        var requiresUploadComplete: Bool { self >= .v7 }
+
+        static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
     }
 
     /// The draft's header names.
@@ -31,6 +48,8 @@ extension ResumableUpload {
         static let limit = "Upload-Limit"
         static let location = "Location"
         static let retryAfter = "Retry-After"
+        /// On an `OPTIONS` answer from version 8 on, naming `application/partial-upload`: the server speaks the draft.
+        static let acceptPatch = "Accept-Patch"
     }
 
     /// `Upload-Limit`: what the server takes, a structured-field dictionary (`max-size=1000, max-age=3600`); keys
@@ -44,7 +63,7 @@ extension ResumableUpload {
         var maxAppendSize: UInt64?
         /// The fewest bytes an append that does not complete the upload may carry.
         var minAppendSize: UInt64?
-        /// Seconds the upload resource lives after its creation.
+        /// Seconds the upload resource lives after the answer that says so (version 6 calls it `expires`).
         var maxAge: UInt64?
 
         init(
@@ -71,7 +90,7 @@ extension ResumableUpload {
                 case "min-size": limits.minSize = value
                 case "max-append-size": limits.maxAppendSize = value
                 case "min-append-size": limits.minAppendSize = value
-                case "max-age": limits.maxAge = value
+                case "max-age", "expires": limits.maxAge = value
                 default: break
                 }
             }
@@ -127,12 +146,13 @@ extension ResumableUpload {
         }
 
         /// The request of this step, from the caller's `request` (its URL, headers and method where they apply):
-        /// no body of its own, and the draft's headers. An append's body and length are the upload's to add. A
+        /// no body of its own, and the draft's headers in `version`. An append's body and length are the upload's to add. A
         /// request to an upload resource on another origin than the caller's request carries none of its
         /// `Authorization`, `Cookie` and `Proxy-Authorization` unless `credentialsToOtherOrigins`: the server chose
         /// that URL, as it chooses a redirect's.
         func request(
             from request: URLRequest,
+            version: InteropVersion,
             location: URL?,
             contentLength: UInt64,
             contentType: String,
@@ -143,7 +163,7 @@ extension ResumableUpload {
             request.httpBody = nil
             request.httpBodyStream = nil
             request.removeBodyHeaders()
-            request.setValue(String(InteropVersion.current.rawValue), forHTTPHeaderField: Header.interopVersion)
+            request.setValue(String(version.rawValue), forHTTPHeaderField: Header.interopVersion)
             switch self {
             case .detect:
                 request.httpMethod = "OPTIONS"
@@ -185,6 +205,10 @@ extension ResumableUpload {
         var length: UInt64?
         /// `Retry-After` in seconds (its HTTP-date form is not read).
         var retryAfter: Double?
+        /// `Upload-Draft-Interop-Version`: the version the server says it answered in, where it says one.
+        var interopVersion: Int?
+        /// Whether `Accept-Patch` names `application/partial-upload`.
+        var acceptsPartialUpload = false
 
         /// Whether `Upload-Limit` was present.
         var hasUploadLimit: Bool { limits != nil }
@@ -208,7 +232,16 @@ extension ResumableUpload {
                 length: field(Header.length).flatMap(StructuredField.integer).flatMap { UInt64(exactly: $0) },
                 retryAfter: field(Header.retryAfter).flatMap {
                     UInt32($0.trimmingCharacters(in: .whitespaces)).map(Double.init)
-                })
+                },
+                interopVersion: field(Header.interopVersion).flatMap(StructuredField.integer).flatMap {
+                    Int(exactly: $0)
+                },
+                acceptsPartialUpload: field(Header.acceptPatch).map { value in
+                    value.split(separator: ",").contains {
+                        $0.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+                            == partialUploadType
+                    }
+                } ?? false)
         }
 
         init(
@@ -218,7 +251,9 @@ extension ResumableUpload {
             offset: UInt64? = nil,
             isComplete: Bool? = nil,
             length: UInt64? = nil,
-            retryAfter: Double? = nil
+            retryAfter: Double? = nil,
+            interopVersion: Int? = nil,
+            acceptsPartialUpload: Bool = false
         ) {
             self.statusCode = statusCode
             self.limits = limits
@@ -227,6 +262,8 @@ extension ResumableUpload {
             self.isComplete = isComplete
             self.length = length
             self.retryAfter = retryAfter
+            self.interopVersion = interopVersion
+            self.acceptsPartialUpload = acceptsPartialUpload
         }
     }
 }

@@ -8,14 +8,16 @@ extension ResumableUpload {
     /// A request's answer as the caller gets it: its body and response.
     typealias Reply = (Data, URLResponse)
 
-    /// The decisions of a resumable upload (draft-ietf-httpbis-resumable-upload, interop version 6, as Apple's
-    /// URLSession and SwiftNIO's `NIOResumableUpload` speak it), without I/O: each answer or failure of a request, a
-    /// cancel, and the saved state written or not is an event, and each event gives the action the driver carries
-    /// out. The requests and answers are typed in `ResumableUpload+Protocol.swift`.
+    /// The decisions of a resumable upload (draft-ietf-httpbis-resumable-upload, interop versions 6 to 9), without
+    /// I/O: each answer or failure of a request, a cancel, and the saved state written or not is an event, and each
+    /// event gives the action the driver carries out. The requests and answers are typed in
+    /// `ResumableUpload+Protocol.swift`.
     ///
-    /// Support is detected before any part of the form goes out: an `OPTIONS` answered with `Upload-Limit`, then a
-    /// creation request with no body and `Upload-Complete: ?0` answered with `Location`. A server that does neither
-    /// gets the whole form in one request, as `.stream` sends it, and never a part of it.
+    /// Support is detected before any part of the form goes out: an `OPTIONS` in the newest version, then in each
+    /// older one until an answer has `Upload-Limit` or `Accept-Patch: application/partial-upload` (a probe carries no
+    /// body, so nothing is delivered twice); then a creation request with no body and `Upload-Complete: ?0` answered
+    /// with `Location`. A server that does neither gets the whole form in one request, as `.stream` sends it, and
+    /// never a part of it. The version found is spoken to the end, and saved with the upload.
     ///
     /// Every answer is untrusted: the upload ends in the application's answer only when the server says
     /// `Upload-Complete: ?1` (or, as older servers do, answers an append with a 2xx and no `Upload-Complete`), an
@@ -60,6 +62,11 @@ extension ResumableUpload {
             var resumedAt: UInt64?
             /// Write this position, which the saved state does not hold yet.
             var writing: Position?
+            /// Seconds the upload resource has left, as the server's `max-age` last said; saved with the position.
+            var lifetime: Double?
+
+            /// Whether there is nothing to keep.
+            var isEmpty: Bool { resumedAt == nil && writing == nil }
         }
 
         enum Event {
@@ -99,6 +106,8 @@ extension ResumableUpload {
             var saved: Position?
             /// The upload goes on from one another process saved, which is still to be announced.
             var announcesResume = false
+            /// When the upload resource's lifetime ends on the monotonic clock, as the last `max-age` said.
+            var expiry: UInt64?
         }
 
         enum State {
@@ -131,15 +140,21 @@ extension ResumableUpload {
         /// Nanoseconds on a monotonic clock, and when the upload began on it.
         private let clock: () -> UInt64
         private let began: UInt64
+        /// The interop version the upload speaks: the newest until the server's `OPTIONS` answer says another, the
+        /// saved one for a saved upload.
+        private(set) var version: InteropVersion
         private(set) var state: State
 
-        /// A machine for a new upload, or for one another process saved at `resuming`.
+        /// A machine for a new upload, or for one another process saved at `resuming` in `version`, whose resource
+        /// has `savedLifetime` seconds left (none left: it is not asked about, and a new one starts).
         init(
             contentLength: UInt64,
             policy: MultipartResumption,
             requestURL: URL? = nil,
             savesState: Bool = false,
             resuming saved: Position? = nil,
+            version: InteropVersion = .newest,
+            savedLifetime: Double? = nil,
             jitter: @escaping (ClosedRange<Double>) -> Double = { .random(in: $0) },
             clock: @escaping () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
         ) {
@@ -150,10 +165,20 @@ extension ResumableUpload {
             self.jitter = jitter
             self.clock = clock
             began = clock()
+            self.version = saved == nil ? .newest : version
             var course = Course(delay: policy.wait(policy.initialDelay))
             guard let saved else {
                 state = .detecting(course)
                 return
+            }
+            if let savedLifetime {
+                guard savedLifetime > 0 else {
+                    // Past the server's `max-age`: the resource is not to be touched again, not even deleted.
+                    (self.version, state) = (.newest, .detecting(course))
+                    expiredSave = true
+                    return
+                }
+                course.expiry = began + Self.nanoseconds(savedLifetime)
             }
             // The saved upload's server may have any byte of the form, up to every one: how far the other process
             // got is not known.
@@ -162,11 +187,15 @@ extension ResumableUpload {
             state = .askingOffset(resource, savedOffset: saved.acknowledged, course)
         }
 
-        /// The first action: detect support, or ask a saved upload's offset.
+        /// A saved upload whose lifetime had passed, which starts over.
+        private var expiredSave = false
+
+        /// The first action: detect support, or ask a saved upload's offset; a saved upload past its lifetime starts
+        /// over.
         func start() -> Action {
             switch state {
             case .askingOffset: .send(.askOffset)
-            default: .send(.detect)
+            default: expiredSave ? .startOver(.expired, then: .detect) : .send(.detect)
             }
         }
 
@@ -215,6 +244,7 @@ extension ResumableUpload {
             case .keepFailed(let error):
                 return fail(error)
             case .answered(let answer, let reply, let handedOut):
+                note(answer.limits)
                 switch state {
                 case .detecting(let course): return detected(answer, course)
                 case .creating(let course): return created(answer, reply, course)
@@ -249,6 +279,39 @@ extension ResumableUpload {
                     return fail(error)
                 }
             }
+        }
+
+        /// Takes the limits an answer gives: a later answer refines an earlier one, and its `max-age` counts from now.
+        private mutating func note(_ limits: Limits?) {
+            guard let limits else { return }
+            let now = clock()
+            func noted(_ course: Course) -> Course {
+                var course = course
+                course.limits = course.limits.merging(limits)
+                if let maxAge = limits.maxAge { course.expiry = now &+ Self.nanoseconds(Double(maxAge)) }
+                return course
+            }
+            switch state {
+            case .detecting(let course): state = .detecting(noted(course))
+            case .creating(let course): state = .creating(noted(course))
+            case .appending(let resource, let end, let course): state = .appending(resource, end: end, noted(course))
+            case .askingOffset(let resource, let savedOffset, let course):
+                state = .askingOffset(resource, savedOffset: savedOffset, noted(course))
+            case .deletingSaved(let location, let course): state = .deletingSaved(location, noted(course))
+            case .askingFinalOffset(let resource, let course, let failure):
+                state = .askingFinalOffset(resource, noted(course), failure: failure)
+            case .finished: break
+            }
+        }
+
+        /// `seconds` on the monotonic clock, bounded to a century.
+        private static func nanoseconds(_ seconds: Double) -> UInt64 {
+            UInt64(min(max(seconds, 0), 3_153_600_000) * 1e9)
+        }
+
+        /// Seconds left of the upload resource's lifetime, where a `max-age` gave one.
+        private func lifetime(_ course: Course) -> Double? {
+            course.expiry.map { (Double($0) - Double(clock())) / 1e9 }
         }
 
         /// A failure that another request would meet too (TLS, the caller's headers, a URLSession error other than
@@ -290,13 +353,43 @@ extension ResumableUpload {
         // MARK: Answers
 
         private mutating func detected(_ answer: Answer, _ course: Course) -> Action {
-            guard (200..<300).contains(answer.statusCode), let limits = answer.limits else { return finish(.sendWhole) }
-            var course = course
-            course.limits = limits
+            let supported =
+                (200..<300).contains(answer.statusCode) && (answer.hasUploadLimit || answer.acceptsPartialUpload)
+            if let named = answer.interopVersion, named != version.rawValue {
+                // The server names another version (`NIOResumableUpload` refuses a newer one with a 400 that names
+                // 6): an older one this client speaks is taken, or asked in at once.
+                guard let other = InteropVersion(rawValue: named), other < version else {
+                    return ask(in: version.older, course)
+                }
+                guard supported else { return ask(in: other, course) }
+                version = other
+            }
+            guard supported else { return ask(in: version.older, course) }
             state = .creating(course)
-            if let tooLarge = overMaxSize(limits) { return fail(tooLarge) }
-            if let minSize = limits.minSize, contentLength < minSize { return finish(.sendWhole) }
+            if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
+            if let unkeepable = unkeepableLimits(course.limits) { return fail(unkeepable) }
+            if let minSize = course.limits.minSize, contentLength < minSize { return finish(.sendWhole) }
             return .send(.create)
+        }
+
+        /// The server does not speak this version: `next` is asked, until none is left. Any answer counts as not
+        /// speaking it, even a 405: a server that speaks only an older version may leave a newer one's `OPTIONS` to
+        /// its application.
+        private mutating func ask(in next: InteropVersion?, _ course: Course) -> Action {
+            guard let next else { return finish(.sendWhole) }
+            var course = course
+            course.limits = Limits()
+            course.expiry = nil
+            version = next
+            state = .detecting(course)
+            return .send(.detect)
+        }
+
+        /// Why limits cannot be kept: an append that does not complete the upload must carry at least
+        /// `min-append-size` bytes and at most `max-append-size`.
+        private func unkeepableLimits(_ limits: Limits) -> MultipartError? {
+            guard let least = limits.minAppendSize, let most = limits.maxAppendSize, least > most else { return nil }
+            return MultipartError(.appendLimitsConflict(minAppendSize: least, maxAppendSize: most))
         }
 
         private mutating func created(_ answer: Answer, _ reply: Reply, _ course: Course) -> Action {
@@ -315,12 +408,11 @@ extension ResumableUpload {
                 return fail(MultipartError(.resumptionRefused(statusCode: answer.statusCode)))
             }
             if let refused = refusal(of: location) { return fail(refused) }
-            var course = course
-            course.limits = course.limits.merging(answer.limits)
             // The upload exists from here: a failure deletes it.
             let resource = Resource(location: location, acknowledged: 0, sent: 0)
             state = .askingOffset(resource, savedOffset: nil, course)
             if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
+            if let unkeepable = unkeepableLimits(course.limits) { return fail(unkeepable) }
             return acknowledge(answer.offset ?? 0, answer: answer, resource, course)
         }
 
@@ -354,11 +446,15 @@ extension ResumableUpload {
             case 404, 410:
                 return restart(statusCode: answer.statusCode, course)
             case 413:
-                // Too large: never the same size again. Halve what one append carries and ask where the server
-                // stands; an append of one byte that is too large is the server's refusal.
-                guard end - resource.acknowledged > 1 else { return finish(.answer(reply)) }
+                // Too large: never the same size again, and never under `min-append-size`. The size the answer's
+                // `Upload-Limit` allows, else half, and ask where the server stands; an append that is as small as
+                // it may be and still too large is the server's refusal.
+                let size = end - resource.acknowledged
+                let least = max(course.limits.minAppendSize ?? 1, 1)
+                let smaller = max(min(answer.limits?.maxAppendSize ?? size / 2, size - 1), least)
+                guard smaller < size else { return finish(.answer(reply)) }
                 var course = course
-                course.limits.maxAppendSize = (end - resource.acknowledged) / 2
+                course.limits.maxAppendSize = smaller
                 return retry(asking(resource), course, because: unexpected)
             case 409:
                 // Conflict: the server says where it stands.
@@ -367,6 +463,11 @@ extension ResumableUpload {
             case _ where isTransient(answer):
                 return retry(asking(resource), course, because: unexpected)
             default:
+                if (200..<300).contains(answer.statusCode), version.requiresUploadComplete {
+                    // From version 7 on, a success without `Upload-Complete` says neither that the form is complete
+                    // nor how far the server has it.
+                    return fail(MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode)))
+                }
                 if end < contentLength, (200..<300).contains(answer.statusCode) {
                     // A success for a part that was sent as incomplete: where the server stands says how it went.
                     if let offset = answer.offset {
@@ -442,12 +543,12 @@ extension ResumableUpload {
             }
             // The saved state says where the upload stands before any of the append goes out.
             let position = Position(location: resource.location, acknowledged: offset)
-            var keeping = Keeping()
+            var keeping = Keeping(lifetime: lifetime(course))
             if course.announcesResume, course.saved?.location == resource.location { keeping.resumedAt = offset }
             if course.saved != position { keeping.writing = position }
             (course.saved, course.announcesResume) = (position, false)
             state = .appending(resource, end: end, course)
-            return keeping == Keeping() ? .send(step) : .keep(keeping, then: step)
+            return keeping.isEmpty ? .send(step) : .keep(keeping, then: step)
         }
 
         /// Where an append from `offset` ends: the form's end, or sooner when `max-append-size` says so.
@@ -615,7 +716,7 @@ extension ResumableUpload {
             return finish(
                 .stop(
                     MultipartError(reason, underlying: failure),
-                    keeping: course.saved == position ? nil : Keeping(writing: position)))
+                    keeping: course.saved == position ? nil : Keeping(writing: position, lifetime: lifetime(course))))
         }
 
         /// Gives up with `error`, deleting the upload resource if there is one.

@@ -35,7 +35,7 @@ struct ResumableUpload {
             }
             // Another form, or other file contents: the old upload cannot be finished.
             policy.events?(.startedOver(.formChanged))
-            await delete(URL(string: record.uploadURL))
+            await delete(URL(string: record.uploadURL), version: InteropVersion(rawValue: record.interopVersion))
             state.remove()
         }
         return try await upload.run(saving: state)
@@ -50,7 +50,9 @@ struct ResumableUpload {
             contentLength: form.contentLength, policy: policy, requestURL: request.url, savesState: state != nil,
             resuming: record.flatMap { record in
                 URL(string: record.uploadURL).map { .init(location: $0, acknowledged: record.acknowledged) }
-            })
+            },
+            version: record.flatMap { InteropVersion(rawValue: $0.interopVersion) } ?? .newest,
+            savedLifetime: record?.expires.map { $0.timeIntervalSinceNow })
         // A saved upload's state is on disk already.
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
@@ -62,7 +64,7 @@ struct ResumableUpload {
                     action = resumption.handle(.cancelled)
                     continue
                 }
-                switch await send(step, to: resumption.location, progress: progress) {
+                switch await send(step, version: resumption.version, to: resumption.location, progress: progress) {
                 case (.success(let reply), let handedOut):
                     action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
                 case (.failure, _) where Task.isCancelled:
@@ -78,7 +80,7 @@ struct ResumableUpload {
                 if let offset = keeping.resumedAt {
                     policy.events?(.resumed(offset: offset, contentLength: form.contentLength))
                 }
-                if let failure = write(keeping, to: state, after: &record) {
+                if let failure = write(keeping, in: resumption.version, to: state, after: &record) {
                     action = resumption.handle(.keepFailed(failure))
                 } else {
                     action = .send(step)
@@ -96,19 +98,19 @@ struct ResumableUpload {
                 state?.remove()
                 return reply
             case .fail(let error, let location):
-                await delete(location)
+                await delete(location, version: resumption.version)
                 state?.remove()
                 throw error
             case .stop(let error, let keeping):
                 // The server keeps the upload and the state stays: the next run resumes it.
-                if let failure = write(keeping, to: state, after: &record) {
+                if let failure = write(keeping, in: resumption.version, to: state, after: &record) {
                     action = resumption.handle(.keepFailed(failure))
                     continue
                 }
                 throw error
             case .cancel(let location):
                 // A saved upload is kept, resource and state, for the next run to resume.
-                await delete(location)
+                await delete(location, version: resumption.version)
                 throw CancellationError()
             }
         }
@@ -117,12 +119,13 @@ struct ResumableUpload {
     /// Writes the position `keeping` names, if any, to the saved state as the new `record`, and says so; a record at
     /// the same location keeps the date it was created. Returns why it could not be written.
     private func write(
-        _ keeping: StateMachine.Keeping?, to state: SavedState?, after record: inout SavedUpload?
+        _ keeping: StateMachine.Keeping?, in version: InteropVersion, to state: SavedState?,
+        after record: inout SavedUpload?
     ) -> MultipartError? {
-        guard let state, let position = keeping?.writing else { return nil }
+        guard let state, let keeping, let position = keeping.writing else { return nil }
         var next = state.record(
-            of: form, at: position.location, interopVersion: InteropVersion.current.rawValue,
-            acknowledged: position.acknowledged)
+            of: form, at: position.location, interopVersion: version.rawValue, acknowledged: position.acknowledged,
+            lifetime: keeping.lifetime)
         if let record, record.uploadURL == next.uploadURL { next.created = record.created }
         do throws(MultipartError) {
             try state.save(next)
@@ -134,23 +137,26 @@ struct ResumableUpload {
         return nil
     }
 
-    /// Deletes the upload resource, if there is one, within a few seconds: on a task of its own, which a cancel of
-    /// the upload does not stop.
-    func delete(_ location: URL?) async {
+    /// Deletes the upload resource made in `version`, if there is one, within a few seconds: on a task of its own,
+    /// which a cancel of the upload does not stop.
+    func delete(_ location: URL?, version: InteropVersion?) async {
         guard let location else { return }
         let upload = self
-        _ = await Task.detached { await upload.send(.delete, to: location, progress: nil, timeout: 5) }.value
+        _ = await Task.detached {
+            await upload.send(.delete, version: version ?? .newest, to: location, progress: nil, timeout: 5)
+        }.value
     }
 
     /// Sends one request of the protocol: its reply or failure, and how far into the form its bodies reached (an
     /// append's own count, which bounds the offset the server may say it has). An append that stalls fails as a
     /// dropped connection does.
     private func send(
-        _ step: Step, to location: URL?, progress: ProgressCoalescer?, timeout: TimeInterval? = nil
+        _ step: Step, version: InteropVersion, to location: URL?, progress: ProgressCoalescer?,
+        timeout: TimeInterval? = nil
     ) async -> (Result<Reply, any Error>, handedOut: UInt64) {
         let request: URLRequest
         do {
-            request = try await self.request(for: step, to: location, timeout: timeout)
+            request = try await self.request(for: step, version: version, to: location, timeout: timeout)
         } catch {
             return (.failure(error), 0)
         }
@@ -184,9 +190,12 @@ struct ResumableUpload {
 
     /// The request of `step`, with the caller's URL, headers and method where they apply, and the policy's fresh
     /// headers.
-    private func request(for step: Step, to location: URL?, timeout: TimeInterval?) async throws -> URLRequest {
+    private func request(for step: Step, version: InteropVersion, to location: URL?, timeout: TimeInterval?)
+        async throws -> URLRequest
+    {
         var request = step.request(
-            from: request, location: location, contentLength: form.contentLength, contentType: form.contentType,
+            from: request, version: version, location: location, contentLength: form.contentLength,
+            contentType: form.contentType,
             credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
         if let timeout { request.timeoutInterval = timeout }
         if let headers = policy.headers {
