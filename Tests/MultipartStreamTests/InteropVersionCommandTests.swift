@@ -92,13 +92,14 @@ extension CommandLineTests {
         ]
         #expect(try run(arguments).status == 4)
         let state = try #require(savedStates().first)
-        var record = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: state)) as? [String: Any])
-        let expires = try #require(record["expires"] as? String).prefix(19)
-        let inAnHour = ISO8601DateFormatter().string(from: Date().addingTimeInterval(3_600)).prefix(19)
-        #expect(expires.prefix(15) == inAnHour.prefix(15), "max-age=3600 from the server's answer: \(expires)")
-        // An hour and a second later.
-        record["expires"] = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-1))
-        try JSONSerialization.data(withJSONObject: record).write(to: state)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        var record = try decoder.decode(SavedUpload.self, from: Data(contentsOf: state))
+        let expires = try #require(record.expires).timeIntervalSinceNow
+        #expect((3_500...3_600).contains(expires), "max-age=3600 from the server's answer: \(expires)")
+        // An hour and a second later, as the clock would have it.
+        record.expires = Date().addingTimeInterval(-1)
+        try SavedUpload.encoder.encode(record.sealed()).write(to: state)
         let firstRun = try server.log().count
         // The new upload meets the same 503 after half, which a retry mends.
         var retrying = arguments
@@ -160,5 +161,55 @@ extension CommandLineTests {
         #expect(result.status != 0)
         #expect(result.stderr.contains("appends of at least 2000 bytes"), "\(result.stderr)")
         #expect(try server.log().map(\.method) == ["OPTIONS"])
+    }
+}
+
+/// A state file changed by hand or by a disk is never half-trusted.
+extension CommandLineTests {
+    /// The record changed as an attacker with write access to it, or a failing disk, would change it; each is
+    /// ignored with a warning, nothing goes to the recorded upload, and the server ends up with exactly one fresh
+    /// encoding of the form.
+    @Test(arguments: [
+        ("a boundary of the same length", "\"boundary\" : \"KeptTamper\"", "\"boundary\" : \"KeptTampeR\""),
+        // JSON writes `/` as `\/`.
+        ("the upload URL moved to another upload", #"\/u\/1""#, #"\/u\/77""#),
+        ("the upload URL moved to another path", #"\/u\/1""#, #"\/admin\/users\/1""#),
+        ("one character of the offset", "\"acknowledged\" : 1", "\"acknowledged\" : 2"),
+    ])
+    func aTamperedStateFileIsIgnoredAndNothingGoesToTheRecordedUpload(
+        tampering: String, original: String, replacement: String
+    ) throws {
+        var generator = SeededGenerator(seed: 23)
+        _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
+        let body = try run(["-s", "--boundary", "KeptTamper", "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let expected = try directory.file("expected.multipart", contents: body)
+        let server = try DraftServer()
+        var arguments = [
+            "-S", "-C", "-", "--retry", "0", "--boundary", "KeptTamper", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "patch-503").absoluteString,
+        ]
+        #expect(try run(arguments).status == 4)
+        let states = directory.path("state/multipart")
+        let state = try #require(
+            try FileManager.default.contentsOfDirectory(at: states, includingPropertiesForKeys: nil).first {
+                $0.pathExtension == "json"
+            })
+        let text = try String(contentsOf: state, encoding: .utf8)
+        #expect(text.contains(original), "\(tampering): \(text)")
+        try text.replacingOccurrences(of: original, with: replacement).write(
+            to: state, atomically: true, encoding: .utf8)
+
+        let firstRun = try server.log().count
+        arguments[4] = "1"
+        let second = try run(arguments)
+        #expect(second.status == 0, "\(tampering): \(second.stderr)")
+        #expect(
+            second.stderr.contains("warning: ignoring the state file") && second.stderr.contains("checksum"),
+            "\(tampering): \(second.stderr)")
+        let rerun = try server.log().dropFirst(firstRun)
+        #expect(rerun.first?.method == "OPTIONS", "\(tampering): \(rerun)")
+        #expect(
+            !rerun.contains { ["/u/1", "/u/77", "/admin/users/1"].contains($0.path) }, "\(tampering): \(rerun)")
+        #expect(try server.forms() == [DraftServer.Form(bytes: body.count, sha256: try sha256sum(expected))])
     }
 }

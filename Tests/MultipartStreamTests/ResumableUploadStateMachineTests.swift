@@ -58,8 +58,8 @@ import Testing
         case (.send(let step), .send(let other)): #expect(step == other, comment)
         case (.wait(let seconds, let step), .wait(let other, let otherStep)):
             #expect(seconds == other && step == otherStep, comment)
-        case (.startOver(let reason, let step), .startOver(let other, let otherStep)):
-            #expect(reason == other && step == otherStep, comment)
+        case (.startOver(let reason, let deleting), .startOver(let other, let otherDeleting)):
+            #expect(reason == other && deleting == otherDeleting, comment)
         case (.keep(let keeping, let step), .keep(let other, let otherStep)):
             #expect(keeping == other && step == otherStep, comment)
         case (.answer(let reply), .answer):
@@ -710,22 +710,17 @@ import Testing
     func aSavedUploadTheServerNoLongerHasStartsOver(status: Int) {
         var resumption = resuming()
         _ = resumption.start()
-        expect(resumption.handle(answer(status)), is: .startOver(.uploadGone(statusCode: status), then: .create))
-        #expect(resumption.location == nil && resumption.acknowledged == 0)
-        expect(
-            resumption.handle(answer(201, location: location, offset: 0, complete: false)),
-            is: .send(.append(from: 0, upTo: 1_000)))
+        expect(resumption.handle(answer(status)), is: .startOver(.uploadGone(statusCode: status), deleting: nil))
+        #expect(resumption.location == nil && resumption.acknowledged == 0, "nothing more: a new upload starts")
     }
 
-    @Test(arguments: [true, false])
-    func aSavedUploadWithFewerBytesThanAcknowledgedIsDeletedThenStartedOver(deleteDropped: Bool) {
+    @Test func aSavedUploadWithFewerBytesThanAcknowledgedIsDeletedThenStartedOver() {
         var resumption = resuming(acknowledged: 600)
         _ = resumption.start()
         expect(
             resumption.handle(answer(204, offset: 200, complete: false)),
-            is: .startOver(.offsetLost(serverOffset: 200, savedOffset: 600), then: .delete))
-        #expect(resumption.location == location, "the DELETE goes to the old upload")
-        expect(resumption.handle(deleteDropped ? dropped : answer(204)), is: .send(.create))
+            is: .startOver(.offsetLost(serverOffset: 200, savedOffset: 600), deleting: location),
+            "the DELETE goes to the old upload")
         #expect(resumption.location == nil && resumption.acknowledged == 0)
     }
 
@@ -874,19 +869,13 @@ import Testing
     }
 
     @Test func aSavedUploadPastItsLifetimeStartsOverWithoutARequestToIt() {
-        var expired = ResumableUpload.StateMachine(
+        let expired = ResumableUpload.StateMachine(
             contentLength: 1_000, policy: policy, savesState: true,
             resuming: .init(location: location, acknowledged: 300), version: .v7, savedLifetime: -1,
             jitter: \.upperBound)
-        expect(expired.start(), is: .startOver(.expired, then: .detect))
-        #expect(expired.location == nil && expired.version == .newest)
-        expect(expired.handle(answer(200, limit: true)), is: .send(.create))
-        let created = expired.handle(answer(201, location: location, offset: 0, complete: false))
-        expect(
-            created,
-            is: .keep(.init(writing: .init(location: location, acknowledged: 0)), then: .append(from: 0, upTo: 1_000)),
-            "a new upload, not announced as resumed")
-        var alive = ResumableUpload.StateMachine(
+        expect(expired.start(), is: .startOver(.expired, deleting: nil), "not deleted: it is not to be touched")
+        #expect(expired.location == nil)
+        let alive = ResumableUpload.StateMachine(
             contentLength: 1_000, policy: policy, savesState: true,
             resuming: .init(location: location, acknowledged: 300), version: .v7, savedLifetime: 60,
             jitter: \.upperBound)
@@ -1022,17 +1011,6 @@ import Testing
             is: .keep(
                 .init(resumedAt: 700, writing: .init(location: location, acknowledged: 700)),
                 then: .append(from: 700, upTo: 1_000)))
-    }
-
-    @Test func aSavedUploadStartedOverIsNoResumption() {
-        var resumption = ResumableUpload.StateMachine(
-            contentLength: 1_000, policy: policy, savesState: true,
-            resuming: .init(location: location, acknowledged: 300), jitter: \.upperBound)
-        expect(resumption.handle(answer(404)), is: .startOver(.uploadGone(statusCode: 404), then: .create))
-        expect(
-            resumption.handle(answer(201, location: location, offset: 0, complete: false)),
-            is: .keep(.init(writing: .init(location: location, acknowledged: 0)), then: .append(from: 0, upTo: 1_000)),
-            "a new upload at the same address is written, and not announced as resumed")
     }
 
     // MARK: Waits and the total time

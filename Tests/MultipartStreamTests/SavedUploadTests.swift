@@ -180,7 +180,8 @@ extension URLSessionSuites {
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(events.all.contains(.startedOver(.uploadGone(statusCode: 404))), "\(events.all)")
             let forms = try server.forms()
-            #expect(forms == [try expected(next, boundary: boundary)], "still the saved boundary: \(forms)")
+            #expect(forms == [try expected(next, boundary: next.boundary)], "the form's own boundary: \(forms)")
+            #expect(next.boundary != boundary, "not the saved one")
             #expect(stateFiles().isEmpty)
         }
 

@@ -23,13 +23,16 @@ extension MultipartFormData {
         return digest.hexDigest()
     }
 
-    /// A digest of everything that makes the form's bytes but its boundary: every part's headers and length, the
-    /// bytes of a part in memory, and a file's path and identity (device, inode, size, modification time), so that
-    /// a changed file or part makes another fingerprint. `nil` for a form with a stream part.
+    /// A digest of everything that makes the form's bytes: its boundary and length, every part's headers and
+    /// length, the bytes of a part in memory, and a file's path and identity (device, inode, size, modification
+    /// time), so that a changed file or part, or a boundary swapped in the record, makes another fingerprint. `nil`
+    /// for a form with a stream part.
     var savedUploadFingerprint: String? {
         var digest = SHA256()
-        digest.update(field: "multipart-form-fingerprint")
+        digest.update(field: "multipart-form-fingerprint-2")
         digest.update(field: subtype)
+        digest.update(field: boundary)
+        digest.update(number: contentLength)
         digest.update(number: UInt64(bodyParts.count))
         for part in bodyParts {
             digest.update(number: UInt64(part.headers.bytes.count))

@@ -9,7 +9,6 @@ import Foundation
 struct SavedState {
     let directory: SavedUploadDirectory
     let key: String
-    let fingerprint: String
     let method: String
     let requestURL: String
     let lock: SavedUploadLock
@@ -23,7 +22,7 @@ struct SavedState {
         form: MultipartFormData, request: URLRequest, directory url: URL, interopVersions: Set<Int>,
         events: (@Sendable (MultipartResumption.Event) -> Void)?
     ) throws(MultipartError) {
-        guard let key = form.savedUploadKey(for: request), let fingerprint = form.savedUploadFingerprint else {
+        guard let key = form.savedUploadKey(for: request), form.savedUploadFingerprint != nil else {
             events?(.notSaved)
             return nil
         }
@@ -31,18 +30,17 @@ struct SavedState {
         try directory.prepare()
         lock = try directory.lock(key)
         self.key = key
-        self.fingerprint = fingerprint
         method = request.httpMethod ?? "POST"
         requestURL = request.url?.withoutUserInfo ?? ""
         record = directory.load(key) { events?(.stateIgnored($0, reason: $1)) }
     }
 
     /// `form` as the saved upload's bytes went out (its boundary), or `nil` when it is another form: other parts,
-    /// other file contents, or another request.
+    /// other file contents, another request, or a boundary or length that is not the one the form was saved with.
     func rebuilt(_ form: MultipartFormData, from record: SavedUpload) -> MultipartFormData? {
-        guard record.fingerprint == fingerprint, record.method == method, record.requestURL == requestURL,
+        guard record.method == method, record.requestURL == requestURL,
             let rebuilt = form.replacingBoundary(with: record.boundary),
-            rebuilt.contentLength == record.contentLength
+            rebuilt.contentLength == record.contentLength, rebuilt.savedUploadFingerprint == record.fingerprint
         else { return nil }
         return rebuilt
     }
@@ -55,9 +53,10 @@ struct SavedState {
         let now = Date()
         return SavedUpload(
             method: method, requestURL: requestURL, uploadURL: location.absoluteString,
-            interopVersion: interopVersion, boundary: form.boundary,
-            contentLength: form.contentLength, fingerprint: fingerprint, acknowledged: acknowledged, created: now,
-            updated: now, expires: lifetime.map { now.addingTimeInterval($0) })
+            uploadOnOtherOrigin: Origin(location) != Origin(URL(string: requestURL)), interopVersion: interopVersion,
+            boundary: form.boundary, contentLength: form.contentLength, fingerprint: form.savedUploadFingerprint ?? "",
+            acknowledged: acknowledged, created: now, updated: now, expires: lifetime.map { now.addingTimeInterval($0) }
+        )
     }
 
     func save(_ record: SavedUpload) throws(MultipartError) {

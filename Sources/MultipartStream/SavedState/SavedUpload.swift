@@ -9,19 +9,23 @@ import Foundation
 /// a field's value (only a digest of the form).
 struct SavedUpload: Codable, Equatable, Sendable {
     /// The state file's format; a file of another is ignored.
-    static let format = 1
+    static let format = 2
     var format = SavedUpload.format
     /// The request's method and URL, without user and password.
     var method: String
     var requestURL: String
     /// The upload resource, from the creation's `Location`.
     var uploadURL: String
+    /// Whether the server put the upload resource on another origin than the request's: an upload URL on another
+    /// origin is used only where the record says so.
+    var uploadOnOtherOrigin: Bool
     /// The draft's interop version the upload was made with.
     var interopVersion: Int
     /// The boundary the form's bytes went out with.
     var boundary: String
     var contentLength: UInt64
-    /// ``MultipartFormData/savedUploadFingerprint``: the form's parts, and which files at which versions.
+    /// ``MultipartFormData/savedUploadFingerprint``: the form's boundary, length and parts, and which files at
+    /// which versions.
     var fingerprint: String
     /// The bytes of the form the server said it has.
     var acknowledged: UInt64
@@ -31,6 +35,33 @@ struct SavedUpload: Codable, Equatable, Sendable {
     /// When the server's `max-age` ends the upload resource's lifetime, where it gave one: past it, the upload is
     /// started over without a request to the resource.
     var expires: Date?
+    /// A SHA-256 digest of every other field, as ``sealed()`` writes it: a record changed anywhere (by a disk, or
+    /// by hand) is ignored rather than half-trusted.
+    var checksum = ""
+
+    /// This record with its checksum.
+    func sealed() -> SavedUpload {
+        var sealed = self
+        sealed.checksum = computedChecksum
+        return sealed
+    }
+
+    /// The digest of the record's fields but the checksum, in the form the state file holds them.
+    private var computedChecksum: String {
+        var unsealed = self
+        unsealed.checksum = ""
+        var digest = SHA256()
+        digest.update((try? Self.encoder.encode(unsealed)) ?? Data())
+        return digest.hexDigest()
+    }
+
+    /// How a record is written: keys sorted, so that its bytes are a function of its fields.
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        return encoder
+    }
 
     /// Why this record cannot be the upload's state, or `nil` when it can be: every field is checked, since the
     /// file is read back from disk and trusted no more than a server's answer. `interopVersions` are the ones the
@@ -41,8 +72,12 @@ struct SavedUpload: Codable, Equatable, Sendable {
             let spoken = interopVersions.sorted().map(String.init).joined(separator: " or ")
             return "it speaks interop version \(interopVersion), not \(spoken)"
         }
+        guard checksum == computedChecksum else { return "its checksum does not match what it holds" }
         guard let upload = URL(string: uploadURL), ["http", "https"].contains(upload.scheme?.lowercased() ?? "") else {
             return "its upload URL is not an http or https URL"
+        }
+        guard uploadOnOtherOrigin || Origin(upload) == Origin(URL(string: requestURL)) else {
+            return "its upload URL is on another origin than the request's, which the server did not choose"
         }
         guard Boundary.isValid(boundary) else { return "its boundary is not a valid one" }
         guard acknowledged <= contentLength else { return "its offset is past the form's length" }

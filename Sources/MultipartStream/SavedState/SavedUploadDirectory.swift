@@ -112,11 +112,8 @@ struct SavedUploadDirectory: Sendable {
 
     /// Replaces the record under `key` whole: written to a temporary file, synced, renamed over the old one.
     func save(_ record: SavedUpload, as key: String) throws(MultipartError) {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let file = file(for: key)
-        let data = (try? encoder.encode(record)) ?? Data()
+        let data = (try? SavedUpload.encoder.encode(record.sealed())) ?? Data()
         let temporary = url.appendingPathComponent(".\(key).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp")
         let descriptor: Int32
         do throws(POSIX.Failure) {

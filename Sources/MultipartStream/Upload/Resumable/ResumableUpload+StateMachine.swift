@@ -45,9 +45,10 @@ extension ResumableUpload {
             /// The caller cancelled: delete the upload resource at `deleting`, if any (none when the saved state
             /// keeps it for another run to resume), and keep the saved state.
             case cancel(deleting: URL?)
-            /// The saved upload cannot go on: say why, forget the saved state, then send this request (deleting the
-            /// old upload, or creating a new one).
-            case startOver(MultipartResumption.StartOverReason, then: Step)
+            /// The saved upload cannot go on: say why, forget the saved state, delete the old upload at `deleting`
+            /// (none where the server no longer has it, or its lifetime is over), and send the caller's form as a new
+            /// upload, with its own boundary rather than the saved one.
+            case startOver(MultipartResumption.StartOverReason, deleting: URL?)
         }
 
         /// Where the upload resource is and how far the server has it, as the saved state keeps it.
@@ -120,8 +121,6 @@ extension ResumableUpload {
             /// `HEAD`: where the server stands; `savedOffset` on the first ask about a saved upload, until the
             /// server says where it stands.
             case askingOffset(Resource, savedOffset: UInt64?, Course)
-            /// `DELETE` of a saved upload that cannot go on; a new one is created after it.
-            case deletingSaved(URL, Course)
             /// `HEAD` after the retries were spent on an append, so that the upload kept for the next run says where
             /// the server stands; `failure` is why the run gives up.
             case askingFinalOffset(Resource, Course, failure: any Error)
@@ -174,8 +173,7 @@ extension ResumableUpload {
             if let savedLifetime {
                 guard savedLifetime > 0 else {
                     // Past the server's `max-age`: the resource is not to be touched again, not even deleted.
-                    (self.version, state) = (.newest, .detecting(course))
-                    expiredSave = true
+                    (state, expiredSave) = (.finished, true)
                     return
                 }
                 course.expiry = began + Self.nanoseconds(savedLifetime)
@@ -195,7 +193,7 @@ extension ResumableUpload {
         func start() -> Action {
             switch state {
             case .askingOffset: .send(.askOffset)
-            default: expiredSave ? .startOver(.expired, then: .detect) : .send(.detect)
+            default: expiredSave ? .startOver(.expired, deleting: nil) : .send(.detect)
             }
         }
 
@@ -205,7 +203,6 @@ extension ResumableUpload {
             case .appending(let resource, _, _), .askingOffset(let resource, _, _),
                 .askingFinalOffset(let resource, _, _):
                 resource.location
-            case .deletingSaved(let location, _): location
             case .detecting, .creating, .finished: nil
             }
         }
@@ -221,14 +218,14 @@ extension ResumableUpload {
             case .appending(let resource, _, _), .askingOffset(let resource, _, _),
                 .askingFinalOffset(let resource, _, _):
                 resource
-            case .detecting, .creating, .deletingSaved, .finished: nil
+            case .detecting, .creating, .finished: nil
             }
         }
 
         private var course: Course? {
             switch state {
             case .detecting(let course), .creating(let course), .appending(_, _, let course),
-                .askingOffset(_, _, let course), .deletingSaved(_, let course), .askingFinalOffset(_, let course, _):
+                .askingOffset(_, _, let course), .askingFinalOffset(_, let course, _):
                 course
             case .finished: nil
             }
@@ -245,6 +242,11 @@ extension ResumableUpload {
                 return fail(error)
             case .answered(let answer, let reply, let handedOut):
                 note(answer.limits)
+                if let length = answer.length, length != contentLength, !isDetecting {
+                    // Any answer about the upload that counts another length holds another upload.
+                    return fail(
+                        MultipartError(.uploadLengthMismatch(serverLength: length, contentLength: contentLength)))
+                }
                 switch state {
                 case .detecting(let course): return detected(answer, course)
                 case .creating(let course): return created(answer, reply, course)
@@ -252,10 +254,6 @@ extension ResumableUpload {
                     return appended(answer, reply, bounded(resource, by: handedOut), end: end, course)
                 case .askingOffset(let resource, let savedOffset, let course):
                     return offsetAnswered(answer, resource, savedOffset: savedOffset, course)
-                case .deletingSaved(_, let course):
-                    // The saved upload that could not go on is gone, whatever the answer: a new one starts.
-                    state = .creating(course)
-                    return .send(.create)
                 case .askingFinalOffset(let resource, let course, let failure):
                     return finalOffsetAnswered(answer, resource, course, failure: failure)
                 case .finished:
@@ -270,15 +268,16 @@ extension ResumableUpload {
                     return retry(asking(bounded(resource, by: handedOut)), course, because: error)
                 case .askingOffset(let resource, _, let course):
                     return retry(asking(resource), course, because: error)
-                case .deletingSaved(_, let course):
-                    state = .creating(course)
-                    return .send(.create)
                 case .askingFinalOffset(let resource, let course, let failure):
                     return stop(because: failure, resource, course, at: resource.acknowledged)
                 case .finished:
                     return fail(error)
                 }
             }
+        }
+
+        private var isDetecting: Bool {
+            if case .detecting = state { true } else { false }
         }
 
         /// Takes the limits an answer gives: a later answer refines an earlier one, and its `max-age` counts from now.
@@ -297,7 +296,6 @@ extension ResumableUpload {
             case .appending(let resource, let end, let course): state = .appending(resource, end: end, noted(course))
             case .askingOffset(let resource, let savedOffset, let course):
                 state = .askingOffset(resource, savedOffset: savedOffset, noted(course))
-            case .deletingSaved(let location, let course): state = .deletingSaved(location, noted(course))
             case .askingFinalOffset(let resource, let course, let failure):
                 state = .askingFinalOffset(resource, noted(course), failure: failure)
             case .finished: break
@@ -484,7 +482,7 @@ extension ResumableUpload {
         private mutating func offsetAnswered(
             _ answer: Answer, _ resource: Resource, savedOffset: UInt64?, _ course: Course
         ) -> Action {
-            if let savedOffset, let startOver = startOver(answer, resource, savedOffset: savedOffset, course) {
+            if let savedOffset, let startOver = startOver(answer, resource, savedOffset: savedOffset) {
                 return startOver
             }
             if answer.statusCode == 404 || answer.statusCode == 410 {
@@ -507,21 +505,16 @@ extension ResumableUpload {
         }
 
         /// The first answer about a saved upload: start over when the server no longer has it, or has less of it
-        /// than it acknowledged before; `nil` to go on as with any answer.
-        private mutating func startOver(
-            _ answer: Answer, _ resource: Resource, savedOffset: UInt64, _ course: Course
-        ) -> Action? {
-            var course = course
-            (course.saved, course.announcesResume) = (nil, false)
+        /// than it acknowledged before (deleting what is left); `nil` to go on as with any answer.
+        private mutating func startOver(_ answer: Answer, _ resource: Resource, savedOffset: UInt64) -> Action? {
             if answer.statusCode == 404 || answer.statusCode == 410 {
-                state = .creating(course)
-                return .startOver(.uploadGone(statusCode: answer.statusCode), then: .create)
+                return finish(.startOver(.uploadGone(statusCode: answer.statusCode), deleting: nil))
             }
             guard (200..<300).contains(answer.statusCode), let offset = answer.offset, offset < savedOffset else {
                 return nil
             }
-            state = .deletingSaved(resource.location, course)
-            return .startOver(.offsetLost(serverOffset: offset, savedOffset: savedOffset), then: .delete)
+            let reason = MultipartResumption.StartOverReason.offsetLost(serverOffset: offset, savedOffset: savedOffset)
+            return finish(.startOver(reason, deleting: resource.location))
         }
 
         // MARK: Offsets

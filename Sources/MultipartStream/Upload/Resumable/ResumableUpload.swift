@@ -31,7 +31,7 @@ struct ResumableUpload {
         if let record = state.record {
             if let rebuilt = state.rebuilt(form, from: record) {
                 upload.form = rebuilt
-                return try await upload.run(saving: state, resuming: record)
+                return try await upload.run(saving: state, resuming: record, startingOver: self)
             }
             // Another form, or other file contents: the old upload cannot be finished.
             policy.events?(.startedOver(.formChanged))
@@ -42,8 +42,10 @@ struct ResumableUpload {
     }
 
     /// Runs the machine, carrying out each action it gives; with `state`, keeps it in step with the upload's location
-    /// and offset.
-    private func run(saving state: SavedState?, resuming record: SavedUpload? = nil) async throws -> Reply {
+    /// and offset. A saved upload that cannot go on starts over as `fresh`: the caller's form, with its own boundary.
+    private func run(
+        saving state: SavedState?, resuming record: SavedUpload? = nil, startingOver fresh: ResumableUpload? = nil
+    ) async throws -> Reply {
         // No progress comes after the upload returns or throws.
         defer { progress?.finish() }
         var resumption = StateMachine(
@@ -85,11 +87,11 @@ struct ResumableUpload {
                 } else {
                     action = .send(step)
                 }
-            case .startOver(let reason, let step):
+            case .startOver(let reason, let location):
                 policy.events?(.startedOver(reason))
+                await delete(location, version: resumption.version)
                 state?.remove()
-                record = nil
-                action = .send(step)
+                return try await (fresh ?? self).run(saving: state)
             case .sendWhole:
                 state?.remove()
                 let (upload, result) = makeUpload(.wholeForm(.stream), progress: progress)
