@@ -36,6 +36,7 @@ enum Command {
             print(usage)
             return .success
         }
+        if options.listsSaved { return listSavedUploads(options) }
         do {
             // `@-` is copied to a file that lives until the command ends: the form reads it when it is sent.
             let spool = try options.fields.contains { $0.readsStandardInput && $0.isFile } ? StandardInputSpool() : nil

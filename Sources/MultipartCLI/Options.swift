@@ -53,6 +53,14 @@ struct Options: Equatable {
     var stateDirectory: String?
     /// `--abandon`: with `-C -`, give up the saved upload of this form (server and state) instead of sending it.
     var abandons = false
+    /// `--list-saved`: list the saved uploads instead of sending anything.
+    var listsSaved = false
+
+    /// Where `-C -` keeps its state: `--state-dir`, else `$XDG_STATE_HOME/multipart` or `~/.local/state/multipart`.
+    var stateDirectoryURL: URL {
+        stateDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
+            ?? MultipartResumption.standardStateDirectory(named: "multipart")
+    }
     /// `--speed-limit` and `--speed-time`: an attempt slower than this many bytes a second for that many seconds
     /// stalled.
     var speedLimit: UInt64?
@@ -124,6 +132,12 @@ struct Options: Equatable {
             }
         }
         guard !help else { return }
+        if listsSaved {
+            guard url == nil, fields.isEmpty else {
+                throw UsageError("--list-saved lists the saved uploads and sends nothing: leave out the URL and -F")
+            }
+            return
+        }
         if url == nil, output == nil, outputBody == nil {
             throw UsageError("give a URL to upload to, or -o FILE (- for standard output) to write the body")
         }
@@ -201,6 +215,7 @@ struct Options: Equatable {
         case "--help": help = true
         case "--include": includeHeaders = true
         case "--abandon": abandons = true
+        case "--list-saved": listsSaved = true
         case "--location": followRedirects = true
         case "--location-trusted":
             followRedirects = true

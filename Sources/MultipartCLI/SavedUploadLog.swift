@@ -41,6 +41,8 @@ final class SavedUploadLog: @unchecked Sendable {
             line = "warning: ignoring the state file \(file.path): \(reason)"
         case .notSaved:
             line = nil
+        case .removedExpired(let file):
+            line = "removed the state of a saved upload whose lifetime was over: \(file.path)"
         }
         if let line, !silent { Command.printError("multipart: \(line)") }
     }

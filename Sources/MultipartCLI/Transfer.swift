@@ -95,9 +95,7 @@ struct Transfer {
         if let stall = options.stall { resumption.stall = stall }
         let readsStandardInput = options.fields.contains { $0.readsStandardInput && $0.isFile }
         if !readsStandardInput {
-            resumption.stateDirectory =
-                options.stateDirectory.map { URL(fileURLWithPath: $0, isDirectory: true) }
-                ?? MultipartResumption.standardStateDirectory(named: "multipart")
+            resumption.stateDirectory = options.stateDirectoryURL
         }
         if let log { resumption.events = { log.record($0) } }
         return resumption

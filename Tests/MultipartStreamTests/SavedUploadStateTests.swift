@@ -138,6 +138,34 @@ import Testing
         #expect(ignored == whole.count, "every change of a byte to a digit changes the record or its JSON")
     }
 
+    /// Pruning removes this user's records past their lifetime, and nothing else.
+    @Test func onlyRecordsPastTheirLifetimeThatNoProcessSendsArePruned() throws {
+        try states.prepare()
+        let now = Date()
+        func key(_ n: Int) -> String { String(repeating: String(n), count: 64) }
+        var expired = record()
+        expired.expires = now.addingTimeInterval(-1)
+        var stale = record()
+        stale.updated = now.addingTimeInterval(-8 * 86_400)
+        var alive = record()
+        alive.expires = now.addingTimeInterval(60)
+        alive.updated = now.addingTimeInterval(-30 * 86_400)
+        var recent = record()
+        recent.updated = now.addingTimeInterval(-6 * 86_400)
+        for (n, record) in [(1, expired), (2, stale), (3, alive), (4, recent), (5, expired), (6, expired)] {
+            try states.save(record, as: key(n))
+        }
+        let held = try states.lock(key(5))
+        defer { held.release() }
+        try Data("{ not a record".utf8).write(to: states.file(for: key(7)))
+        let removed = states.prune(except: key(6), now: now)
+        #expect(Set(removed) == [states.file(for: key(1)), states.file(for: key(2))])
+        let left = try FileManager.default.contentsOfDirectory(atPath: states.url.path).filter { $0.hasSuffix(".json") }
+        #expect(
+            Set(left) == Set([3, 4, 5, 6, 7].map { "\(key($0)).json" }), "the live, the held, the excepted, the foreign"
+        )
+    }
+
     @Test func aFileOfAnotherUserOrThatOthersMayWriteOrALinkIsIgnored() throws {
         try states.prepare()
         try states.save(record(), as: key)

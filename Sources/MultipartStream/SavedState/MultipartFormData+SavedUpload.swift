@@ -18,7 +18,7 @@ extension MultipartFormData {
         for part in bodyParts {
             digest.update(field: part.name ?? "")
             digest.update(field: part.fileName ?? "")
-            if case .file(let url, _) = part.body { digest.update(field: url.standardizedFileURL.path) }
+            if case .file(let url, let identity) = part.body { digest.update(file: url, identity) }
         }
         return digest.hexDigest()
     }
@@ -44,7 +44,7 @@ extension MultipartFormData {
                 digest.update(data)
             case .file(let url, let identity):
                 digest.update(field: "file")
-                digest.update(field: url.standardizedFileURL.path)
+                digest.update(file: url, identity)
                 for number in [identity.device, identity.inode, identity.length] { digest.update(number: number) }
                 digest.update(number: UInt64(bitPattern: Int64(identity.modifiedSeconds)))
                 digest.update(number: UInt64(bitPattern: Int64(identity.modifiedNanoseconds)))
@@ -53,6 +53,19 @@ extension MultipartFormData {
             }
         }
         return digest.hexDigest()
+    }
+}
+
+extension SHA256 {
+    /// Adds which file `url` is: its path, or for a path through an open descriptor (`/dev/fd/N`,
+    /// `/proc/self/fd/N`, as the command reaches a path that is not UTF-8), the file's device and inode, since N
+    /// comes out differently from run to run.
+    fileprivate mutating func update(file url: URL, _ identity: FileIdentity) {
+        let path = url.standardizedFileURL.path
+        guard path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/") else { return update(field: path) }
+        update(field: "descriptor")
+        update(number: identity.device)
+        update(number: identity.inode)
     }
 }
 

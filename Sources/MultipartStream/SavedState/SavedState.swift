@@ -28,6 +28,7 @@ struct SavedState {
         }
         directory = SavedUploadDirectory(url, interopVersions: interopVersions)
         try directory.prepare()
+        for file in directory.prune(except: key) { events?(.removedExpired(file)) }
         lock = try directory.lock(key)
         self.key = key
         method = request.httpMethod ?? "POST"

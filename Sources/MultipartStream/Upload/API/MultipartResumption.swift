@@ -69,6 +69,9 @@ public struct MultipartResumption: Sendable {
         case stateIgnored(URL, reason: String)
         /// The form has a stream part, which another process cannot send again: no state is kept.
         case notSaved
+        /// The state of another saved upload whose lifetime was over (the server's `max-age`, else 7 days since it
+        /// was last saved) was removed: this file.
+        case removedExpired(URL)
     }
 
     /// Why a saved upload started over.
