@@ -155,20 +155,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(404)
         self.answer(200, {"Content-Type": "application/json"}, body)
 
-    def token_reused(self):
-        """In the `token-once` scenario: whether the request's bearer token is missing or was used before."""
+    def parse_request(self):
+        """Refuses, before any method sees it, a request of the `token-once` scenario (to its start URL or to one of
+        its uploads) whose bearer token is missing or was used before: 401, its body read and dropped."""
+        if not super().parse_request():
+            return False
+        upload = uploads.get(self.path.split("/")[-1]) if self.path.startswith("/u/") else None
+        scenario = upload["scenario"] if upload else self.path.split("/")[-1]
+        if scenario != "token-once" or self.command == "GET" or not self.speaks_draft():
+            return True
         token = self.headers.get("Authorization")
         with lock:
             reused = token is None or token in used_tokens
             used_tokens.add(token)
-        return reused
+        if not reused:
+            return True
+        data, _ = self.read()
+        self.entry(len(data))
+        self.answer(401)
+        return False
 
     def do_OPTIONS(self):
         self.entry(0)
         if not self.speaks_draft():
             return self.answer(200, {"Allow": "OPTIONS, GET, POST"})
-        if self.path.endswith("/token-once") and self.token_reused():
-            return self.answer(401)
         scenario = self.path.split("/")[-1]
         limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000",
                  "max-append": "max-append-size=100000",
@@ -183,10 +193,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         scenario = self.path.split("/")[-1]
-        if scenario == "token-once" and self.token_reused():
-            data, _ = self.read()
-            self.entry(len(data))
-            return self.answer(401)
         if self.headers.get("Upload-Complete") is None or not self.speaks_draft():
             # A plain request: the whole form, the application's.
             data, _ = self.read()
@@ -215,8 +221,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if upload is None:
             return self.answer(404)
         upload["next"].set()
-        if upload["scenario"] == "token-once" and self.token_reused():
-            return self.answer(401)
         with lock:
             upload["heads"] += 1
             first = upload["heads"] == 1
@@ -233,8 +237,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         upload = self.upload()
         if upload is not None:
             upload["next"].set()
-        if upload is not None and upload["scenario"] == "token-once" and self.token_reused():
-            return self.answer(401)
         with lock:
             found = uploads.pop(self.path.split("/")[-1], None)
         self.answer(204 if found else 404)
@@ -251,10 +253,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if patch > 1:
                 upload["next"].set()
         scenario = upload["scenario"]
-        if scenario == "token-once" and self.token_reused():
-            data, _ = self.read()
-            self.entry(len(data))
-            return self.answer(401)
         if scenario == "stall" and patch == 1 and self.path.split("/")[-1] == "1":
             data, _ = self.read(limit=1 << 20)
             self.entry(len(data))

@@ -255,7 +255,7 @@ enum Command {
         let url = request.url?.absoluteString ?? ""
         do {
             let found = try await session.abandonUpload(
-                form, with: request, resumption: transfer.resumption(log: SavedUploadLog(silent: options.silent)))
+                form, with: request, resumption: transfer.resumption(log: ResumableUploadLog(silent: options.silent)))
             if !options.silent {
                 printError(
                     found
@@ -297,6 +297,15 @@ extension MultipartError {
     var isFileProblem: Bool {
         switch category {
         case .file, .output: true
+        default: false
+        }
+    }
+
+    /// Whether the error is about the saved upload's state here (a directory that cannot be kept, another process
+    /// sending the upload): a local problem (exit status 3), which says so without naming the form.
+    var isLocalStateProblem: Bool {
+        switch reason {
+        case .stateUnwritable, .uploadInProgress: true
         default: false
         }
     }

@@ -48,6 +48,14 @@ final class ProgressReporter: @unchecked Sendable {
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
     }
 
+    /// Prints `lines` on stderr where the bar is, which the next report draws again below them.
+    func printAbove(_ lines: [String]) {
+        let text = lock.withLock {
+            (drewBar ? "\r" + Self.eraseToEndOfLine : "") + lines.joined(separator: "\n") + "\n"
+        }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
     /// Ends the bar, and prints the summary: what was sent, how fast, and how it ended.
     func finish(outcome: String) {
         guard !isSilent else { return }

@@ -6,7 +6,7 @@ extension Command {
     /// past their lifetime are removed. Nothing is sent.
     static func listSavedUploads(_ options: Options) -> ExitStatus {
         let directory = options.stateDirectoryURL
-        let log = SavedUploadLog(silent: options.silent)
+        let log = ResumableUploadLog(silent: options.silent)
         let uploads = MultipartResumption.savedUploads(in: directory, events: log.record)
         if uploads.isEmpty, !options.silent { printError("multipart: no saved uploads in \(directory.path)") }
         let now = Date()

@@ -33,12 +33,16 @@ struct Transfer {
         var attempt = 0
         while true {
             let progress = ProgressReporter(silent: options.silent)
+            let log =
+                options.resumes
+                ? ResumableUploadLog(silent: options.silent, verbose: options.verbose, progress: progress) : nil
             let retryAfter: Double?
             let problem: String
             do {
-                let answer = try await send(with: session, progress: progress)
+                let answer = try await send(with: session, progress: progress, log: log)
                 report.statusCode = answer.response.statusCode
-                report.bytesUploaded = progress.bytesSent
+                // What went out, resent bytes again; not the form's length when a saved upload resumed.
+                report.bytesUploaded = log?.bytesSent ?? progress.bytesSent
                 report.bytesDownloaded = answer.data.count
                 report.effectiveURL = answer.response.url?.absoluteString ?? report.effectiveURL
                 report.contentType = answer.response.value(forHTTPHeaderField: "Content-Type")
@@ -51,7 +55,7 @@ struct Transfer {
                 retryAfter = answer.response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
                 problem = "HTTP \(status)"
             } catch let failure as AttemptFailure {
-                report.bytesUploaded = progress.bytesSent
+                report.bytesUploaded = log?.bytesSent ?? progress.bytesSent
                 progress.finish(outcome: "failed")
                 // A resumable upload has spent its retries on the connection already.
                 guard failure.isTransient, !options.resumes, attempt < options.retries else {
@@ -87,7 +91,7 @@ struct Transfer {
     /// How `-C -` resumes: `--retry` and `--retry-delay` shape its retries, `--speed-limit` and `--speed-time` its
     /// stall rule, and its state is kept under `--state-dir` (else the user's state directory), unless the form reads
     /// standard input into a file, which another run cannot read again.
-    func resumption(log: SavedUploadLog?) -> MultipartResumption {
+    func resumption(log: ResumableUploadLog?) -> MultipartResumption {
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         var resumption = MultipartResumption(
             maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600,
@@ -103,11 +107,12 @@ struct Transfer {
 
     /// One attempt, cancelled by the `--max-time` and `--connect-timeout` timers, a stall (`--speed-limit`), or
     /// Ctrl-C under `-C -`.
-    private func send(with session: URLSession, progress: ProgressReporter) async throws -> Answer {
+    private func send(with session: URLSession, progress: ProgressReporter, log: ResumableUploadLog?) async throws
+        -> Answer
+    {
         let watchdog = Watchdog()
         let (form, request) = (form, request)
         let strategy = options.resumes ? .resumable : options.strategy
-        let log = options.resumes ? SavedUploadLog(silent: options.silent, progress: progress) : nil
         let resumption = resumption(log: log)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         let upload = Task {
@@ -159,6 +164,9 @@ struct Transfer {
                         + AttemptFailure.howToResume(state: state, command: options.resumingCommand),
                     isTransient: false)
             }
+            if error.isLocalStateProblem {
+                throw AttemptFailure(.localFile, "-C -: \(error.reason.description)", isTransient: false)
+            }
             throw AttemptFailure(
                 error.isFileProblem ? .localFile : .network, error.description, isTransient: false)
         } catch {
@@ -196,7 +204,7 @@ private struct AttemptFailure: Error {
 
     /// Ctrl-C or SIGTERM under `-C -`: how far the upload got, and how to resume it when it was saved.
     init(
-        interruptedBy signal: Int32, sent: UInt64, of form: MultipartFormData, log: SavedUploadLog?,
+        interruptedBy signal: Int32, sent: UInt64, of form: MultipartFormData, log: ResumableUploadLog?,
         resumingCommand: String?
     ) {
         let name = signal == SIGINT ? "interrupted" : "terminated"

@@ -81,15 +81,19 @@ let usage = """
                                                    e.g. -w '%{http_code} %{time_total}\\n'
       -s, --silent                                 no progress, no summary and no error messages
       -S, --show-error                             error messages even with -s, e.g. -sS
-      -v, --verbose                                print the request and response headers on stderr
+      -v, --verbose                                print the request and response headers on stderr;
+                                                   with -C -, each request of the protocol and the
+                                                   draft's fields of its answer
       -h, --help                                   this text
 
     Progress goes to stderr: a bar when stderr is a terminal, else a summary line.
-    Exit status: 0 success, 2 usage error, 3 a local file problem (named before any byte is sent),
-    4 a network or HTTP failure, 130 (Ctrl-C) or 143 (SIGTERM) for an interrupted -C - upload; a -C -
-    upload interrupted or kept after a failure prints the command that resumes it. Unlike curl, HTTP
-    400 and above exit 4 with the status and the first lines of the response on stderr (curl needs
-    --fail-with-body), and a 3xx without -L exits 0.
+    With -C -, a line says each drop and where the upload goes on from, and a server that does not
+    speak the draft; %{size_upload} counts the bytes the run sent, resent ones again.
+    Exit status: 0 success, 2 usage error, 3 a local file problem (named before any byte is sent) or
+    a -C - state that cannot be kept, 4 a network or HTTP failure, 130 (Ctrl-C) or 143 (SIGTERM) for
+    an interrupted -C - upload; a -C - upload interrupted or kept after a failure prints the command
+    that resumes it. Unlike curl, HTTP 400 and above exit 4 with the status and the first lines of
+    the response on stderr (curl needs --fail-with-body), and a 3xx without -L exits 0.
 
     Examples:
       multipart -F title=Holiday -F 'video=@beach.mov' https://example.com/upload

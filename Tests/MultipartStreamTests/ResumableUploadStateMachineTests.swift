@@ -525,6 +525,43 @@ import Testing
         }
     }
 
+    /// A proxy (or the server) that wants a credential nobody gave, at each request of the protocol: never a
+    /// success, never a retry; a saved upload is kept for a run that has the credential.
+    @Test func a407AtEachRequestEndsTheRunAndASavedUploadIsKept() {
+        var detecting = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
+        _ = detecting.start()
+        for _ in 0..<3 { expect(detecting.handle(answer(407)), is: .send(.detect)) }
+        expect(
+            detecting.handle(answer(407)), is: .sendWhole, "the whole form, whose request gets the 407 as its answer")
+        var creating = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
+        _ = creating.start()
+        _ = creating.handle(answer(200, limit: true))
+        expect(creating.handle(answer(407)), is: .answer(Self.reply))
+        var sending = appending()
+        expect(sending.handle(answer(407)), is: .answer(Self.reply))
+        var asking = appending()
+        _ = asking.handle(dropped)
+        guard case .fail(_, location) = asking.handle(answer(407)) else {
+            Issue.record("a HEAD refused ends an upload that is not saved")
+            return
+        }
+        for status in [401, 407] {
+            var (saved, _) = savingAndCreated()
+            guard case .stop(let error, nil) = saved.handle(answer(status)),
+                case .resumeSaved(retries: 0, bytesAcknowledged: 0, contentLength: 1_000) = error.reason
+            else {
+                Issue.record("\(status) to an append of a saved upload")
+                continue
+            }
+            var (savedAsking, _) = savingAndCreated()
+            _ = savedAsking.handle(dropped)
+            guard case .stop = savedAsking.handle(answer(status)) else {
+                Issue.record("\(status) to a HEAD of a saved upload")
+                continue
+            }
+        }
+    }
+
     @Test func offsetsAreCheckedAndABreachDeletesTheUpload() {
         // An empty creation answered with an offset: the server cannot have bytes that were never sent.
         var creation = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)

@@ -38,8 +38,9 @@ public struct MultipartResumption: Sendable {
     /// Headers to set on each request the upload sends (creation, offset, append, delete), asked just before each:
     /// a token that expires is refreshed without starting over. An error it throws fails the upload.
     public var headers: (@Sendable (URLRequest) async throws -> [String: String])?
-    /// Told what happens to saved state: an upload resumed or started over, its state written, a state file
-    /// ignored. Called on the upload's task; keep it quick.
+    /// Told what happens: each request of the protocol and its answer, a retry and where the upload goes on from,
+    /// a server that does not speak the draft, and what happens to saved state (an upload resumed or started over,
+    /// its state written, a state file ignored). Called on the upload's task; keep it quick.
     public var events: (@Sendable (Event) -> Void)?
 
     /// The stall rule, as curl's `--speed-limit` and `--speed-time`: fewer than `bytesPerSecond` for `seconds`.
@@ -56,8 +57,24 @@ public struct MultipartResumption: Sendable {
         }
     }
 
-    /// What happened to a saved upload.
+    /// What happened to a resumable upload, or to its saved state.
     public enum Event: Sendable, Equatable {
+        /// A request of the protocol went out: its method, URL, and the draft's fields it carries (with an append's
+        /// `Content-Length`), by name.
+        case requestSent(method: String, url: URL, fields: [String: String])
+        /// Its answer came: the status, and the draft's fields with `Location` and `Retry-After`, by name.
+        case answerReceived(statusCode: Int, fields: [String: String])
+        /// A request failed for `reason` (a dropped connection, a 503): the upload asks where the server stands after
+        /// `seconds`.
+        case retrying(reason: String, seconds: Double)
+        /// After a failure, the server said it has `offset` of the form's `contentLength` bytes: the rest goes from
+        /// there.
+        case continuing(offset: UInt64, contentLength: UInt64)
+        /// The server speaks no version of the draft: the whole form goes in one request.
+        case notResumable
+        /// A request handed out `bytes` of the form's bytes (an append, or the whole form): counted again when
+        /// resent.
+        case bodySent(bytes: UInt64)
         /// A saved upload of this form was found, and goes on from `offset` of `contentLength` bytes.
         case resumed(offset: UInt64, contentLength: UInt64)
         /// A saved upload could not go on, so a new one starts from the first byte; the old resource was deleted

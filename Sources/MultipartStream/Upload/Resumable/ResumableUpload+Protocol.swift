@@ -188,6 +188,17 @@ extension ResumableUpload {
             }
             return credentialsToOtherOrigins ? request : RedirectPolicy.proposal(request, leaving: origin)
         }
+
+        /// The draft's fields `request` (this step's) carries, by name, with an append's `Content-Length`: what
+        /// `-v` shows of it.
+        func fields(of request: URLRequest) -> [String: String] {
+            var fields: [String: String] = [:]
+            for name in [Header.interopVersion, Header.complete, Header.offset, Header.length] {
+                fields[name] = request.value(forHTTPHeaderField: name)
+            }
+            if case .append(let offset, let end) = self { fields["Content-Length"] = String(end - offset) }
+            return fields
+        }
     }
 
     /// The draft's fields of an answer.
@@ -212,6 +223,18 @@ extension ResumableUpload {
 
         /// Whether `Upload-Limit` was present.
         var hasUploadLimit: Bool { limits != nil }
+
+        /// The draft's fields of `response`, with `Location` and `Retry-After`, by name: what `-v` shows of it.
+        static func fields(of response: HTTPURLResponse) -> [String: String] {
+            var fields: [String: String] = [:]
+            for name in [
+                Header.interopVersion, Header.complete, Header.offset, Header.length, Header.limit, Header.location,
+                Header.retryAfter,
+            ] {
+                fields[name] = response.value(forHTTPHeaderField: name)
+            }
+            return fields
+        }
 
         /// The fields of `response`; a field that does not parse counts as absent.
         init(_ response: URLResponse) {

@@ -59,6 +59,8 @@ struct ResumableUpload {
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
         var action = resumption.start()
+        // Why the last request failed, until the upload goes on from where the server stands.
+        var failure: String?
         while true {
             switch action {
             case .send(let step):
@@ -66,13 +68,25 @@ struct ResumableUpload {
                     action = resumption.handle(.cancelled)
                     continue
                 }
+                if case .append(let offset, _) = step, failure != nil {
+                    policy.events?(.continuing(offset: offset, contentLength: form.contentLength))
+                    failure = nil
+                }
+                let reason: String
                 switch await send(step, version: resumption.version, to: resumption.location, progress: progress) {
                 case (.success(let reply), let handedOut):
+                    reason = "HTTP \((reply.1 as? HTTPURLResponse)?.statusCode ?? 0)"
                     action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
                 case (.failure, _) where Task.isCancelled:
+                    reason = "cancelled"
                     action = resumption.handle(.cancelled)
                 case (.failure(let error), let handedOut):
+                    reason = error.localizedDescription
                     action = resumption.handle(.failed(error, handedOut: handedOut))
+                }
+                if case .wait(let seconds, _) = action {
+                    failure = reason
+                    policy.events?(.retrying(reason: reason, seconds: seconds))
                 }
             case .wait(let seconds, let step):
                 // The machine bounds every wait (finite, at most an hour); a cancel ends it at once.
@@ -82,8 +96,8 @@ struct ResumableUpload {
                 if let offset = keeping.resumedAt {
                     policy.events?(.resumed(offset: offset, contentLength: form.contentLength))
                 }
-                if let failure = write(keeping, in: resumption.version, to: state, after: &record) {
-                    action = resumption.handle(.keepFailed(failure))
+                if let unwritten = write(keeping, in: resumption.version, to: state, after: &record) {
+                    action = resumption.handle(.keepFailed(unwritten))
                 } else {
                     action = .send(step)
                 }
@@ -93,8 +107,10 @@ struct ResumableUpload {
                 state?.remove()
                 return try await (fresh ?? self).run(saving: state)
             case .sendWhole:
+                policy.events?(.notResumable)
                 state?.remove()
                 let (upload, result) = makeUpload(.wholeForm(.stream), progress: progress)
+                defer { policy.events?(.bodySent(bytes: upload.furthestHandedOut)) }
                 return try await session.perform(request, upload, answeredTo: result)
             case .answer(let reply):
                 state?.remove()
@@ -105,8 +121,8 @@ struct ResumableUpload {
                 throw error
             case .stop(let error, let keeping):
                 // The server keeps the upload and the state stays: the next run resumes it.
-                if let failure = write(keeping, in: resumption.version, to: state, after: &record) {
-                    action = resumption.handle(.keepFailed(failure))
+                if let unwritten = write(keeping, in: resumption.version, to: state, after: &record) {
+                    action = resumption.handle(.keepFailed(unwritten))
                     continue
                 }
                 throw error
@@ -169,9 +185,20 @@ struct ResumableUpload {
             case .detect, .create: .protocolRequest
             }
         let (upload, result) = makeUpload(role, progress: progress)
+        if let url = request.url {
+            policy.events?(.requestSent(method: request.httpMethod ?? "", url: url, fields: step.fields(of: request)))
+        }
+        defer {
+            if case .append(let offset, _) = step, upload.furthestHandedOut > offset {
+                policy.events?(.bodySent(bytes: upload.furthestHandedOut - offset))
+            }
+        }
         do {
             let reply = try await watchingForStalls(step, of: upload) {
                 try await session.perform(request, upload, answeredTo: result)
+            }
+            if let response = reply.1 as? HTTPURLResponse {
+                policy.events?(.answerReceived(statusCode: response.statusCode, fields: Answer.fields(of: response)))
             }
             return (.success(reply), upload.furthestHandedOut)
         } catch {

@@ -1,0 +1,81 @@
+import Foundation
+import MultipartStream
+
+/// What `-C -` says on stderr: with `-v` each request of the protocol and its answer; unless `-s`, each drop and
+/// where the upload goes on from, a server that does not speak the draft, and what happens to the saved upload
+/// (resumed, started over, a state file ignored). It keeps the state file and the bytes this run sent.
+final class ResumableUploadLog: @unchecked Sendable {
+    // @unchecked: `saved` and `sent` are guarded by `lock`; events come from the upload's task.
+    private let lock = Lock()
+    private let silent: Bool
+    private let verbose: Bool
+    /// The attempt's progress, told where a saved upload resumed, and above whose bar lines go.
+    private let progress: ProgressReporter?
+    private var saved: URL?
+    private var sent: UInt64 = 0
+
+    init(silent: Bool, verbose: Bool = false, progress: ProgressReporter? = nil) {
+        self.silent = silent
+        self.verbose = verbose
+        self.progress = progress
+    }
+
+    /// The state file, once the upload has one.
+    var stateFile: URL? { lock.withLock { saved } }
+
+    /// The form's bytes this run handed out, resent ones again: `%{size_upload}`.
+    var bytesSent: UInt64 { lock.withLock { sent } }
+
+    func record(_ event: MultipartResumption.Event) {
+        let line: String?
+        switch event {
+        case .requestSent(let method, let url, let fields):
+            line = nil
+            if verbose { say(["> \(method) \(url.absoluteString)"] + Self.lines(fields, "> ")) }
+        case .answerReceived(let status, let fields):
+            line = nil
+            if verbose { say(["< HTTP \(status)"] + Self.lines(fields, "< ")) }
+        case .retrying(let reason, let seconds):
+            line = "\(reason); trying again in \(String(format: "%.1f", seconds)) s"
+        case .continuing(let offset, let length):
+            let percent = length == 0 ? 100 : Double(offset) * 100 / Double(length)
+            line = "the server has \(offset) of \(length) bytes (\(String(format: "%.1f", percent))%): resuming"
+        case .notResumable:
+            line = "the server does not take resumable uploads: sending the whole form"
+        case .bodySent(let bytes):
+            lock.withLock { sent += bytes }
+            line = nil
+        case .saved(let file):
+            lock.withLock { saved = file }
+            line = nil
+        case .resumed(let offset, let length):
+            progress?.resumed(at: offset)
+            let percent = length == 0 ? 100 : Double(offset) * 100 / Double(length)
+            line = "resuming the saved upload at byte \(offset) of \(length) (\(String(format: "%.1f", percent))%)"
+        case .startedOver(.formChanged):
+            line = "a file or field changed since the saved upload: starting over (the old upload is deleted)"
+        case .startedOver(.uploadGone(let status)):
+            line = "the server no longer has the saved upload (HTTP \(status)): starting over"
+        case .startedOver(.offsetLost(let server, let saved)):
+            line = "the server has \(server) bytes of the saved upload, fewer than the \(saved) it had: starting over"
+        case .startedOver(.expired):
+            line = "the saved upload's lifetime on the server (its max-age) has passed: starting over"
+        case .stateIgnored(let file, let reason):
+            line = "warning: ignoring the state file \(file.path): \(reason)"
+        case .notSaved:
+            line = nil
+        case .removedExpired(let file):
+            line = "removed the state of a saved upload whose lifetime was over: \(file.path)"
+        }
+        if let line, !silent { say(["multipart: \(line)"]) }
+    }
+
+    /// Prints `lines` on stderr, above the progress bar when there is one.
+    private func say(_ lines: [String]) {
+        if let progress { progress.printAbove(lines) } else { Command.printError(lines.joined(separator: "\n")) }
+    }
+
+    private static func lines(_ fields: [String: String], _ prefix: String) -> [String] {
+        fields.sorted { $0.key < $1.key }.map { "\(prefix)\($0.key): \($0.value)" }
+    }
+}
