@@ -1,6 +1,6 @@
 import Foundation
 
-/// A resumable upload whose state is saved, as ``MultipartResumption/savedUploads(in:)`` lists it: what the same
+/// A resumable upload whose state is saved, as ``MultipartResumption/savedUploads(in:events:)`` lists it: what the same
 /// form sent again to the same URL would resume. No header, credential or field value is kept, so none is here.
 public struct MultipartSavedUpload: Sendable, Equatable {
     /// The request's method.
