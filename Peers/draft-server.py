@@ -31,7 +31,9 @@ Scenarios (the default answers as the draft's examples do; the others change one
   offset-down           the first PATCH keeps 60% and drops; the next keeps nothing and drops; HEADs then say 10%
   creation-offset       the creation answers Upload-Offset: length - 100
   all-bytes-incomplete  the first PATCH keeps every byte and drops without answering; HEAD says ?0 at the length
-  slow                  PATCH reads 64 KiB every 50 ms
+  slow                  PATCH reads 64 KiB every 50 ms, appending each as it comes (so the offset grows while a
+                        request whose client is gone drains); a newer PATCH to the upload takes over, and the
+                        older one stops
   max-append            OPTIONS says max-append-size=100000
   too-large             a PATCH of more than 120000 bytes is refused with 413, its body read and dropped
   stall                 the first PATCH of the server's first upload keeps 1 MiB, then stops reading without closing,
@@ -114,7 +116,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def read(self, limit=None, slow=False):
+    def read(self, limit=None):
         length = int(self.headers.get("Content-Length") or 0)
         wanted = length if limit is None else min(limit, length)
         data = bytearray()
@@ -123,8 +125,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if not chunk:
                 break
             data += chunk
-            if slow:
-                time.sleep(0.05)
         return bytes(data), length
 
     def upload(self):
@@ -252,6 +252,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             patch = upload["patches"]
             if patch > 1:
                 upload["next"].set()
+            upload["writer"] = writer = object()
         scenario = upload["scenario"]
         if scenario == "stall" and patch == 1 and self.path.split("/")[-1] == "1":
             data, _ = self.read(limit=1 << 20)
@@ -269,6 +270,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.entry(len(data))
             return self.answer(413)
         offset = int(self.headers.get("Upload-Offset") or -1)
+        if scenario == "slow":
+            return self.slow_append(upload, offset, writer)
         length = upload["length"]
         left = length - offset
         if scenario == "redirect-307" and patch == 1:
@@ -287,16 +290,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             keep = 0
         if version >= 8 and keep is None and int(self.headers.get("Content-Length") or 0) > 65536:
             # The first 64 KiB, then an interim answer that the server has them.
-            first, _ = self.read(limit=65536, slow=scenario == "slow")
+            first, _ = self.read(limit=65536)
             with lock:
                 ahead = offset == len(upload["data"])
             if ahead:
                 self.interim(offset + len(first))
-            rest, declared = self.read(limit=int(self.headers.get("Content-Length")) - len(first),
-                                       slow=scenario == "slow")
+            rest, declared = self.read(limit=int(self.headers.get("Content-Length")) - len(first))
             data = first + rest
         else:
-            data, declared = self.read(limit=keep, slow=scenario == "slow")
+            data, declared = self.read(limit=keep)
         self.entry(len(data))
         with lock:
             if offset != len(upload["data"]):
@@ -321,6 +323,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scenario == "complete-no-field":
             headers = {"Content-Type": "application/json"}
         self.answer(status, headers, body)
+
+
+    def slow_append(self, upload, offset, writer):
+        """The `slow` scenario's append: 64 KiB every 50 ms, each appended as it comes, until the body ends, the
+        client goes, or a newer PATCH takes over."""
+        declared = int(self.headers.get("Content-Length") or 0)
+        with lock:
+            conflict = offset != len(upload["data"])
+        if conflict:
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(409, {"Upload-Offset": str(len(upload["data"])), "Upload-Complete": "?0"})
+        read = 0
+        while read < declared:
+            chunk = self.rfile.read(min(65536, declared - read))
+            if not chunk:
+                break
+            with lock:
+                if upload.get("writer") is not writer:
+                    break
+                upload["data"] += chunk
+            read += len(chunk)
+            time.sleep(0.05)
+        self.entry(read)
+        if read < declared:
+            return self.drop()
+        with lock:
+            stored = len(upload["data"])
+            if stored < upload["length"] or self.headers.get("Upload-Complete") != "?1":
+                complete = None
+            else:
+                complete = form_answer(upload)
+        if complete is None:
+            return self.answer(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
+        self.answer(200, {"Upload-Complete": "?1", "Upload-Offset": str(stored), "Content-Type": "application/json"},
+                    complete)
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

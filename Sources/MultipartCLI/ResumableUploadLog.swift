@@ -42,6 +42,8 @@ final class ResumableUploadLog: @unchecked Sendable {
             line = "the server has \(offset) of \(length) bytes (\(String(format: "%.1f", percent))%): resuming"
         case .notResumable:
             line = "the server does not take resumable uploads: sending the whole form"
+        case .settling(let offset):
+            line = "the last run was interrupted moments ago: the server has \(offset) bytes so far; asking again"
         case .bodySent(let bytes):
             lock.withLock { sent += bytes }
             line = nil

@@ -65,6 +65,8 @@ import Testing
         case (.answer(let reply), .answer):
             #expect(reply.0 == Self.reply.0, comment)
         case (.sendWhole, .sendWhole): break
+        case (.settle(let offset, let seconds), .settle(let other, let otherSeconds)):
+            #expect(offset == other && seconds == otherSeconds, comment)
         default: Issue.record("\(action), expected \(expected)")
         }
     }
@@ -918,6 +920,40 @@ import Testing
             jitter: \.upperBound)
         expect(alive.start(), is: .send(.askOffset))
         #expect(alive.version == .v7, "a saved upload speaks the version it was made in")
+    }
+
+    /// After Ctrl-C the server may still be reading what the cancelled append had in flight, its offset growing: a
+    /// run moments later asks until the offset stops growing, rather than send again what is on its way.
+    @Test func aSavedUploadInterruptedMomentsAgoIsAskedUntilItsOffsetStopsGrowing() {
+        func interrupted(_ momentsAgo: Bool) -> ResumableUpload.StateMachine {
+            ResumableUpload.StateMachine(
+                contentLength: 1_000, policy: policy, savesState: true,
+                resuming: .init(location: location, acknowledged: 300), interruptedMomentsAgo: momentsAgo,
+                jitter: \.upperBound)
+        }
+        var resumption = interrupted(true)
+        expect(resumption.start(), is: .send(.askOffset))
+        expect(resumption.handle(answer(204, offset: 300, complete: false)), is: .settle(offset: 300, seconds: 0.5))
+        expect(resumption.handle(answer(204, offset: 450, complete: false)), is: .settle(offset: 450, seconds: 0.5))
+        expect(
+            resumption.handle(answer(204, offset: 450, complete: false)),
+            is: .keep(
+                .init(resumedAt: 450, writing: .init(location: location, acknowledged: 450)),
+                then: .append(from: 450, upTo: 1_000)),
+            "settled where the server ended up")
+        var later = interrupted(false)
+        _ = later.start()
+        expect(
+            later.handle(answer(204, offset: 300, complete: false)),
+            is: .keep(.init(resumedAt: 300), then: .append(from: 300, upTo: 1_000)), "no wait for a run long gone")
+        var growing = interrupted(true)
+        _ = growing.start()
+        var asks = 0
+        while case .settle = growing.handle(answer(204, offset: UInt64(301 + asks), complete: false)) { asks += 1 }
+        #expect(asks == 20, "bounded")
+        var gone = interrupted(true)
+        _ = gone.start()
+        expect(gone.handle(answer(404)), is: .startOver(.uploadGone(statusCode: 404), deleting: nil))
     }
 
     @Test func aStateThatCannotBeWrittenFailsTheUploadAndDeletesIt() {

@@ -87,3 +87,68 @@ extension CommandLineTests {
         #expect(try server.log().isEmpty, "nothing sent")
     }
 }
+
+extension CommandLineTests {
+    /// The server's offset of upload `id`, asked as the draft asks it.
+    private func serverOffset(_ server: DraftServer, upload id: Int) throws -> UInt64? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        process.arguments = [
+            "-s", "-I", "-H", "Upload-Draft-Interop-Version: 9", "http://127.0.0.1:\(server.port)/u/\(id)",
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let head = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("upload-offset:") }
+            .flatMap { UInt64($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// Ctrl-C during an append to a server that reads slowly, then the same command at once: the server is still
+    /// reading what the cancelled append had in flight, so the rerun asks until its offset stops growing and sends
+    /// from where the server ends up, not from where it stood at the first ask.
+    @Test func aRerunMomentsAfterCtrlCResumesWhereTheServerEndsUp() throws {
+        var generator = SeededGenerator(seed: 57)
+        _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 12_000_000, using: &generator)))
+        let server = try DraftServer()
+        let arguments = [
+            "-sS", "-C", "-", "--boundary", "Drained", "-F", "file=@blob.bin", "-o", "answer.json", "-w",
+            "%{size_upload}", server.url(scenario: "slow").absoluteString,
+        ]
+        let first = Process()
+        first.executableURL = Self.executable
+        first.arguments = arguments
+        first.currentDirectoryURL = directory.url
+        first.environment = environment
+        first.standardOutput = FileHandle.nullDevice
+        first.standardError = FileHandle.nullDevice
+        try first.run()
+        while try (serverOffset(server, upload: 1) ?? 0) < 1 << 20 {
+            #expect(first.isRunning, "the command ended before the server had 1 MiB")
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        first.interrupt()
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 130)
+
+        let second = try run(["-v"] + arguments.dropFirst())
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("the last run was interrupted moments ago"), "\(second.stderr)")
+        // What each HEAD answered, in order: the offset grew while the rerun asked.
+        let offsets = second.stderr.split(separator: "\n").filter { $0.hasPrefix("< Upload-Offset: ") }
+            .compactMap { UInt64($0.dropFirst(17)) }
+        #expect(offsets.count >= 3 && offsets[0] < offsets[offsets.count - 2], "\(offsets)")
+        let log = try server.log()
+        let patches = log.filter { $0.method == "PATCH" }
+        #expect(patches.count == 2, "\(log)")
+        // The first PATCH's entry is logged when the server stopped reading it: every byte it took.
+        let drained = patches.first?.bytes ?? 0
+        #expect(patches.last?.offset == String(drained), "from where the server ended up: \(log)")
+        #expect(String(decoding: second.stdout, as: UTF8.self) == String((patches.last?.bytes ?? 0)))
+        let body = try run(["-s", "--boundary", "Drained", "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let expected = try directory.file("expected.multipart", contents: body)
+        #expect(try server.forms() == [DraftServer.Form(bytes: body.count, sha256: try sha256sum(expected))])
+        #expect(patches.last.map { $0.bytes + drained } == body.count, "nothing sent twice")
+    }
+}

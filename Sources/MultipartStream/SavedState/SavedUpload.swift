@@ -35,6 +35,9 @@ struct SavedUpload: Codable, Equatable, Sendable {
     /// When the server's `max-age` ends the upload resource's lifetime, where it gave one: past it, the upload is
     /// started over without a request to the resource.
     var expires: Date?
+    /// When the run that wrote this was interrupted (Ctrl-C, a cancel): a run soon after asks the server until its
+    /// offset stops growing, since it may still be taking what was in flight.
+    var interrupted: Date?
     /// A SHA-256 digest of every other field, as ``sealed()`` writes it: a record changed anywhere (by a disk, or
     /// by hand) is ignored rather than half-trusted.
     var checksum = ""

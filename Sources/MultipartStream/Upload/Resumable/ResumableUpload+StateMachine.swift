@@ -33,6 +33,9 @@ extension ResumableUpload {
             case sendWhole
             /// Wait, then send this request.
             case wait(seconds: Double, then: Step)
+            /// The run before was interrupted moments ago, and the server, which has `offset` bytes, may still be
+            /// taking what it had in flight: wait, then ask again.
+            case settle(offset: UInt64, seconds: Double)
             /// Keep the saved state in step, then send this append; a write that fails is ``Event/keepFailed(_:)``.
             case keep(Keeping, then: Step)
             /// The upload's answer.
@@ -109,6 +112,20 @@ extension ResumableUpload {
             var announcesResume = false
             /// When the upload resource's lifetime ends on the monotonic clock, as the last `max-age` said.
             var expiry: UInt64?
+            /// The saved upload's run before was interrupted moments ago: where the server stood at the last ask,
+            /// and how many asks were made, until its offset stops growing.
+            var settling: Settling?
+        }
+
+        /// Asks about a saved upload whose run was interrupted moments ago, while the server drains what was in
+        /// flight (the draft lets an offset grow while a cancelled request is still read).
+        struct Settling {
+            var last: UInt64?
+            var asks = 0
+
+            /// The wait between two asks, and the most asks.
+            static let wait = 0.5
+            static let most = 20
         }
 
         enum State {
@@ -145,7 +162,8 @@ extension ResumableUpload {
         private(set) var state: State
 
         /// A machine for a new upload, or for one another process saved at `resuming` in `version`, whose resource
-        /// has `savedLifetime` seconds left (none left: it is not asked about, and a new one starts).
+        /// has `savedLifetime` seconds left (none left: it is not asked about, and a new one starts), and whose run
+        /// was `interruptedMomentsAgo` (its server is asked until its offset stops growing).
         init(
             contentLength: UInt64,
             policy: MultipartResumption,
@@ -154,6 +172,7 @@ extension ResumableUpload {
             resuming saved: Position? = nil,
             version: InteropVersion = .newest,
             savedLifetime: Double? = nil,
+            interruptedMomentsAgo: Bool = false,
             jitter: @escaping (ClosedRange<Double>) -> Double = { .random(in: $0) },
             clock: @escaping () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
         ) {
@@ -181,6 +200,7 @@ extension ResumableUpload {
             // The saved upload's server may have any byte of the form, up to every one: how far the other process
             // got is not known.
             if savesState { (course.saved, course.announcesResume) = (saved, true) }
+            if interruptedMomentsAgo { course.settling = Settling() }
             let resource = Resource(location: saved.location, acknowledged: saved.acknowledged, sent: contentLength)
             state = .askingOffset(resource, savedOffset: saved.acknowledged, course)
         }
@@ -504,6 +524,16 @@ extension ResumableUpload {
                 // The application has the form (or, with every byte and no word, may have it), but its answer went
                 // with the connection.
                 return fail(MultipartError(.answerLost(contentLength: contentLength)))
+            }
+            if let settling = course.settling {
+                var course = course
+                course.settling = nil
+                if settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true {
+                    course.settling = Settling(last: offset, asks: settling.asks + 1)
+                    state = .askingOffset(resource, savedOffset: savedOffset, course)
+                    return .settle(offset: offset, seconds: Settling.wait)
+                }
+                return acknowledge(offset, answer: answer, resource, course)
             }
             // Every byte but not complete (`?0`): an empty append with `?1` completes it.
             return acknowledge(offset, answer: answer, resource, course)

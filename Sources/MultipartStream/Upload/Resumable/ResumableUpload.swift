@@ -54,7 +54,8 @@ struct ResumableUpload {
                 URL(string: record.uploadURL).map { .init(location: $0, acknowledged: record.acknowledged) }
             },
             version: record.flatMap { InteropVersion(rawValue: $0.interopVersion) } ?? .newest,
-            savedLifetime: record?.expires.map { $0.timeIntervalSinceNow })
+            savedLifetime: record?.expires.map { $0.timeIntervalSinceNow },
+            interruptedMomentsAgo: record?.interrupted.map { -$0.timeIntervalSinceNow < 60 } ?? false)
         // A saved upload's state is on disk already.
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
@@ -92,6 +93,10 @@ struct ResumableUpload {
                 // The machine bounds every wait (finite, at most an hour); a cancel ends it at once.
                 try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
                 action = .send(step)
+            case .settle(let offset, let seconds):
+                policy.events?(.settling(offset: offset))
+                try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                action = .send(.askOffset)
             case .keep(let keeping, let step):
                 if let offset = keeping.resumedAt {
                     policy.events?(.resumed(offset: offset, contentLength: form.contentLength))
@@ -127,8 +132,13 @@ struct ResumableUpload {
                 }
                 throw error
             case .cancel(let location):
-                // A saved upload is kept, resource and state, for the next run to resume.
+                // A saved upload is kept, resource and state, for the next run to resume; one soon after asks until
+                // the server has taken what was in flight.
                 await delete(location, version: resumption.version)
+                if let state, var interrupted = record {
+                    interrupted.interrupted = Date()
+                    try? state.save(interrupted)
+                }
                 throw CancellationError()
             }
         }
