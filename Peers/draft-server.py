@@ -42,6 +42,9 @@ Scenarios (the default answers as the draft's examples do; the others change one
                         401 (the body read and dropped)
   auth                  PATCH without `Authorization: Basic dTpw` (u:p) is refused with 401 and a Basic challenge,
                         its body read and dropped
+  proxy-407             as a proxy that wants `Proxy-Authorization: Basic dTpw` (u:p) would: every request to the
+                        upload (PATCH, HEAD, DELETE) without it is refused with 407 and a Basic challenge, its body
+                        read and dropped
   complete-no-field     the application answers 200 without Upload-Complete (allowed in 6, a breach from 7 on)
   min-append            OPTIONS says min-append-size=100000 and max-append-size=1000000
   conflicting-limits    OPTIONS says min-append-size=2000 and max-append-size=1000
@@ -156,12 +159,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(200, {"Content-Type": "application/json"}, body)
 
     def parse_request(self):
-        """Refuses, before any method sees it, a request of the `token-once` scenario (to its start URL or to one of
-        its uploads) whose bearer token is missing or was used before: 401, its body read and dropped."""
+        """Refuses, before any method sees it, a request to an upload of the `proxy-407` scenario without its proxy
+        credential (407), and a request of the `token-once` scenario (to its start URL or to one of its uploads)
+        whose bearer token is missing or was used before (401); the body of either is read and dropped."""
         if not super().parse_request():
             return False
         upload = uploads.get(self.path.split("/")[-1]) if self.path.startswith("/u/") else None
         scenario = upload["scenario"] if upload else self.path.split("/")[-1]
+        if scenario == "proxy-407" and upload and self.headers.get("Proxy-Authorization") != "Basic dTpw":
+            data, _ = self.read()
+            self.entry(len(data))
+            self.answer(407, {"Proxy-Authenticate": 'Basic realm="proxy"'})
+            return False
         if scenario != "token-once" or self.command == "GET" or not self.speaks_draft():
             return True
         token = self.headers.get("Authorization")

@@ -85,6 +85,42 @@ extension URLSessionSuites {
             #expect(patches.map(\.offset) == ["0", "0"])
         }
 
+        /// A proxy that wants a credential on every request to the upload: with it (set on the request), each of
+        /// them carries it and the form arrives; without, the 407 is the answer and no byte counts as sent, and a
+        /// saved upload is kept, not deleted, for a run that has the credential.
+        @Test func a407OnEveryRequestToTheUploadIsAnsweredWithTheRequestsProxyCredentialOrKeepsTheSavedUpload()
+            async throws
+        {
+            let server = try DraftServer()
+            let (_, status) = try await upload(server, "proxy-407", headers: ["Proxy-Authorization": "Basic dTpw"])
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            #expect(try server.log().allSatisfy { $0.method != "PATCH" || $0.bytes == expected.bytes })
+
+            let refused = try DraftServer()
+            let (_, answered) = try await upload(refused, "proxy-407")
+            #expect(answered == 407, "the proxy's answer, not a success")
+            #expect(try refused.forms().isEmpty)
+
+            let saving = try DraftServer()
+            var saved = fast
+            saved.stateDirectory = directory.path("state")
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(
+                    form, with: URLRequest(url: saving.url(scenario: "proxy-407")), strategy: .resumable,
+                    resumption: saved)
+            }
+            guard case .resumeSaved(retries: 0, bytesAcknowledged: 0, _) = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            let log = try saving.log()
+            #expect(log.map(\.method) == ["OPTIONS", "POST", "PATCH"], "no retry, no DELETE: \(log.map(\.method))")
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: directory.path("state").path)
+                    .contains { $0.hasSuffix(".json") }, "the state is kept")
+        }
+
         // MARK: The application's answer, and only it
 
         @Test(arguments: [("complete-409", 409), ("complete-404", 404)])
