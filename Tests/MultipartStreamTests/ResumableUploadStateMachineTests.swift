@@ -539,8 +539,10 @@ import Testing
         _ = creating.start()
         _ = creating.handle(answer(200, limit: true))
         expect(creating.handle(answer(407)), is: .answer(Self.reply))
-        var sending = appending()
-        expect(sending.handle(answer(407)), is: .answer(Self.reply))
+        for status in [401, 407] {
+            var sending = appending()
+            expect(sending.handle(answer(status)), is: .answer(Self.reply), "\(status), no state saved")
+        }
         var asking = appending()
         _ = asking.handle(dropped)
         guard case .fail(_, location) = asking.handle(answer(407)) else {

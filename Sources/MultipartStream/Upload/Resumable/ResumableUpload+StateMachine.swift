@@ -474,8 +474,7 @@ extension ResumableUpload {
                 var course = course
                 course.limits.maxAppendSize = smaller
                 return retry(asking(resource), course, because: unexpected)
-            case 401,
-                407 where savesState:
+            case 401 where savesState, 407 where savesState:
                 // Refused for want of a credential (the server's, or a proxy's), which nothing here can give: not the
                 // server's word on the upload, which a run with the credential resumes.
                 return stop(because: unexpected, resource, course, at: resource.acknowledged)
