@@ -23,16 +23,33 @@ extension MultipartFormData {
         return digest.hexDigest()
     }
 
-    /// A digest of everything that makes the form's bytes: its boundary and length, every part's headers and
-    /// length, the bytes of a part in memory, and a file's path and identity (device, inode, size, modification
-    /// time), so that a changed file or part, or a boundary swapped in the record, makes another fingerprint. `nil`
-    /// for a form with a stream part.
+    /// A digest of everything that makes the form's bytes: its boundary and length, and its shape
+    /// (``savedUploadShape``), so that a changed file or part, or a boundary swapped in the record, makes another
+    /// fingerprint. `nil` for a form with a stream part.
     var savedUploadFingerprint: String? {
+        savedUploadShape.map {
+            Self.savedUploadFingerprint(shape: $0, boundary: boundary, contentLength: contentLength)
+        }
+    }
+
+    /// The fingerprint of a form of `shape` with `boundary` and `contentLength`: cheap, where the shape reads every
+    /// part in memory, so that a saved upload digests its form's parts once, whatever its boundary.
+    static func savedUploadFingerprint(shape: String, boundary: String, contentLength: UInt64) -> String {
         var digest = SHA256()
         digest.update(field: "multipart-form-fingerprint-2")
-        digest.update(field: subtype)
+        digest.update(field: shape)
         digest.update(field: boundary)
         digest.update(number: contentLength)
+        return digest.hexDigest()
+    }
+
+    /// A digest of everything that makes the form's bytes but its boundary: every part's headers and length, the
+    /// bytes of a part in memory, and a file's path and identity (device, inode, size, modification time). `nil` for
+    /// a form with a stream part.
+    var savedUploadShape: String? {
+        var digest = SHA256()
+        digest.update(field: "multipart-form-shape")
+        digest.update(field: subtype)
         digest.update(number: UInt64(bodyParts.count))
         for part in bodyParts {
             digest.update(number: UInt64(part.headers.bytes.count))

@@ -9,6 +9,8 @@ import Foundation
 struct SavedState {
     let directory: SavedUploadDirectory
     let key: String
+    /// ``MultipartFormData/savedUploadShape`` of the form, digested once.
+    let shape: String
     let method: String
     let requestURL: String
     let lock: SavedUploadLock
@@ -22,7 +24,7 @@ struct SavedState {
         form: MultipartFormData, request: URLRequest, directory url: URL, interopVersions: Set<Int>,
         events: (@Sendable (MultipartResumption.Event) -> Void)?
     ) throws(MultipartError) {
-        guard let key = form.savedUploadKey(for: request), form.savedUploadFingerprint != nil else {
+        guard let key = form.savedUploadKey(for: request), let shape = form.savedUploadShape else {
             events?(.notSaved)
             return nil
         }
@@ -31,6 +33,7 @@ struct SavedState {
         for file in directory.prune(except: key) { events?(.removedExpired(file)) }
         lock = try directory.lock(key)
         self.key = key
+        self.shape = shape
         method = request.httpMethod ?? "POST"
         requestURL = request.url?.withoutUserInfo ?? ""
         record = directory.load(key) { events?(.stateIgnored($0, reason: $1)) }
@@ -41,9 +44,16 @@ struct SavedState {
     func rebuilt(_ form: MultipartFormData, from record: SavedUpload) -> MultipartFormData? {
         guard record.method == method, record.requestURL == requestURL,
             let rebuilt = form.replacingBoundary(with: record.boundary),
-            rebuilt.contentLength == record.contentLength, rebuilt.savedUploadFingerprint == record.fingerprint
+            rebuilt.contentLength == record.contentLength, fingerprint(of: rebuilt) == record.fingerprint
         else { return nil }
         return rebuilt
+    }
+
+    /// The fingerprint of `form`, which has the shape this state was made for (the caller's form, or it with the
+    /// saved boundary).
+    private func fingerprint(of form: MultipartFormData) -> String {
+        MultipartFormData.savedUploadFingerprint(
+            shape: shape, boundary: form.boundary, contentLength: form.contentLength)
     }
 
     /// The record of `form`'s upload at `location`, made in `interopVersion`, `acknowledged` bytes in, its resource
@@ -55,7 +65,7 @@ struct SavedState {
         return SavedUpload(
             method: method, requestURL: requestURL, uploadURL: location.absoluteString,
             uploadOnOtherOrigin: Origin(location) != Origin(URL(string: requestURL)), interopVersion: interopVersion,
-            boundary: form.boundary, contentLength: form.contentLength, fingerprint: form.savedUploadFingerprint ?? "",
+            boundary: form.boundary, contentLength: form.contentLength, fingerprint: fingerprint(of: form),
             acknowledged: acknowledged, created: now, updated: now, expires: lifetime.map { now.addingTimeInterval($0) }
         )
     }
