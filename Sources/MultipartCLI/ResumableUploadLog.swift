@@ -38,8 +38,7 @@ final class ResumableUploadLog: @unchecked Sendable {
         case .retrying(let reason, let seconds):
             line = "\(reason); trying again in \(String(format: "%.1f", seconds)) s"
         case .continuing(let offset, let length):
-            let percent = length == 0 ? 100 : Double(offset) * 100 / Double(length)
-            line = "the server has \(offset) of \(length) bytes (\(String(format: "%.1f", percent))%): resuming"
+            line = "the server has \(offset) of \(length) bytes (\(Self.percent(offset, of: length))): resuming"
         case .notResumable:
             line = "the server does not take resumable uploads: sending the whole form"
         case .settling(let offset):
@@ -52,8 +51,7 @@ final class ResumableUploadLog: @unchecked Sendable {
             line = nil
         case .resumed(let offset, let length):
             progress?.resumed(at: offset)
-            let percent = length == 0 ? 100 : Double(offset) * 100 / Double(length)
-            line = "resuming the saved upload at byte \(offset) of \(length) (\(String(format: "%.1f", percent))%)"
+            line = "resuming the saved upload at byte \(offset) of \(length) (\(Self.percent(offset, of: length)))"
         case .startedOver(.formChanged):
             line = "a file or field changed since the saved upload: starting over (the old upload is deleted)"
         case .startedOver(.uploadGone(let status)):
@@ -75,6 +73,11 @@ final class ResumableUploadLog: @unchecked Sendable {
     /// Prints `lines` on stderr, above the progress bar when there is one.
     private func say(_ lines: [String]) {
         if let progress { progress.printAbove(lines) } else { Command.printError(lines.joined(separator: "\n")) }
+    }
+
+    /// `part` of `whole` as a percentage to a tenth: "50.0%"; all of nothing is 100%.
+    static func percent(_ part: UInt64, of whole: UInt64) -> String {
+        String(format: "%.1f%%", whole == 0 ? 100 : Double(part) * 100 / Double(whole))
     }
 
     private static func lines(_ fields: [String: String], _ prefix: String) -> [String] {

@@ -11,11 +11,9 @@ extension Command {
         if uploads.isEmpty, !options.silent { printError("multipart: no saved uploads in \(directory.path)") }
         let now = Date()
         for upload in uploads {
-            let percent =
-                upload.contentLength == 0 ? 100 : Double(upload.bytesAcknowledged) * 100 / Double(upload.contentLength)
             print(
                 "\(upload.method) \(upload.url): the server had \(upload.bytesAcknowledged) of \(upload.contentLength) "
-                    + "bytes (\(String(format: "%.1f", percent))%), saved \(duration(now.timeIntervalSince(upload.saved))) "
+                    + "bytes (\(ResumableUploadLog.percent(upload.bytesAcknowledged, of: upload.contentLength))), saved \(duration(now.timeIntervalSince(upload.saved))) "
                     + "ago, removed in \(duration(upload.expires.timeIntervalSince(now))); \(upload.stateFile.path)")
         }
         return .success

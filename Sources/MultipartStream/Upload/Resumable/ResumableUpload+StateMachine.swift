@@ -184,19 +184,18 @@ extension ResumableUpload {
             self.clock = clock
             began = clock()
             self.version = saved == nil ? .newest : version
+            expiredSave = saved != nil && savedLifetime.map { !($0 > 0) } == true
             var course = Course(delay: policy.wait(policy.initialDelay))
             guard let saved else {
                 state = .detecting(course)
                 return
             }
-            if let savedLifetime {
-                guard savedLifetime > 0 else {
-                    // Past the server's `max-age`: the resource is not to be touched again, not even deleted.
-                    (state, expiredSave) = (.finished, true)
-                    return
-                }
-                course.expiry = began + Self.nanoseconds(savedLifetime)
+            guard !expiredSave else {
+                // Past the server's `max-age`: the resource is not to be touched again, not even deleted.
+                state = .finished
+                return
             }
+            if let savedLifetime { course.expiry = began + Self.nanoseconds(savedLifetime) }
             // The saved upload's server may have any byte of the form, up to every one: how far the other process
             // got is not known.
             if savesState { (course.saved, course.announcesResume) = (saved, true) }
@@ -206,7 +205,7 @@ extension ResumableUpload {
         }
 
         /// A saved upload whose lifetime had passed, which starts over.
-        private var expiredSave = false
+        private let expiredSave: Bool
 
         /// The first action: detect support, or ask a saved upload's offset; a saved upload past its lifetime starts
         /// over.
@@ -524,17 +523,16 @@ extension ResumableUpload {
                 // with the connection.
                 return fail(MultipartError(.answerLost(contentLength: contentLength)))
             }
-            if let settling = course.settling {
-                var course = course
-                course.settling = nil
-                if settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true {
-                    course.settling = Settling(last: offset, asks: settling.asks + 1)
-                    state = .askingOffset(resource, savedOffset: savedOffset, course)
-                    return .settle(offset: offset, seconds: Settling.wait)
-                }
-                return acknowledge(offset, answer: answer, resource, course)
+            var course = course
+            if let settling = course.settling, settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true
+            {
+                course.settling = Settling(last: offset, asks: settling.asks + 1)
+                state = .askingOffset(resource, savedOffset: savedOffset, course)
+                return .settle(offset: offset, seconds: Settling.wait)
             }
-            // Every byte but not complete (`?0`): an empty append with `?1` completes it.
+            // Settled, or never asked to: later asks go on at once. Every byte but not complete (`?0`): an empty
+            // append with `?1` completes it.
+            course.settling = nil
             return acknowledge(offset, answer: answer, resource, course)
         }
 
