@@ -16,11 +16,19 @@
 #            without -C -, the command fails as curl's --speed-limit does
 #   twice    two runs of the same command at once: one fails saying another is sending it, the body is exact
 #   abandon  --abandon after an interrupted run deletes the upload on the server and its state
+#   pipe     2 GiB from a pipe (-F backup=@-) through three cuts: byte-exact, no temporary file, peak RSS under
+#            PIPE_RSS_MIB (80: 64 and the 16 MiB ring of two 8 MiB appends), the first body byte on the wire within
+#            1 s, at most one append (8 MiB) sent twice per cut; the same pipe to a server without the draft: spooled
+#            once, the spool gone afterwards and after Ctrl-C; and the time from a pipe over the time from a file,
+#            medians of three alternated runs (printed, and checked against PIPE_RATIO, 1.5)
 # Prints the time, bytes sent and resent of each. Needs `swift build` (the command) and
-# `swift build -c release --product resumable-server` here. Usage: Benchmarks/resumable-check.sh
+# `swift build -c release --product resumable-server` here; MULTIPART_RELEASE names a release build of the command
+# for the pipe's timing. Usage: Benchmarks/resumable-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 multipart=${MULTIPART:-.build/debug/multipart}
+# The pipe's timing compares optimised code: the release build where there is one.
+release=${MULTIPART_RELEASE:-$multipart}
 server=Benchmarks/.build/release/resumable-server
 max_rss=${MAX_RSS_MIB:-128}
 work=$(mktemp -d)
@@ -343,6 +351,121 @@ else
     check "abandon: the upload is deleted on the server and here" \
         "exit $status, HEAD $gone, $(state_files) state files: $(cat "$work/abandon-2.err")"
 fi
+
+# pipe: 2 GiB from a pipe, streamed with no temporary file as the appends go out.
+rm -f "$work/backup.bin" "$work/log.bin"
+head -c $((2 << 30)) /dev/urandom > "$work/pipe.bin"
+fields=(--boundary ResumableCheck -F "backup=@-")
+"$multipart" -s "${fields[@]}" --output-body "$work/expected.multipart" < "$work/pipe.bin"
+length=$(stat -c %s "$work/expected.multipart")
+mkdir -p "$work/tmp"
+# The most files in the command's temporary directory at once, sampled every 50 ms until FILE exists.
+count_temporary_files() { # STOP-FILE
+    local most=0 now
+    while [ ! -e "$1" ]; do
+        now=$(find "$work/tmp" -mindepth 1 | wc -l)
+        [ "$now" -gt "$most" ] && most=$now
+        sleep 0.05
+    done
+    echo "$most"
+}
+# Runs the command with standard input from `cat FILE`, its temporary files in $work/tmp; prints the peak RSS (MiB)
+# of the command and its exit status.
+piped() { # FILE ARGS...
+    local file=$1
+    shift
+    TMPDIR="$work/tmp" rss_of bash -c 'cat "$0" | "$@"' "$file" "$multipart" "$@"
+}
+max_pipe_rss=${PIPE_RSS_MIB:-80}
+start "$work/proxy" python3 Peers/fault-proxy.py "$server_port" 5M 7M 3M
+proxy_fd=$fd
+rm -f "$work/pipe.done"
+count_temporary_files "$work/pipe.done" > "$work/pipe.temporary" &
+sampler=$!
+started=$(date +%s.%N)
+read -r rss status < <(piped "$work/pipe.bin" -sS -C - --retry 8 --retry-delay 0.25 "${fields[@]}" \
+    -o "$work/answer.json" "http://127.0.0.1:$port/upload")
+seconds=$(python3 -c "import time; print(f'{time.time() - $started:.2f}')")
+touch "$work/pipe.done"
+wait "$sampler"
+stop_proxy "$proxy_fd" "$work/proxy"
+forwarded=$(json "$stats" '["forwarded"]')
+first_byte=$(python3 -c "print(f'{$(json "$stats" '["flowing"]') - $started:.2f}')")
+temporary=$(cat "$work/pipe.temporary")
+echo "pipe: $length-byte form from a pipe, 3 cuts, $seconds s, $forwarded bytes sent ($((forwarded - length))" \
+    "resent), peak RSS $rss MiB, first body byte after $first_byte s, at most $temporary temporary files"
+path=$(json "$(cat "$work/answer.json")" '["path"]')
+[ "$status" = 0 ] && cmp -s "$path" "$work/expected.multipart" && check "pipe: 2 GiB through 3 cuts, whole" ok \
+    || check "pipe: 2 GiB through 3 cuts, whole" "exit $status, $(cat "$work/answer.json")"
+[ "$temporary" = 0 ] && check "pipe: no temporary file" ok || check "pipe: no temporary file" "$temporary files"
+[ "$rss" -le "$max_pipe_rss" ] && check "pipe: peak RSS $rss MiB <= $max_pipe_rss" ok \
+    || check "pipe: peak RSS $rss MiB <= $max_pipe_rss" "over"
+python3 -c "import sys; sys.exit(0 if $first_byte <= 1.0 else 1)" && check "pipe: the first body byte within 1 s" ok \
+    || check "pipe: the first body byte within 1 s" "after $first_byte s"
+[ "$forwarded" -le $((length + 3 * ((8 << 20) + 4096))) ] && check "pipe: at most one append resent per cut" ok \
+    || check "pipe: at most one append resent per cut" "$forwarded bytes for a $length-byte form"
+[ "$(json "$stats" '["cuts"]')" = 3 ] && check "pipe: the proxy cut three times" ok \
+    || check "pipe: the proxy cut three times" "$stats"
+rm -f "$path"
+
+# pipe, plain: the same pipe to a server without the draft is copied once, and the copy removed.
+start "$work/proxy" python3 Peers/fault-proxy.py "$plain_port"
+proxy_fd=$fd
+rm -f "$work/pipe.done"
+count_temporary_files "$work/pipe.done" > "$work/pipe.temporary" &
+sampler=$!
+started=$(date +%s.%N)
+read -r rss status < <(piped "$work/pipe.bin" -sS -C - "${fields[@]}" -o "$work/answer.json" \
+    "http://127.0.0.1:$port/upload")
+touch "$work/pipe.done"
+wait "$sampler"
+stop_proxy "$proxy_fd" "$work/proxy"
+first_byte=$(python3 -c "print(f'{$(json "$stats" '["flowing"]') - $started:.2f}')")
+temporary=$(cat "$work/pipe.temporary")
+echo "pipe, plain: spooled ($temporary temporary file), first body byte after $first_byte s"
+path=$(json "$(cat "$work/answer.json")" '["path"]')
+[ "$status" = 0 ] && cmp -s "$path" "$work/expected.multipart" && [ "$temporary" = 1 ] \
+    && [ -z "$(ls -A "$work/tmp")" ] && check "pipe, plain: spooled once, whole, the spool removed" ok \
+    || check "pipe, plain: spooled once, whole, the spool removed" "exit $status, $temporary files, $(ls "$work/tmp")"
+rm -f "$path"
+# Ctrl-C while the pipe is copied or sent: the spool goes with it.
+set +e
+(cat "$work/pipe.bin" | TMPDIR="$work/tmp" "$multipart" -sS -C - "${fields[@]}" -o "$work/answer.json" \
+    "http://127.0.0.1:$plain_port/upload" 2> "$work/pipe-sigint.err") &
+for _ in $(seq 200); do [ -n "$(ls -A "$work/tmp")" ] && break; sleep 0.01; done
+sleep 0.3
+pkill -INT -f -- "-o $work/answer.json http://127.0.0.1:$plain_port/upload"
+wait $!
+set -e
+sleep 0.2
+[ -z "$(ls -A "$work/tmp")" ] && grep -q interrupted "$work/pipe-sigint.err" \
+    && check "pipe, plain: Ctrl-C removes the spool" ok \
+    || check "pipe, plain: Ctrl-C removes the spool" "$(ls "$work/tmp"): $(cat "$work/pipe-sigint.err")"
+
+# pipe, time: the same bytes from a pipe and from a file, alternated, medians of three.
+head -c $((1 << 30)) "$work/pipe.bin" > "$work/file.bin"
+rm -f "$work/pipe.bin"
+timed() { # ARGS... (runs them, prints the seconds)
+    local began
+    began=$(date +%s.%N)
+    "$@" > /dev/null || { echo "failed: $*" >&2; return 1; }
+    python3 -c "import time; print(f'{time.time() - $began:.3f}')"
+}
+pipe_times=()
+file_times=()
+for _ in 1 2 3; do
+    pipe_times+=("$(timed bash -c 'cat "$0" | "$1" -sS -C - --boundary PipeTime -F backup=@- -o /dev/null "$2"' \
+        "$work/file.bin" "$release" "http://127.0.0.1:$server_port/upload")")
+    file_times+=("$(timed "$release" -sS -C - --boundary PipeTime -F "backup=@$work/file.bin;filename=-" -o /dev/null \
+        "http://127.0.0.1:$server_port/upload")")
+    find "$work/bodies" -name 'body-*' -delete
+done
+ratio=$(python3 -c "import statistics, sys; p, f = sys.argv[1].split(), sys.argv[2].split(); print(f'{statistics.median(map(float, p)) / statistics.median(map(float, f)):.2f}')" \
+    "${pipe_times[*]}" "${file_times[*]}")
+echo "pipe, time: 1 GiB from a pipe ${pipe_times[*]} s, from a file ${file_times[*]} s: ${ratio}x"
+python3 -c "import sys; sys.exit(0 if $ratio <= ${PIPE_RATIO:-1.5} else 1)" \
+    && check "pipe, time: ${ratio}x a file's <= ${PIPE_RATIO:-1.5}" ok \
+    || check "pipe, time: ${ratio}x a file's <= ${PIPE_RATIO:-1.5}" "slower"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -91,7 +91,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
         fatalError("a valid form failed to stream")
     }
     check(
-        UInt64(streamed.count) == form.contentLength, "contentLength \(form.contentLength), streamed \(streamed.count)")
+        UInt64(streamed.count) == form.contentLength,
+        "contentLength \(form.contentLength ?? 0), streamed \(streamed.count)")
     check(streamed == Array(try! form.encode()), "encode() differs from the stream")
     verify(streamed, against: sent, boundariesInStreams: boundariesInStreams)
     fuzzMisbehavingSources(&input)

@@ -49,12 +49,18 @@ Scenarios (the default answers as the draft's examples do; the others change one
   min-append            OPTIONS says min-append-size=100000 and max-append-size=1000000
   conflicting-limits    OPTIONS says min-append-size=2000 and max-append-size=1000
   too-large-min         as too-large, and OPTIONS says min-append-size=100000
+  drop-last             the first PATCH with Upload-Complete: ?1 keeps half its bytes and drops the connection
+  drop-at-end           the first PATCH with Upload-Complete: ?1 keeps every byte and drops without answering (the
+                        server has the whole form, not yet complete)
+  gone-second           the second PATCH to an upload answers 404, and the upload is gone
+
+An upload created without Upload-Length has the length its completing append (Upload-Complete: ?1) gives it.
 
 GET /down on the other port closes the first port's listener, so that connections to it are refused (the uploads
 are kept); GET /up there opens it again on the same port.
 
 GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, version, bytes,
-interims (the 104 answers it got)}; GET /forms
+length (its Upload-Length), interims (the 104 answers it got)}; GET /forms
 lists the forms the application processed: {bytes, sha256}.
 """
 import hashlib
@@ -96,6 +102,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "authorization": self.headers.get("Authorization"), "cookie": self.headers.get("Cookie"),
                 "offset": self.headers.get("Upload-Offset"), "complete": self.headers.get("Upload-Complete"),
                 "version": self.headers.get("Upload-Draft-Interop-Version"), "bytes": bytes_read,
+                "length": self.headers.get("Upload-Length"),
                 "interims": getattr(self, "interims", 0),
             })
         self.interims = 0
@@ -238,7 +245,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scenario == "head-503" and first:
             return self.answer(503, {"Retry-After": "0"})
         if scenario == "offset-down" and upload["patches"] >= 2:
-            offset = upload["length"] // 10
+            offset = upload["length"] // 10 if upload["length"] else offset // 6
         self.answer(204, {"Upload-Offset": str(offset), "Upload-Complete": "?0", "Cache-Control": "no-store"})
 
     def do_DELETE(self):
@@ -282,7 +289,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scenario == "slow":
             return self.slow_append(upload, offset, writer)
         length = upload["length"]
-        left = length - offset
+        # A length not given at creation is the one the completing append reaches.
+        left = length - offset if length else int(self.headers.get("Content-Length") or 0)
+        completes = self.headers.get("Upload-Complete") == "?1"
+        if scenario == "gone-second" and patch == 2:
+            data, _ = self.read()
+            self.entry(len(data))
+            with lock:
+                uploads.pop(self.path.split("/")[-1], None)
+            return self.answer(404)
         if scenario == "redirect-307" and patch == 1:
             data, _ = self.read()
             self.entry(len(data))
@@ -297,6 +312,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             keep = left * 6 // 10
         elif scenario == "offset-down" and patch == 2:
             keep = 0
+        elif scenario == "drop-last" and completes and not upload.get("dropped"):
+            keep = left // 2
+            upload["dropped"] = True
         if version >= 8 and keep is None and int(self.headers.get("Content-Length") or 0) > 65536:
             # The first 64 KiB, then an interim answer that the server has them.
             first, _ = self.read(limit=65536)
@@ -323,7 +341,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.drop()
         if scenario == "all-bytes-incomplete" and patch == 1:
             return self.drop()
-        if stored < length or self.headers.get("Upload-Complete") != "?1":
+        if scenario == "drop-at-end" and completes and not upload.get("dropped"):
+            upload["dropped"] = True
+            return self.drop()
+        if stored < length or not completes:
             return self.answer(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
         with lock:
             body = form_answer(upload)

@@ -8,8 +8,9 @@ Usage: fault-proxy.py TARGET_PORT [CUT ...]
         target's side is reset, and the client's is kept open but neither read nor answered (for 120 s).
 Prints its port on the first line of stdout, and on stderr a line for each connection, cut and stall with its time
 (`at SECONDS`, Unix time). When standard input closes it prints one JSON line,
-{"forwarded": BYTES, "connections": N, "cuts": N, "stalls": N}, BYTES counting every client byte it passed to the
-target, and exits.
+{"forwarded": BYTES, "connections": N, "cuts": N, "stalls": N, "flowing": SECONDS}, BYTES counting every client
+byte it passed to the target, and SECONDS the Unix time when they first passed 64 KiB (a body is flowing: a request's
+head is far smaller), or null; and exits.
 """
 import asyncio
 import json
@@ -34,6 +35,12 @@ class Proxy:
         self.connections = 0
         self.made_cuts = 0
         self.made_stalls = 0
+        self.flowing = None
+
+    def count(self, forwarded):
+        self.forwarded += forwarded
+        if self.flowing is None and self.forwarded > 1 << 16:
+            self.flowing = time.time()
 
     @staticmethod
     def reset(*writers):
@@ -71,7 +78,7 @@ class Proxy:
                     allowed = at - sent
                     upstream_writer.write(data[:allowed])
                     await upstream_writer.drain()
-                    self.forwarded += allowed
+                    self.count(allowed)
                     if stalls:
                         stalled = True
                         self.made_stalls += 1
@@ -88,7 +95,7 @@ class Proxy:
                 upstream_writer.write(data)
                 await upstream_writer.drain()
                 sent += len(data)
-                self.forwarded += len(data)
+                self.count(len(data))
 
         async def downward():
             while True:
@@ -127,7 +134,7 @@ async def main():
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)
     print(json.dumps({"forwarded": proxy.forwarded, "connections": proxy.connections, "cuts": proxy.made_cuts,
-                      "stalls": proxy.made_stalls}), flush=True)
+                      "stalls": proxy.made_stalls, "flowing": proxy.flowing}), flush=True)
     server.close()
 
 

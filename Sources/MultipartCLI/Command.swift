@@ -38,8 +38,19 @@ enum Command {
         }
         if options.listsSaved { return listSavedUploads(options) }
         do {
-            // `@-` is copied to a file that lives until the command ends: the form reads it when it is sent.
-            let spool = try options.fields.contains { $0.readsStandardInput && $0.isFile } ? StandardInputSpool() : nil
+            // `@-` under `-C -` goes out as it is read, with no copy, where the server speaks the draft (else the
+            // library copies it once); otherwise it is copied to a file that lives until the command ends.
+            let readsStandardInput = options.fields.contains { $0.readsStandardInput && $0.isFile }
+            let streamsStandardInput =
+                readsStandardInput && options.resumes && options.url != nil
+                && !options.fields.contains {
+                    if case .file(_, FieldArgument.standardInput, _, _, let headers) = $0 {
+                        !headers.isEmpty
+                    } else {
+                        false
+                    }
+                }
+            let spool = readsStandardInput && !streamsStandardInput ? try StandardInputSpool() : nil
             let form = try makeForm(options, standardInput: spool)
             // Where the output goes is settled, and checked against the inputs, before a byte is sent.
             let inputs = options.fields.compactMap(\.path)
@@ -50,7 +61,7 @@ enum Command {
                 let option = options.outputBody != nil ? "--output-body" : "-o"
                 let output = try OutputFile(options.outputBody ?? options.output!, option: option, inputs: inputs)
                 try output.write(form, option: option)
-                printError("Content-Type: \(form.contentType)\nContent-Length: \(form.contentLength)")
+                printError("Content-Type: \(form.contentType)\nContent-Length: \(form.contentLength ?? 0)")
             }
             withExtendedLifetime(spool) {}
             return .success
@@ -94,6 +105,11 @@ enum Command {
                 try append(RawArguments.data(value), to: &form, name: name, type: type, headers: headers)
             case .file(let name, let path, let type, let fileName, let headers):
                 let isStandardInput = path == FieldArgument.standardInput
+                if isStandardInput, spool == nil, let input = InputStream(fileAtPath: "/dev/stdin") {
+                    // Streamed as it is read (`-C -`, without headers=): a part of unknown length.
+                    form.append(input, name: name, fileName: fileName ?? "-", mimeType: type)
+                    continue
+                }
                 let source = isStandardInput ? spool!.path : path
                 let fileURL = RawArguments.fileURL(source)
                 let sentName = fileName ?? (isStandardInput ? "-" : RawArguments.fileName(path))
@@ -217,7 +233,8 @@ enum Command {
                 printError("> \(name): \(value)")
             }
             printError(
-                "> Content-Type: \(form.contentType)\n> (body: \(form.count) parts, \(form.contentLength) bytes)")
+                "> Content-Type: \(form.contentType)\n> (body: \(form.count) parts, "
+                    + (form.contentLength.map { "\($0) bytes)" } ?? "length unknown until standard input ends)"))
         }
         if options.abandons { return try await abandon(form, request: request, options: options) }
         if options.resumes { Interruption.shared.install() }

@@ -76,16 +76,18 @@ final class ProgressReporter: @unchecked Sendable {
 
     /// `[#########           ]  45%  1.2 GiB / 2.0 GiB  85.3 MB/s  ETA 0:09`, `elapsed` in seconds, the speed of
     /// what was sent `since` a byte (where a saved upload resumed).
+    /// While the length is unknown (standard input streamed under `-C -`): `1.2 GiB sent  85.3 MiB/s`.
     static func bar(_ progress: MultipartUploadProgress, elapsed: Double, since: UInt64 = 0) -> String {
-        let width = 24
-        let fraction = min(1, max(0, progress.fractionCompleted))
-        let filled = Int(fraction * Double(width))
         let rate = rate(progress.bytesSent - min(since, progress.bytesSent), elapsed)
-        let remaining = Double(progress.totalBytes - min(progress.bytesSent, progress.totalBytes))
+        guard let total = progress.totalBytes, let fraction = progress.fractionCompleted.map({ min(1, max(0, $0)) })
+        else { return "\(bytes(progress.bytesSent)) sent  \(bytes(rate))/s" }
+        let width = 24
+        let filled = Int(fraction * Double(width))
+        let remaining = Double(total - min(progress.bytesSent, total))
         let eta = rate > 0 ? Int((remaining / rate).rounded(.up)) : 0
         return "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
             + String(format: "%3d%%", Int(fraction * 100))
-            + "  \(bytes(progress.bytesSent)) / \(bytes(progress.totalBytes))"
+            + "  \(bytes(progress.bytesSent)) / \(bytes(total))"
             + "  \(bytes(rate))/s  ETA \(eta / 60):" + String(format: "%02d", eta % 60)
     }
 

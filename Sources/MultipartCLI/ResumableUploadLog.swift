@@ -37,8 +37,23 @@ final class ResumableUploadLog: @unchecked Sendable {
             if verbose { say(["< HTTP \(status)"] + Self.lines(fields, "< ")) }
         case .retrying(let reason, let seconds):
             line = "\(reason); trying again in \(String(format: "%.1f", seconds)) s"
-        case .continuing(let offset, let length):
+        case .continuing(let offset, let length?):
             line = "the server has \(offset) of \(length) bytes (\(Self.percent(offset, of: length))): resuming"
+        case .continuing(let offset, nil):
+            line = "the server has \(offset) bytes: resuming"
+        case .streaming(let size):
+            line = nil
+            if verbose {
+                say([
+                    "* the server speaks the draft: streaming standard input as it is read, in appends of up to "
+                        + "\(ProgressReporter.bytes(size)), with no temporary copy"
+                ])
+            }
+        case .spooled(let length):
+            line = nil
+            if verbose {
+                say(["* copied standard input to a temporary file to send the form with its length (\(length) bytes)"])
+            }
         case .notResumable:
             line = "the server does not take resumable uploads: sending the whole form"
         case .settling(let offset):

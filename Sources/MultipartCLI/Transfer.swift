@@ -208,7 +208,7 @@ private struct AttemptFailure: Error {
         resumingCommand: String?
     ) {
         let name = signal == SIGINT ? "interrupted" : "terminated"
-        var message = "\(name) after \(sent) of \(form.contentLength) bytes"
+        var message = "\(name) after \(sent)" + (form.contentLength.map { " of \($0) bytes" } ?? " bytes")
         if let state = log?.stateFile {
             message += "; the server keeps the upload and " + Self.howToResume(state: state, command: resumingCommand)
         } else {

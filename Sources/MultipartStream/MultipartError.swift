@@ -151,12 +151,18 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case redirectNotFollowed(statusCode: Int, location: URL?)
         /// `upload` was given a background session, which only uploads from a file through its delegate.
         case backgroundSession
-        /// The server answered `statusCode` (a success) when only `bytesSent` of the body's `contentLength` bytes had
-        /// been handed to it: it answered without reading the form, which it cannot have received.
-        case answeredBeforeBodySent(statusCode: Int, bytesSent: UInt64, contentLength: UInt64)
+        /// The server answered `statusCode` (a success) when only `bytesSent` of the body's `contentLength` bytes
+        /// (`nil` while a stream's length is unknown) had been handed to it: it answered without reading the form,
+        /// which it cannot have received.
+        case answeredBeforeBodySent(statusCode: Int, bytesSent: UInt64, contentLength: UInt64?)
+        /// This part is a stream of unknown length, appended with `whenLengthIsNeeded: .fail`, and the upload needs
+        /// the form's length before its first byte (a strategy other than `.resumable`, a server that does not speak
+        /// the resumable-upload draft, or a task from `multipartUploadTask`): nothing of it was read or sent.
+        case lengthUnknown
         /// A resumable upload gave up after `retries` retries, the server having `bytesAcknowledged` of the form's
-        /// `contentLength` bytes; ``MultipartError/underlying`` is the last failure.
-        case resumeFailed(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64)
+        /// `contentLength` bytes (`nil` while a stream's length is unknown); ``MultipartError/underlying`` is the
+        /// last failure.
+        case resumeFailed(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64?)
         /// A resumable upload whose state is saved (``MultipartResumption/stateDirectory``) stopped after `retries`
         /// retries (spent, or after a failure no retry mends that is not the form's), the server having
         /// `bytesAcknowledged` of the form's `contentLength` bytes; the server keeps the upload and the state stays,
@@ -179,6 +185,13 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// The server said it has `offset` bytes of the form where only `allowed` can be true (never fewer than it
         /// acknowledged before, nor more than was sent): the upload was deleted rather than continued from there.
         case offsetOutOfRange(offset: UInt64, allowed: ClosedRange<UInt64>)
+        /// The server asked for a form of unknown length from byte `offset`, which the upload no longer holds: it
+        /// keeps a stream's bytes only from `bufferStart`, what the server had acknowledged. The upload was deleted
+        /// rather than sent with a gap.
+        case offsetNotBuffered(offset: UInt64, bufferStart: UInt64)
+        /// The server called an upload of unknown length complete after `bytesSent` bytes, before the stream's end
+        /// had been sent: the upload was deleted.
+        case completedBeforeEnd(bytesSent: UInt64)
         /// The server's `Upload-Length` is not the form's: it holds another upload.
         case uploadLengthMismatch(serverLength: UInt64, contentLength: UInt64)
         /// The server put the upload at a plain `http:` URL for an `https:` request.
@@ -196,7 +209,7 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// Nothing was sent.
         case stateUnwritable(URL, errno: Int32)
         /// A resumable upload gave up after `seconds`, the total time ``MultipartResumption/maximumDuration`` allows.
-        case resumeTimeExceeded(seconds: Double, bytesAcknowledged: UInt64, contentLength: UInt64)
+        case resumeTimeExceeded(seconds: Double, bytesAcknowledged: UInt64, contentLength: UInt64?)
 
         // Found while encoding.
 
@@ -276,11 +289,15 @@ extension MultipartError.Reason: CustomStringConvertible {
             "background sessions upload only from a file through their delegate: write the body with "
                 + "writeEncodedData(to:) and call uploadTask(with:fromFile:)"
         case .answeredBeforeBodySent(let statusCode, let bytesSent, let contentLength):
-            "the server answered \(statusCode) after \(bytesSent) of the body's \(contentLength) bytes, so it never "
-                + "received the whole form; the upload failed"
+            "the server answered \(statusCode) after \(Self.bytes(bytesSent, of: contentLength, "body")), so it "
+                + "never received the whole form; the upload failed"
+        case .lengthUnknown:
+            "a stream of unknown length, which this upload needs before the first byte, and which may not be copied "
+                + "to a temporary file (whenLengthIsNeeded: .fail); upload it with .resumable to a server that speaks "
+                + "the resumable-upload draft, or let it spool"
         case .resumeFailed(let retries, let acknowledged, let contentLength):
             "the resumable upload gave up after \(retries) \(retries == 1 ? "retry" : "retries"), the server having "
-                + "\(acknowledged) of the form's \(contentLength) bytes"
+                + Self.bytes(acknowledged, of: contentLength, "form")
         case .resumeSaved(let retries, let acknowledged, let contentLength):
             "the resumable upload is saved for another run, which resumes it where the server stands: it stopped "
                 + "after \(retries) \(retries == 1 ? "retry" : "retries") with the server having \(acknowledged) of "
@@ -300,6 +317,12 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .offsetOutOfRange(let offset, let allowed):
             "the server said it has \(offset) bytes of the form, where only \(allowed.lowerBound) to "
                 + "\(allowed.upperBound) can be true; the upload was deleted"
+        case .offsetNotBuffered(let offset, let start):
+            "the server asked for the stream from byte \(offset), and only the bytes from \(start) (what it had "
+                + "acknowledged) were still held; the upload was deleted"
+        case .completedBeforeEnd(let bytesSent):
+            "the server called the upload complete after \(bytesSent) bytes, before the stream's end was sent; the "
+                + "upload was deleted"
         case .uploadLengthMismatch(let serverLength, let contentLength):
             "the server's upload has \(serverLength) bytes (Upload-Length), the form \(contentLength); the upload was "
                 + "deleted"
@@ -317,7 +340,7 @@ extension MultipartError.Reason: CustomStringConvertible {
             "the upload's state cannot be kept at \(url.path): \(POSIX.errnoText(code)); nothing was sent"
         case .resumeTimeExceeded(let seconds, let acknowledged, let contentLength):
             "the resumable upload gave up after \(String(format: "%.1f", seconds)) s in all, the server having "
-                + "\(acknowledged) of the form's \(contentLength) bytes"
+                + Self.bytes(acknowledged, of: contentLength, "form")
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(POSIX.errnoText(code))"
@@ -326,6 +349,12 @@ extension MultipartError.Reason: CustomStringConvertible {
 }
 
 extension MultipartError.Reason {
+    /// "`count` of the form's `length` bytes", or "`count` bytes of the form" while its length is unknown.
+    fileprivate static func bytes(_ count: UInt64, of length: UInt64?, _ whole: String) -> String {
+        guard let length else { return "\(count) bytes of the \(whole)" }
+        return "\(count) of the \(whole)'s \(length) bytes"
+    }
+
     /// The reason's kind of problem.
     public var category: MultipartError.Category {
         switch self {
@@ -339,12 +368,13 @@ extension MultipartError.Reason {
             .streamNotOpen, .invalidReadLength, .notReplayable, .offsetPastEnd, .cannotResumeOneShotStream,
             .chunkNotFilled:
             .stream
-        case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent:
+        case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent, .lengthUnknown:
             .upload
         case .resumeFailed, .resumeSaved, .appendResent, .resumptionRefused, .uploadExpired, .answerLost,
             .formOverUploadLimit,
             .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadCompleteMissing,
-            .appendLimitsConflict, .uploadInProgress, .stateUnwritable, .resumeTimeExceeded:
+            .appendLimitsConflict, .uploadInProgress, .stateUnwritable, .resumeTimeExceeded, .offsetNotBuffered,
+            .completedBeforeEnd:
             .resumable
         case .tooLargeForMemory, .outputFileExists, .outputWriteFailed:
             .output

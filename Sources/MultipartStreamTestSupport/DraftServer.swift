@@ -26,6 +26,8 @@ public final class DraftServer: @unchecked Sendable {
         public var version: String?
         /// Body bytes the server read.
         public var bytes: Int
+        /// `Upload-Length`.
+        public var length: String?
         /// `104 (Upload Resumption Supported)` interim answers it got before its final one.
         public var interims: Int
     }

@@ -29,7 +29,7 @@ import Testing
         let stream = form.makeBodyStream()
         stream.open()
         #expect(stream.streamStatus == .open)
-        let length = Int(form.contentLength)
+        let length = Int(form.contentLength!)
         let first = read(stream, length - 1)
         #expect(first.count == length - 1)
         #expect(stream.streamStatus == .open)
@@ -52,7 +52,7 @@ import Testing
         let form = try smallForm()
         let stream = form.makeBodyStream()
         stream.open()
-        #expect(read(stream, Int(form.contentLength)).count == Int(form.contentLength))
+        #expect(read(stream, Int(form.contentLength!)).count == Int(form.contentLength!))
         #expect(stream.streamStatus == .atEnd)
         #expect(!stream.hasBytesAvailable)
     }
@@ -70,10 +70,10 @@ import Testing
             if count == 0 { break }
             total += count
             // Every read but the last is full.
-            if total < Int(form.contentLength) { #expect(count == readSize) }
+            if total < Int(form.contentLength!) { #expect(count == readSize) }
         }
-        #expect(total == Int(form.contentLength))
-        #expect(stream.bytesRead == form.contentLength)
+        #expect(total == Int(form.contentLength!))
+        #expect(stream.bytesRead == form.contentLength!)
     }
 
     @Test func maxLengthZeroReturnsZeroAndChangesNothing() throws {
@@ -132,8 +132,8 @@ import Testing
         _ = read(stream, 10)
         #expect(stream.bytesRead == 10)
         _ = read(stream, 1000)
-        #expect(stream.bytesRead == form.contentLength)
-        #expect(stream.contentLength == form.contentLength)
+        #expect(stream.bytesRead == form.contentLength!)
+        #expect(stream.contentLength! == form.contentLength!)
     }
 
     @Test func getBufferIsUnsupportedAndThereAreNoProperties() throws {
@@ -177,7 +177,7 @@ import Testing
             reads += 1
         }
         let elapsed = stopwatch.seconds
-        #expect(reads == (Int(form.contentLength) + 15) / 16)
+        #expect(reads == (Int(form.contentLength!) + 15) / 16)
         // A lower bound only: the pauses must have happened; a slow machine may take longer.
         // Reads start 10 ms apart: the first at once.
         #expect(elapsed >= 0.01 * Double(reads - 1))
@@ -185,8 +185,8 @@ import Testing
         let unpaced = Stopwatch()
         let other = form.makeBodyStream()
         other.open()
-        #expect(read(other, 65_536).count == Int(form.contentLength))
-        #expect(try form.encode().count == Int(form.contentLength))
+        #expect(read(other, 65_536).count == Int(form.contentLength!))
+        #expect(try form.encode().count == Int(form.contentLength!))
         #expect(unpaced.seconds < 0.01 * Double(reads - 1))
     }
 

@@ -46,7 +46,7 @@ extension URLSessionSuites {
             #expect(seen.tag == "from-delegate", "the request the delegate returned is the one sent")
             if code == 307 {
                 #expect(seen.method == "POST")
-                #expect(seen.parts?.count == 2 && UInt64(seen.bytes) == form.contentLength)
+                #expect(seen.parts?.count == 2 && UInt64(seen.bytes) == form.contentLength!)
             }
         }
 
@@ -81,7 +81,7 @@ extension URLSessionSuites {
             #expect(response.url?.host == "localhost", "the redirect to another origin was followed")
             let seen = try server.seen(in: data)
             #expect(seen.authorization == nil && seen.cookie == nil && seen.proxyAuthorization == nil)
-            if code >= 307 { #expect(UInt64(seen.bytes) == form.contentLength, "the whole form, again") }
+            if code >= 307 { #expect(UInt64(seen.bytes) == form.contentLength!, "the whole form, again") }
 
             // The same origin keeps them.
             request.url = server.url("/redirect/\(code)")
@@ -157,7 +157,7 @@ extension URLSessionSuites {
             try await Stopwatch.wait(atMost: 10) { !Self.resumedLate.isSet }
             #expect(Self.resumedLate.isSet && Self.resumedLate.value == nil)
             let log = try await server.log()
-            #expect(log.map(\.bytes) == [Int(form.contentLength)])
+            #expect(log.map(\.bytes) == [Int(form.contentLength!)])
 
             weak var released: URLSession?
             var untouched: URLSessionUploadTask?

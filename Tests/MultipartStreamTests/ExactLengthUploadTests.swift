@@ -33,7 +33,7 @@ extension URLSessionSuites {
 
         private func expectDjangoGotEverything(_ data: Data, server: UploadServer) throws {
             let seen = try JSONDecoder().decode(UploadServer.DjangoForm.self, from: data)
-            #expect(seen.contentLength == String(form.contentLength))
+            #expect(seen.contentLength == String(form.contentLength!))
             #expect(seen.transferEncoding == nil)
             #expect(seen.fields == ["title": ["Holiday \"2026\" ü"]])
             #expect(
@@ -67,7 +67,7 @@ extension URLSessionSuites {
             let (data, response) = try await URLSession(configuration: .ephemeral).upload(
                 form, with: URLRequest(url: url))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
-            #expect(try server.seen(in: data).bytes == Int(form.contentLength))
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
             let (plain, plainResponse) = try await URLSession(configuration: .ephemeral).data(
                 for: URLRequest(url: url, multipartFormData: form))
             #expect((plainResponse as? HTTPURLResponse)?.statusCode == 200)
@@ -92,17 +92,18 @@ extension URLSessionSuites {
             }
             let reason = error.reason
             guard
-                case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength) = reason
+                case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength!) =
+                    reason
             else {
                 Issue.record("\(error)")
                 return
             }
-            #expect(bytesSent < form.contentLength)
+            #expect(bytesSent < form.contentLength!)
             #expect(error.description.contains("never received the whole form"))
             // Progress ends at what was handed out by the end: all of it where the server drained the body.
             let last = reports.values.last?.bytesSent ?? 0
             let drained = path == "/early-drain"
-            #expect(last >= bytesSent && (last == form.contentLength) == drained, "\(last)")
+            #expect(last >= bytesSent && (last == form.contentLength!) == drained, "\(last)")
         }
 
         @Test func aRedirectAnsweredBeforeTheBodyWasReadIsAnErrorToo() async throws {
@@ -113,13 +114,13 @@ extension URLSessionSuites {
                 _ = try await URLSession(configuration: .ephemeral).upload(form, with: request)
             }
             guard
-                case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength) =
+                case .answeredBeforeBodySent(statusCode: 200, let bytesSent, contentLength: form.contentLength!) =
                     error.reason
             else {
                 Issue.record("\(error)")
                 return
             }
-            #expect(bytesSent < form.contentLength)
+            #expect(bytesSent < form.contentLength!)
         }
 
         @Test func twentyUploadsThroughOneSessionShareConnections() async throws {
@@ -164,11 +165,11 @@ extension URLSessionSuites {
             // The first count at once, then one per 100 ms, and 100%: tighter than the 128 steps of the body plus
             // one per 100 ms that this test allowed before.
             let bound = 1 + Int(elapsed / 0.1) + 1
-            #expect(values.count <= bound, "\(values.count) callbacks for \(form.contentLength) bytes in \(elapsed) s")
+            #expect(values.count <= bound, "\(values.count) callbacks for \(form.contentLength!) bytes in \(elapsed) s")
             #expect(values.count >= 2)
             #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesSent < $1.bytesSent })
             #expect(values.filter { $0.fractionCompleted == 1 }.count == 1)
-            #expect(values.last?.bytesSent == form.contentLength)
+            #expect(values.last?.bytesSent == form.contentLength!)
         }
     }
 }

@@ -82,7 +82,7 @@ extension URLSessionSuites {
             let url = server.url()
             let uploads = try forms(64, seed: UInt64(sessions))
             let callers = (0..<sessions).map { _ in URLSession(configuration: .ephemeral) }
-            let watches = uploads.map { ProgressWatch(total: $0.form.contentLength) }
+            let watches = uploads.map { ProgressWatch(total: $0.form.contentLength!) }
             try await withThrowingTaskGroup(of: (Int, Data).self) { group in
                 for (index, upload) in uploads.enumerated() {
                     let caller = callers[index % sessions]
@@ -99,8 +99,8 @@ extension URLSessionSuites {
                 for try await (index, data) in group {
                     let sunk = try JSONDecoder().decode(Sunk.self, from: data)
                     let upload = uploads[index]
-                    #expect(UInt64(sunk.bytes) == upload.form.contentLength, "upload \(index)")
-                    #expect(sunk.contentLength == String(upload.form.contentLength), "upload \(index)")
+                    #expect(UInt64(sunk.bytes) == upload.form.contentLength!, "upload \(index)")
+                    #expect(sunk.contentLength == String(upload.form.contentLength!), "upload \(index)")
                     #expect(sunk.parts.map(\.bytes) == upload.lengths, "upload \(index)")
                     #expect(sunk.parts.map(\.sha256) == upload.digests, "upload \(index): another upload's bytes?")
                 }
@@ -200,7 +200,7 @@ extension URLSessionSuites {
             #expect(seconds < 1, "upload \(index) took \(seconds) s to end after its cancel")
             // The server never completed a body that was cancelled before its end.
             let log = try await server.log()
-            let contentLength = Int(big.contentLength)
+            let contentLength = Int(big.contentLength!)
             for entry in log where entry.path == "/slow" {
                 #expect(entry.bytes < contentLength, "the cancelled upload \(entry.query) arrived whole")
             }

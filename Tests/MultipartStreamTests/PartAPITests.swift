@@ -32,7 +32,7 @@ import Testing
             length: UInt64(streamBody.count)
         ) { InputStream(data: streamBody) }
         let body = try form.encode()
-        #expect(UInt64(body.count) == form.contentLength)
+        #expect(UInt64(body.count) == form.contentLength!)
 
         let werkzeug = try Peer.werkzeug.parse(body, contentType: form.contentType)
         #expect(werkzeug.map(\.name) == ["document", "log"])

@@ -69,7 +69,7 @@ import Testing
         #expect(form.boundary != second)
         #expect(form.appendError == nil)
         let body = try form.encode()
-        #expect(UInt64(body.count) == form.contentLength)
+        #expect(UInt64(body.count) == form.contentLength!)
         #expect(
             try Peer.node.parse(body, contentType: form.contentType) == [
                 FormPart(name: "data", body: Data("before \(first) after".utf8)),

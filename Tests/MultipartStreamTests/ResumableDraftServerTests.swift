@@ -29,7 +29,7 @@ extension URLSessionSuites {
             try form.append(fileURL: photo, name: "photo")
             self.form = form
             let encoded = try directory.file("form.multipart", contents: try form.encode())
-            expected = DraftServer.Form(bytes: Int(form.contentLength), sha256: try sha256sum(encoded))
+            expected = DraftServer.Form(bytes: Int(form.contentLength!), sha256: try sha256sum(encoded))
         }
 
         private func upload(
@@ -147,7 +147,7 @@ extension URLSessionSuites {
             #expect(try server.forms() == [expected])
             let last = try #require(try server.log().last)
             #expect(last.method == "PATCH" && last.bytes == 0 && last.complete == "?1")
-            #expect(last.offset == String(form.contentLength))
+            #expect(last.offset == String(form.contentLength!))
         }
 
         /// Even for a caller whose delegate follows no redirect (as `multipart` without `-L`): the 307 is the
@@ -175,7 +175,7 @@ extension URLSessionSuites {
         @Test func aFormOverMaxSizeFailsBeforeAnyByte() async throws {
             let server = try DraftServer()
             let reason = try await failure(server, "max-size")
-            guard case .formOverUploadLimit(maxSize: 100, contentLength: form.contentLength) = reason else {
+            guard case .formOverUploadLimit(maxSize: 100, contentLength: form.contentLength!) = reason else {
                 Issue.record("\(reason)")
                 return
             }
@@ -189,7 +189,7 @@ extension URLSessionSuites {
             #expect(try server.forms() == [expected])
             let log = try server.log()
             #expect(log.map(\.method) == ["OPTIONS", "POST"])
-            #expect(log.last?.bytes == Int(form.contentLength) && log.last?.complete == nil)
+            #expect(log.last?.bytes == Int(form.contentLength!) && log.last?.complete == nil)
         }
 
         @Test func maxAppendSizeSendsTheFormInPartsThatSayIncompleteUntilTheLast() async throws {
@@ -198,7 +198,7 @@ extension URLSessionSuites {
             #expect(status == 200)
             #expect(try server.forms() == [expected])
             let patches = try server.log().filter { $0.method == "PATCH" }
-            #expect(patches.map(\.bytes) == [100_000, 100_000, 100_000, Int(form.contentLength) - 300_000])
+            #expect(patches.map(\.bytes) == [100_000, 100_000, 100_000, Int(form.contentLength!) - 300_000])
             #expect(patches.map(\.offset) == ["0", "100000", "200000", "300000"])
             #expect(patches.map(\.complete) == ["?0", "?0", "?0", "?1"])
         }
@@ -210,7 +210,7 @@ extension URLSessionSuites {
             #expect(try server.forms() == [expected])
             let patches = try server.log().filter { $0.method == "PATCH" }
             // The whole form refused, then half of it, then a quarter at a time, which the server takes.
-            let length = Int(form.contentLength)
+            let length = Int(form.contentLength!)
             let quarter = length / 2 / 2
             let rest = length - 4 * quarter
             #expect(patches.map(\.bytes) == [length, length / 2, quarter, quarter, quarter, quarter, rest])

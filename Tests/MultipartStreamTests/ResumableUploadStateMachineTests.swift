@@ -1157,3 +1157,78 @@ import Testing
         #expect(error.localizedDescription.contains("after 13.1 s in all"), "\(error.localizedDescription)")
     }
 }
+
+/// A form holding a stream of unknown length: appends of a bounded size until the stream's end is found.
+extension ResumableUploadStateMachineTests {
+    /// A machine for a form of unknown length, appends of 100 bytes, that has created its upload.
+    private func streaming(limits: ResumableUpload.Limits? = nil) -> (
+        ResumableUpload.StateMachine, first: ResumableUpload.StateMachine.Action
+    ) {
+        var policy = self.policy
+        policy.bufferedAppendSize = 100
+        var resumption = ResumableUpload.StateMachine(contentLength: nil, policy: policy, jitter: \.upperBound)
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: limits == nil, limits: limits))
+        let first = resumption.handle(answer(201, location: location, offset: 0, complete: false))
+        return (resumption, first)
+    }
+
+    @Test func anUnknownLengthGoesInBoundedAppendsUntilTheStreamEnds() {
+        var (resumption, first) = streaming()
+        expect(first, is: .send(.append(from: 0, upTo: 100)))
+        expect(resumption.handle(answer(204, offset: 100, complete: false)), is: .send(.append(from: 100, upTo: 200)))
+        // The stream ends at 250, found while the append's bytes were read: it ends there and completes.
+        expect(resumption.lengthFound(250), is: .send(.append(from: 100, upTo: 200)), "not reached yet")
+        expect(resumption.handle(answer(204, offset: 200, complete: false)), is: .send(.append(from: 200, upTo: 250)))
+        expect(resumption.handle(answer(200, offset: 250, complete: true)), is: .answer(Self.reply))
+    }
+
+    @Test func theStreamsEndInsideAnAppendShortensIt() {
+        var (resumption, _) = streaming()
+        expect(resumption.lengthFound(40), is: .send(.append(from: 0, upTo: 40)))
+        let request = ResumableUpload.Step.append(from: 0, upTo: 40).request(
+            from: URLRequest(url: location), version: .newest, location: location,
+            contentLength: resumption.contentLength, contentType: "multipart/form-data")
+        #expect(request.value(forHTTPHeaderField: "Upload-Complete") == "?1")
+    }
+
+    @Test func theCreationAndAppendsOfAnUnknownLengthSayNoneAndAreIncomplete() {
+        let creation = ResumableUpload.Step.create.request(
+            from: URLRequest(url: location), version: .newest, location: nil, contentLength: nil,
+            contentType: "multipart/form-data")
+        #expect(creation.value(forHTTPHeaderField: "Upload-Length") == nil)
+        let append = ResumableUpload.Step.append(from: 0, upTo: 100).request(
+            from: URLRequest(url: location), version: .newest, location: location, contentLength: nil,
+            contentType: "multipart/form-data")
+        #expect(append.value(forHTTPHeaderField: "Upload-Complete") == "?0")
+    }
+
+    @Test func aServerThatCallsItCompleteBeforeTheStreamEndedBreaksTheProtocol() {
+        var (resumption, _) = streaming()
+        guard
+            case (.completedBeforeEnd(bytesSent: 100), location)? = failure(
+                resumption.handle(answer(200, complete: true)))
+        else {
+            Issue.record("expected completedBeforeEnd, deleting the upload")
+            return
+        }
+    }
+
+    @Test func aTooLargeAppendOfAnUnknownLengthIsHalvedAndKeepsTheServersLimits() {
+        var (resumption, first) = streaming(limits: ResumableUpload.Limits(maxAppendSize: 60))
+        expect(first, is: .send(.append(from: 0, upTo: 60)), "the server's max-append-size under ours")
+        expect(resumption.handle(answer(413)), is: .wait(seconds: 0.5, then: .askOffset))
+        expect(resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 30)))
+    }
+
+    @Test func aLengthOverTheServersMaxSizeFailsWhenItIsFound() {
+        var (resumption, _) = streaming(limits: ResumableUpload.Limits(maxSize: 150))
+        guard
+            case (.formOverUploadLimit(maxSize: 150, contentLength: 400), location)? = failure(
+                resumption.lengthFound(400))
+        else {
+            Issue.record("expected formOverUploadLimit, deleting the upload")
+            return
+        }
+    }
+}

@@ -33,13 +33,13 @@ extension URLSessionSuites {
                 form, with: URLRequest(url: server.url()), strategy: .resumable, progress: reports.append)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             let seen = try server.seen(in: data)
-            #expect(seen.parts?.count == 2 && UInt64(seen.bytes) == form.contentLength)
-            #expect(seen.contentLength == String(form.contentLength))
+            #expect(seen.parts?.count == 2 && UInt64(seen.bytes) == form.contentLength!)
+            #expect(seen.contentLength == String(form.contentLength!))
             let log = try await server.log()
             // The OPTIONS that asked in each version, newest first, with no body; then the form, once and whole.
             #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"])
             #expect(log.filter { $0.method == "OPTIONS" }.allSatisfy { $0.bytes == 0 })
-            #expect(log.filter { $0.method == "POST" }.map(\.bytes) == [Int(form.contentLength)])
+            #expect(log.filter { $0.method == "POST" }.map(\.bytes) == [Int(form.contentLength!)])
             #expect(reports.values.filter { $0.fractionCompleted == 1 }.count == 1)
         }
 

@@ -31,7 +31,7 @@ extension URLSessionSuites {
                 var form = MultipartFormData()
                 form.append(Data(count: 4 << 20), name: "big", fileName: "big.bin")
                 let (data, _) = try await URLSession.shared.upload(form, with: URLRequest(url: server.url()))
-                #expect(try server.seen(in: data).bytes == Int(form.contentLength))
+                #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
                 try await Stopwatch.wait(atMost: 10, polling: 0.02) { PrivateSessions.shared.openCount > 0 }
                 #expect(
                     PrivateSessions.shared.openCount == 0, "the warm-up's private session outlived its idle timeout")
@@ -68,7 +68,7 @@ extension URLSessionSuites {
                     #expect(count <= first[kind] ?? 0, "storm 2 left more \(kind) than storm 1: \(second) vs \(first)")
                 }
                 let log = try await server.log()
-                #expect(log.filter { $0.path == "/slow" && $0.bytes >= Int(form.contentLength) }.isEmpty)
+                #expect(log.filter { $0.path == "/slow" && $0.bytes >= Int(form.contentLength!) }.isEmpty)
             }
         }
 

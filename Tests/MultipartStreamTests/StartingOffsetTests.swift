@@ -30,19 +30,19 @@ import Testing
             let form = try RandomForm(using: &generator, in: directory, maxParts: 8).form
             guard form.isReplayable else {
                 // A one-shot stream part lies before the end: the end cannot be resumed.
-                let drained = form.makeBodyStream(startingAt: form.contentLength).drain()
-                guard case .cannotResumeOneShotStream(form.contentLength) = drained.error?.reason else {
+                let drained = form.makeBodyStream(startingAt: form.contentLength!).drain()
+                guard case .cannotResumeOneShotStream(form.contentLength!) = drained.error?.reason else {
                     Issue.record("round \(round): \(String(describing: drained.error))")
                     continue
                 }
                 continue
             }
             let whole = try form.encode()
-            let offsets = [0, form.contentLength, UInt64.random(in: 0...form.contentLength, using: &generator)]
+            let offsets = [0, form.contentLength!, UInt64.random(in: 0...form.contentLength!, using: &generator)]
             for offset in offsets {
                 let readSize = Int.random(in: 1...5_000, using: &generator)
                 let stream = form.makeBodyStream(startingAt: offset)
-                #expect(stream.contentLength == form.contentLength - offset)
+                #expect(stream.contentLength! == form.contentLength! - offset)
                 let drained = stream.drain(readSize: readSize)
                 #expect(drained.error == nil, "round \(round) at \(offset): \(String(describing: drained.error))")
                 #expect(drained.bytes == whole[Int(offset)...], "round \(round): stream from \(offset)")
@@ -61,7 +61,7 @@ import Testing
         form.append(length: 9, name: "s", fileName: "s.txt") { InputStream(data: Data("streamed!".utf8)) }
         form.append(Data(), name: "empty")
         let whole = try form.encode()
-        for offset in 0...form.contentLength {
+        for offset in 0...form.contentLength! {
             let drained = form.makeBodyStream(startingAt: offset).drain(readSize: 7)
             #expect(drained.bytes == whole[Int(offset)...], "at \(offset): \(String(describing: drained.error))")
             #expect(try await chunks(of: form, from: offset, size: 3) == whole[Int(offset)...], "chunks at \(offset)")
@@ -71,7 +71,7 @@ import Testing
     @Test func anEmptyFormStartsAtAnyOfItsBytes() throws {
         let form = MultipartFormData()
         let whole = try form.encode()
-        for offset in 0...form.contentLength {
+        for offset in 0...form.contentLength! {
             #expect(form.makeBodyStream(startingAt: offset).drain().bytes == whole[Int(offset)...])
         }
     }
@@ -79,11 +79,11 @@ import Testing
     @Test func anOffsetPastTheEndIsATypedError() async throws {
         var form = MultipartFormData()
         form.append("v", name: "n")
-        let past = form.contentLength + 1
+        let past = form.contentLength! + 1
         let stream = form.makeBodyStream(startingAt: past)
-        #expect(stream.contentLength == 0)
+        #expect(stream.contentLength! == 0)
         let drained = stream.drain()
-        guard case .offsetPastEnd(offset: past, contentLength: form.contentLength) = drained.error?.reason else {
+        guard case .offsetPastEnd(offset: past, contentLength: form.contentLength!) = drained.error?.reason else {
             Issue.record("\(String(describing: drained.error))")
             return
         }
@@ -113,7 +113,7 @@ import Testing
             #expect(drained.bytes == whole[Int(offset)...], "\(String(describing: drained.error))")
         }
         // Inside it, or after it, its earlier bytes would have to be read again.
-        for offset in [bodyStart + 1, bodyStart + UInt64(streamed.count), twin.contentLength] {
+        for offset in [bodyStart + 1, bodyStart + UInt64(streamed.count), twin.contentLength!] {
             let error = try form().makeBodyStream(startingAt: offset).drain().error
             guard case .cannotResumeOneShotStream(offset) = error?.reason else {
                 Issue.record("at \(offset): \(String(describing: error))")
@@ -128,7 +128,7 @@ import Testing
         form.append(length: 100_000, name: "short") { ScriptedStream(Array(repeating: 7, count: 1_000)) }
         // Ten bytes before the end of the part's body: 99,990 to drop from a stream that has 1,000.
         let closeLength = UInt64("\r\n--\(form.boundary)--\r\n".utf8.count)
-        let error = form.makeBodyStream(startingAt: form.contentLength - closeLength - 10).drain().error
+        let error = form.makeBodyStream(startingAt: form.contentLength! - closeLength - 10).drain().error
         guard case .streamEndedEarly(expected: 100_000, received: 1_000) = error?.reason else {
             Issue.record("\(String(describing: error))")
             return
@@ -140,7 +140,7 @@ import Testing
         let file = try directory.file("changing.bin", contents: Data(count: 10_000))
         var form = MultipartFormData()
         try form.append(fileURL: file, name: "doc")
-        let inside = form.contentLength / 2
+        let inside = form.contentLength! / 2
         try Data(repeating: 1, count: 10_000).write(to: file)
         let error = form.makeBodyStream(startingAt: inside).drain().error
         guard case .fileChanged = error?.reason else {
@@ -180,7 +180,7 @@ import Testing
         var form = MultipartFormData()
         try form.append(fileURL: url, name: "big")
         let closeLength = UInt64("\r\n--\(form.boundary)--\r\n".utf8.count)
-        let lastFileByte = form.contentLength - closeLength - 1
+        let lastFileByte = form.contentLength! - closeLength - 1
         let before = try bytesReadByThisThread()
         let drained = form.makeBodyStream(startingAt: lastFileByte).drain()
         let read = try bytesReadByThisThread() - before
@@ -200,11 +200,11 @@ import Testing
             let form = try RandomForm(using: &generator, in: directory, maxParts: 8).form
             guard form.isReplayable else { continue }
             let encoded = try form.encode()
-            let length = form.contentLength
+            let length = form.contentLength!
             let start = UInt64.random(in: 0...length, using: &generator)
             let end = UInt64.random(in: start...length, using: &generator)
             let stream = MultipartBodyStream(.form(form, offset: start, end: end))
-            #expect(stream.contentLength == end - start)
+            #expect(stream.contentLength! == end - start)
             stream.open()
             var got = Data()
             var buffer = [UInt8](repeating: 0, count: Int.random(in: 1...70_000, using: &generator))

@@ -23,7 +23,7 @@ import Testing
     private let session = URLSession(configuration: .ephemeral)
 
     private func machine(_ role: MultipartUpload.Role = .wholeForm(.stream)) -> Machine {
-        Machine(role: role, contentLength: form.contentLength, contentType: form.contentType, origin: url)
+        Machine(role: role, contentLength: form.contentLength!, contentType: form.contentType, origin: url)
     }
 
     /// A redirect's request that keeps the form's method, as a 307 or 308 does.
@@ -46,8 +46,8 @@ import Testing
         let stream = form.makeBodyStream(startingAt: offset)
         #expect(machine.streamMade(stream) == .hand)
         stream.open()
-        var buffer = [UInt8](repeating: 0, count: Int(form.contentLength))
-        let count = Int(sent ?? stream.contentLength)
+        var buffer = [UInt8](repeating: 0, count: Int(form.contentLength!))
+        let count = Int(sent ?? stream.contentLength!)
         if count > 0 { #expect(stream.read(&buffer, maxLength: count) == count) }
         return stream
     }
@@ -96,7 +96,7 @@ import Testing
         var machine = machine()
         sendBody(&machine, sent: 40)
         let error = failure(end(&machine, 200)) as? MultipartError
-        let length = form.contentLength
+        let length = form.contentLength!
         guard case .answeredBeforeBodySent(statusCode: 200, bytesSent: 40, contentLength: length)? = error?.reason
         else {
             Issue.record("\(String(describing: error))")
@@ -111,8 +111,8 @@ import Testing
         var machine = machine()
         let stream = sendBody(&machine, sent: 40)
         machine.responseBegan()
-        var rest = [UInt8](repeating: 0, count: Int(form.contentLength))
-        #expect(stream.read(&rest, maxLength: rest.count) == Int(form.contentLength) - 40, "drained after answering")
+        var rest = [UInt8](repeating: 0, count: Int(form.contentLength!))
+        #expect(stream.read(&rest, maxLength: rest.count) == Int(form.contentLength!) - 40, "drained after answering")
         let error = failure(machine.taskEnded(error: nil, response: response(200))) as? MultipartError
         guard case .answeredBeforeBodySent(statusCode: 200, bytesSent: 40, _)? = error?.reason else {
             Issue.record("\(String(describing: error))")
@@ -122,12 +122,12 @@ import Testing
         var resent = self.machine()
         let first = sendBody(&resent, sent: 40)
         resent.responseBegan()
-        #expect(first.read(&rest, maxLength: rest.count) == Int(form.contentLength) - 40)
+        #expect(first.read(&rest, maxLength: rest.count) == Int(form.contentLength!) - 40)
         #expect(status(end(&resent, 200)) == 200)
     }
 
     @Test func anAppendCountsFromItsOffset() {
-        var machine = machine(.append(from: 600, upTo: form.contentLength))
+        var machine = machine(.append(from: 600, upTo: form.contentLength!))
         sendBody(&machine, from: 600, sent: 10)
         let error = failure(end(&machine, 204)) as? MultipartError
         guard case .answeredBeforeBodySent(statusCode: 204, bytesSent: 610, _)? = error?.reason else {
@@ -142,7 +142,7 @@ import Testing
         let partial = HTTPURLResponse(
             url: url, statusCode: 204, httpVersion: "HTTP/1.1",
             headerFields: ["Upload-Complete": "?0", "Upload-Offset": "605"])!
-        var append = machine(.append(from: 600, upTo: form.contentLength))
+        var append = machine(.append(from: 600, upTo: form.contentLength!))
         sendBody(&append, from: 600, sent: 10)
         append.responseBegan()
         #expect(status(append.taskEnded(error: nil, response: partial)) == 204)
@@ -158,7 +158,7 @@ import Testing
 
     @Test func theEndCarriesTheCountTheVerdictRead() {
         // Progress settles at this count, so the last report, the verdict and the command agree.
-        var append = machine(.append(from: 600, upTo: form.contentLength))
+        var append = machine(.append(from: 600, upTo: form.contentLength!))
         sendBody(&append, from: 600, sent: 10)
         var whole = machine()
         sendBody(&whole)
@@ -170,7 +170,7 @@ import Testing
             if case .finish(let finish) = end { return finish }
             return nil
         }
-        #expect(finishes.map(\.bytesSent) == [610, form.contentLength, 0])
+        #expect(finishes.map(\.bytesSent) == [610, form.contentLength!, 0])
         #expect(finishes.map(\.endsProgress) == [false, true, false])
     }
 
@@ -322,7 +322,7 @@ import Testing
         #expect(callers.disposition == .cancelAuthenticationChallenge && callers.credential == nil)
         #expect((failure(end(&refused, 401, error: URLError(.cancelled))) as? URLError)?.code == .cancelled)
         // Left to the default: the stored credential answers, and the resent body is allowed.
-        var defaulted = machine(.append(from: 0, upTo: form.contentLength))
+        var defaulted = machine(.append(from: 0, upTo: form.contentLength!))
         sendBody(&defaulted)
         let answer = defaulted.challengeAnswered(caller: .init(disposition: .performDefaultHandling), fallback: stored)
         #expect(answer.disposition == .useCredential && answer.credential === credential)
@@ -331,7 +331,7 @@ import Testing
             return
         }
         // Without one, URLSession's own resend of the append fails rather than sending it twice.
-        var resent = machine(.append(from: 0, upTo: form.contentLength))
+        var resent = machine(.append(from: 0, upTo: form.contentLength!))
         sendBody(&resent)
         guard case .makeStream(.failing(let error)) = resent.bodyRequested(), case .appendResent = error.reason else {
             Issue.record("an append went out twice")
@@ -340,7 +340,7 @@ import Testing
     }
 
     @Test func aCancelOfOneRequestOfAResumableUploadLeavesItsProgressRunning() {
-        var machine = machine(.append(from: 600, upTo: form.contentLength))
+        var machine = machine(.append(from: 600, upTo: form.contentLength!))
         guard case .cancel(_, _, endsProgress: false) = machine.cancel() else {
             Issue.record("an append's cancel ended the resumable upload's progress")
             return
@@ -382,12 +382,12 @@ import Testing
     }
 
     @Test func anAppendGoesOutOnceOnASessionOfItsOwn() {
-        var machine = machine(.append(from: 100, upTo: form.contentLength))
+        var machine = machine(.append(from: 100, upTo: form.contentLength!))
         let plan = machine.plan(for: URLRequest(url: url))
         #expect(plan.singleUse && plan.startsNow && plan.kind == .data(streamed: true))
         #expect(plan.request.value(forHTTPHeaderField: "Content-Type") == ResumableUpload.partialUploadType)
-        #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(form.contentLength - 100))
-        guard case .makeStream(.form(let range)) = machine.bodyRequested(), range == 100..<form.contentLength else {
+        #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(form.contentLength! - 100))
+        guard case .makeStream(.form(let range)) = machine.bodyRequested(), range == 100..<form.contentLength! else {
             Issue.record("an append's stream is the form from its offset")
             return
         }
@@ -413,7 +413,7 @@ import Testing
         let plan = machine().plan(for: URLRequest(url: url))
         #expect(plan.request.httpMethod == "POST")
         #expect(plan.request.value(forHTTPHeaderField: "Content-Type") == form.contentType)
-        #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(form.contentLength))
+        #expect(plan.request.value(forHTTPHeaderField: "Content-Length") == String(form.contentLength!))
         #expect(plan.kind == .data(streamed: true) && plan.startsNow)
     }
 
@@ -439,7 +439,8 @@ import Testing
         var resent = self.machine(.wholeForm(.inMemory(bytes)))
         _ = resent.taskMade(session.dataTask(with: url))
         let twice = Int64(2 * bytes.count)
-        #expect(resent.sentBody(totalBytesSent: twice) == .report(form.contentLength), "a resend after a 401 counts on")
+        #expect(
+            resent.sentBody(totalBytesSent: twice) == .report(form.contentLength!), "a resend after a 401 counts on")
         #expect(status(end(&resent, 201)) == 201)
     }
 
@@ -480,7 +481,7 @@ import Testing
     }
 
     @Test func theFurthestHandedOutIsTheMostAnyBodyReachedAndOutlivesTheEnd() {
-        var append = machine(.append(from: 100, upTo: form.contentLength))
+        var append = machine(.append(from: 100, upTo: form.contentLength!))
         #expect(append.furthestHandedOut == 100, "nothing of the append yet")
         _ = append.taskMade(session.dataTask(with: url))
         sendBody(&append, from: 100, sent: 50)

@@ -50,9 +50,9 @@ extension URLSessionSuites {
             #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(seen.error ?? "")")
             #expect(seen.method == "POST")
             #expect(seen.contentType == form.contentType)
-            #expect(UInt64(seen.bytes) == form.contentLength)
+            #expect(UInt64(seen.bytes) == form.contentLength!)
             #expect(seen.parts == sent.map { $0.seen(by: kind == .node ? .node : .werkzeug) })
-            #expect(seen.contentLength == String(form.contentLength), "every strategy sends the exact length")
+            #expect(seen.contentLength == String(form.contentLength!), "every strategy sends the exact length")
             #expect(seen.transferEncoding == nil, "and no chunked framing")
         }
 
@@ -65,7 +65,7 @@ extension URLSessionSuites {
             let (lengthy, _) = try await session().upload(form, with: withLength)
             #expect(try TemporaryBodies.names() == temporaryFiles, "no temporary copy")
             let seen = try server.seen(in: lengthy)
-            #expect(seen.contentLength == String(form.contentLength))
+            #expect(seen.contentLength == String(form.contentLength!))
             #expect(seen.transferEncoding == nil)
             #expect(seen.parts == sent.map { $0.seen(by: .node) })
         }
@@ -98,13 +98,13 @@ extension URLSessionSuites {
             // A redirect's own request may go unread; the form counts where it was resent to.
             let log = try await server.log()
             let sends = path.hasPrefix("/redirect") ? log.filter { $0.path == "/upload" } : log
-            let length = Int(small.contentLength)
+            let length = Int(small.contentLength!)
             #expect(sends.count == (path == "/auth" ? 2 : 1), "\(log.map(\.path))")
             #expect(sends.allSatisfy { $0.bytes == length && $0.contentLength == String(length) }, "each send whole")
             #expect(log.allSatisfy { $0.transferEncoding == nil })
             #expect(delegate.challenges == (path == "/auth" ? 1 : 0))
             let values = reports.values
-            #expect(values.last?.bytesSent == small.contentLength)
+            #expect(values.last?.bytesSent == small.contentLength!)
             #expect(values.filter { $0.fractionCompleted == 1 }.count == 1)
             #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesSent < $1.bytesSent })
         }
@@ -140,10 +140,10 @@ extension URLSessionSuites {
             }
             let values = reports.values
             #expect(!values.isEmpty)
-            #expect(values.allSatisfy { $0.totalBytes == form.contentLength })
+            #expect(values.allSatisfy { $0.totalBytes == form.contentLength! })
             #expect(zip(values, values.dropFirst()).allSatisfy { $0.bytesSent < $1.bytesSent }, "progress only rises")
             #expect(values.filter { $0.fractionCompleted == 1 }.count == 1)
-            #expect(values.last?.bytesSent == form.contentLength)
+            #expect(values.last?.bytesSent == form.contentLength!)
         }
 
         @Test func aFailingPartThrowsItsOwnError() async throws {
@@ -214,11 +214,11 @@ extension URLSessionSuites {
             let seen = try server.seen(in: data)
             #expect(seen.authorization == "Basic dTpw")
             #expect(seen.parts == sent.map { $0.seen(by: .node) })
-            #expect(seen.contentLength == String(form.contentLength) && seen.transferEncoding == nil)
+            #expect(seen.contentLength == String(form.contentLength!) && seen.transferEncoding == nil)
             #expect(delegate.challenges == 1)
             let log = try await server.log()
-            #expect(log.map(\.bytes) == [Int(form.contentLength), Int(form.contentLength)], "both sends whole")
-            #expect(log.allSatisfy { $0.contentLength == String(form.contentLength) && $0.transferEncoding == nil })
+            #expect(log.map(\.bytes) == [Int(form.contentLength!), Int(form.contentLength!)], "both sends whole")
+            #expect(log.allSatisfy { $0.contentLength == String(form.contentLength!) && $0.transferEncoding == nil })
         }
 
         @Test func aStoredCredentialAnswersTheChallenge() async throws {
@@ -253,8 +253,8 @@ extension URLSessionSuites {
             #expect(response.url?.path == "/upload")
             #expect(try server.seen(in: data).parts == sent.map { $0.seen(by: .node) })
             let log = try await server.log()
-            #expect(log.filter { $0.path == "/upload" }.map(\.bytes) == [Int(form.contentLength)])
-            #expect(log.filter { $0.path == "/upload" }.map(\.contentLength) == [String(form.contentLength)])
+            #expect(log.filter { $0.path == "/upload" }.map(\.bytes) == [Int(form.contentLength!)])
+            #expect(log.filter { $0.path == "/upload" }.map(\.contentLength) == [String(form.contentLength!)])
         }
 
         @Test(arguments: [302, 307])
@@ -293,7 +293,7 @@ extension URLSessionSuites {
                 }
             }
             let log = try await server.log()
-            #expect(log.filter { $0.path == "/upload" }.allSatisfy { $0.bytes == Int(form.contentLength) })
+            #expect(log.filter { $0.path == "/upload" }.allSatisfy { $0.bytes == Int(form.contentLength!) })
         }
 
         private func uploadWithTask(_ request: URLRequest) async throws -> Data {
@@ -345,7 +345,7 @@ extension URLSessionSuites {
             try await Stopwatch.wait(atMost: 5, polling: 0.005) { OpenDescriptors.count(under: directory.url) > 0 }
             #expect(OpenDescriptors.count(under: directory.url) == 0, "cancelling closed the file")
             let sentWhenCancelled = reports.values.last?.bytesSent ?? 0
-            #expect(sentWhenCancelled < form.contentLength)
+            #expect(sentWhenCancelled < form.contentLength!)
             // With its Content-Length, the server saw an aborted request, never a complete-looking body.
             #expect(try await server.log().isEmpty)
         }
@@ -426,7 +426,7 @@ extension URLSessionSuites {
             #expect(error == nil)
             let seen = try server.seen(in: try #require(data))
             #expect(seen.parts == sent.map { $0.seen(by: .node) })
-            #expect(seen.contentLength == String(form.contentLength))
+            #expect(seen.contentLength == String(form.contentLength!))
             #expect(try TemporaryBodies.names() == before, "removed when the task ended")
         }
     }

@@ -115,7 +115,7 @@ let benchmarks: @Sendable () -> Void = {
         let drainTime = ContinuousClock.now - start
         benchmark.stopMeasurement()
         let rawTime = (rawBefore + timedRawRead()) / 2
-        benchmark.measurement(bytesPerSecond, megabytesPerSecond(Int(stream.contentLength), since: start))
+        benchmark.measurement(bytesPerSecond, megabytesPerSecond(Int(stream.contentLength!), since: start))
         benchmark.measurement(percentOfRawRead, Int((rawTime / drainTime) * 100))
     }
     Benchmark("rawRead1GiB", configuration: heavy(timeAndMemory + [bytesPerSecond])) { benchmark in
@@ -145,7 +145,7 @@ let benchmarks: @Sendable () -> Void = {
         let drainTime = ContinuousClock.now - start
         benchmark.stopMeasurement()
         let copyTime = (copyBefore + timedSegmentCopy()) / 2
-        benchmark.measurement(bytesPerSecond, megabytesPerSecond(Int(stream.contentLength), since: start))
+        benchmark.measurement(bytesPerSecond, megabytesPerSecond(Int(stream.contentLength!), since: start))
         benchmark.measurement(percentOfSegmentCopy, Int((copyTime / drainTime) * 100))
     }
 
@@ -155,7 +155,7 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         let start = ContinuousClock.now
         blackHole(drain(stream, into: buffer))
-        benchmark.measurement(bytesPerSecond, megabytesPerSecond(Int(stream.contentLength), since: start))
+        benchmark.measurement(bytesPerSecond, megabytesPerSecond(Int(stream.contentLength!), since: start))
     }
 
     // 4. The same 100 MiB of parts encoded in memory, by encode() and by multipart-kit's serializer.
@@ -215,7 +215,7 @@ let benchmarks: @Sendable () -> Void = {
             var form = MultipartFormData()
             try! form.append(fileURL: Fixtures.sparseFile("sparse-\(4 << 30).bin", size: 4 << 30), name: "file")
             let closeDelimiter = UInt64("\r\n--\(form.boundary)--\r\n".utf8.count)
-            let offset = fromEnd ? form.contentLength - closeDelimiter - 1 : 0
+            let offset = fromEnd ? form.contentLength! - closeDelimiter - 1 : 0
             benchmark.startMeasurement()
             let stream = form.makeBodyStream(startingAt: offset)
             stream.open()

@@ -98,7 +98,7 @@ struct SinkAnswer: Decodable {
     let server = sinkURL == nil ? try UploadServer(.sink) : nil
     let url = sinkURL ?? server!.url()
     let session = URLSession(configuration: .ephemeral)
-    let bodyLength = [.floor, .floorWithDelegate, .asyncHTTPClientFile].contains(strategy) ? size : form.contentLength
+    let bodyLength = [.floor, .floorWithDelegate, .asyncHTTPClientFile].contains(strategy) ? size : form.contentLength!
 
     let clock = ContinuousClock()
     let start = clock.now
@@ -176,15 +176,15 @@ func sendWithAsyncHTTPClient(
     request.headers.add(name: "Content-Type", value: form.contentType)
     if asHTTPBody {
         let chunks = chunkSize.map { form.bodyChunks(maximumSize: $0) } ?? form.bodyChunks()
-        let body = HTTPBody(chunks, length: .known(Int64(form.contentLength)), iterationBehavior: .multiple)
-        request.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength)))
+        let body = HTTPBody(chunks, length: .known(Int64(form.contentLength!)), iterationBehavior: .multiple)
+        request.body = .stream(body.map { ByteBuffer(bytes: $0) }, length: .known(Int64(form.contentLength!)))
     } else {
         let chunks = form.bodyChunks(maximumSize: chunkSize ?? 1 << 20) { size, fill in
             var buffer = ByteBuffer()
             try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size, fill)
             return buffer
         }
-        request.body = .stream(chunks, length: .known(Int64(form.contentLength)))
+        request.body = .stream(chunks, length: .known(Int64(form.contentLength!)))
     }
     return try await execute(request)
 }

@@ -34,7 +34,10 @@ struct BodyChunkCursor {
             throw startError
         }
         guard let reader else { return nil }
-        let count = Int(min(UInt64(maximumSize), reader.contentLength - reader.startOffset - reader.bytesRead))
+        // A form of unknown length ends where the reader does; a read short of the chunk reaches that end.
+        let left =
+            reader.contentLength.map { $0 - reader.startOffset - reader.bytesRead } ?? (reader.isAtEnd ? 0 : .max)
+        let count = Int(min(UInt64(maximumSize), left))
         guard count > 0 else {
             isFinished = true
             return nil

@@ -51,6 +51,10 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
                 }
             }
             if let failure { throw failure }
+            guard !chunk.isEmpty else {
+                cursor.finish()
+                return nil
+            }
             return chunk[...]
         }
     }
@@ -58,10 +62,12 @@ public struct MultipartBodyChunks: AsyncSequence, Sendable {
 
 extension MultipartFormData {
     /// The body as an `AsyncSequence` of chunks of at most `maximumSize` bytes (1 to 16 MiB), for clients that take
-    /// one. Pair it with ``contentLength`` so that the client sends a `Content-Length`:
+    /// one. Pair it with ``contentLength`` so that the client sends a `Content-Length` (`nil` for a form holding a
+    /// stream of unknown length, whose framing is then the client's, chunked):
     ///
     /// ```swift
-    /// let body = HTTPBody(form.bodyChunks(), length: .known(Int64(form.contentLength)), iterationBehavior: .multiple)
+    /// let length: HTTPBody.Length = form.contentLength.map { .known(Int64($0)) } ?? .unknown
+    /// let body = HTTPBody(form.bodyChunks(), length: length, iterationBehavior: .multiple)
     /// ```
     ///
     /// For a client with buffers of its own (AsyncHTTPClient's `ByteBuffer`),

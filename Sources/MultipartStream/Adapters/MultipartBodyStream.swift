@@ -13,8 +13,9 @@ import Foundation
 /// A copy (`copy()`, `NSCopying`) is a new, unopened stream of the same bytes, whatever state this one is in, so a
 /// `needNewBodyStream` delegate may answer with a copy of the request's stream, as AFNetworking's delegates do.
 public final class MultipartBodyStream: InputStream, NSCopying {
-    /// The exact number of bytes the stream produces.
-    public let contentLength: UInt64
+    /// The exact number of bytes the stream produces; `nil` for a form that holds a stream of unknown length,
+    /// whose body ends where that stream does (send it with chunked framing, or let the upload calls spool it).
+    public let contentLength: UInt64?
 
     private let source: Source
     private let pacing: MultipartPacing?
@@ -33,9 +34,12 @@ public final class MultipartBodyStream: InputStream, NSCopying {
 
     /// Where the bytes come from.
     enum Source {
-        /// The form's body from byte `offset` up to byte `end` (the form's length for the rest of it): one append
-        /// of a resumable upload may carry a part of the form only.
-        case form(MultipartFormData, offset: UInt64, end: UInt64)
+        /// The form's body from byte `offset` up to byte `end` (`nil` for the rest of it): one append of a resumable
+        /// upload may carry a part of the form only.
+        case form(MultipartFormData, offset: UInt64, end: UInt64?)
+        /// The bytes `range` of a form of unknown length, held in memory until the server acknowledges them: one
+        /// append of a resumable upload.
+        case buffered(AppendBuffer, Range<UInt64>)
         /// A body that `writeEncodedData(to:)` wrote, `length` bytes long: the `.file` upload strategy's.
         case encodedFile(URL, length: UInt64)
     }
@@ -81,8 +85,12 @@ public final class MultipartBodyStream: InputStream, NSCopying {
         switch source {
         case .form(let form, let offset, let end):
             // An offset past the end makes no bytes: the stream fails when opened.
-            let end = min(end, form.contentLength)
-            contentLength = end - min(offset, end)
+            contentLength = form.contentLength.map { length in
+                let end = min(end ?? length, length)
+                return end - min(offset, end)
+            }
+        case .buffered(_, let range):
+            contentLength = UInt64(range.count)
         case .encodedFile(_, let length):
             contentLength = length
         }
@@ -177,6 +185,8 @@ public final class MultipartBodyStream: InputStream, NSCopying {
             }
         case .encodedFile(let url, let length):
             return .open(EncodedFileReader(url: url, length: length))
+        case .buffered(let buffer, let range):
+            return .open(BufferedBytesReader(buffer, range: range))
         }
     }
 
@@ -203,7 +213,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
             switch state {
             case .open(let reader) where len >= 0:
                 // A stream of a part of the form ends at its length, before the reader does.
-                let left = contentLength - min(contentLength, reader.bytesRead)
+                let left = contentLength.map { $0 - min($0, reader.bytesRead) } ?? .max
                 guard left > 0 || len == 0 else {
                     state = .atEnd
                     return (nil, 0)
@@ -385,7 +395,7 @@ extension MultipartFormData {
     ///
     /// - Returns: The stream, for `URLRequest.httpBodyStream` or a `needNewBodyStream` delegate answer.
     public func makeBodyStream() -> MultipartBodyStream {
-        MultipartBodyStream(.form(self, offset: 0, end: contentLength))
+        MultipartBodyStream(.form(self, offset: 0, end: nil))
     }
 
     /// A new, unopened stream of this form's bytes from byte `offset` on: the same bytes as `encode()`'s from
@@ -402,7 +412,7 @@ extension MultipartFormData {
     ///   ``MultipartError/Reason/cannotResumeOneShotStream(offset:)`` for one inside or after a one-shot
     ///   `InputStream` part.
     public func makeBodyStream(startingAt offset: UInt64) -> MultipartBodyStream {
-        MultipartBodyStream(.form(self, offset: offset, end: contentLength))
+        MultipartBodyStream(.form(self, offset: offset, end: nil))
     }
 
     /// A new, unopened stream of this form's bytes from byte `offset` on (as ``makeBodyStream(startingAt:)``),
@@ -413,6 +423,6 @@ extension MultipartFormData {
     ///   - pacing: How fast the stream hands out bytes.
     /// - Returns: The stream.
     public func makeBodyStream(startingAt offset: UInt64 = 0, pacing: MultipartPacing) -> MultipartBodyStream {
-        MultipartBodyStream(.form(self, offset: offset, end: contentLength), pacing: pacing)
+        MultipartBodyStream(.form(self, offset: offset, end: nil), pacing: pacing)
     }
 }

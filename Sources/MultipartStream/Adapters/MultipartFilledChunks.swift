@@ -85,7 +85,7 @@ extension MultipartFormData {
     ///     try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size, fill)
     ///     return buffer
     /// }
-    /// request.body = .stream(chunks, length: .known(Int64(form.contentLength)))
+    /// request.body = .stream(chunks, length: form.contentLength.map { .known(Int64($0)) } ?? .unknown)
     /// ```
     ///
     /// - Parameters:

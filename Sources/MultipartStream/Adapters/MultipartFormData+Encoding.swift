@@ -12,11 +12,13 @@ extension MultipartFormData {
     /// The whole body in memory, for small forms and tests; large forms belong in ``makeBodyStream()`` or
     /// ``writeEncodedData(to:)``.
     ///
-    /// - Returns: Exactly ``contentLength`` bytes.
+    /// - Returns: Exactly ``contentLength`` bytes; for a form holding a stream of unknown length, every byte up to
+    ///   that stream's end.
     /// - Throws: ``MultipartError``: the ``appendError``, a part that failed to read, or
     ///   ``MultipartError/Reason/tooLargeForMemory(_:)``.
     public func encode() throws(MultipartError) -> Data {
         if let appendError { throw appendError }
+        guard let contentLength else { return try encodeGrowing() }
         guard let count = Int(exactly: contentLength) else { throw MultipartError(.tooLargeForMemory(contentLength)) }
         let reader = try MultipartReader(self)
         let buffer = UnsafeMutableRawBufferPointer(start: allocateBody(count), count: count)
@@ -27,6 +29,18 @@ extension MultipartFormData {
             throw error
         }
         return Data(bytesNoCopy: buffer.baseAddress!, count: count, deallocator: .free)
+    }
+
+    /// The body of a form holding a stream of unknown length, read in chunks into memory that grows with it.
+    private func encodeGrowing() throws(MultipartError) -> Data {
+        let reader = try MultipartReader(self)
+        var body = Data()
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: BufferSize.copy, alignment: 1)
+        defer { chunk.deallocate() }
+        while case let count = try reader.read(into: chunk), count > 0 {
+            body.append(contentsOf: UnsafeRawBufferPointer(rebasing: chunk[..<count]))
+        }
+        return body
     }
 
     /// Memory for a body of `count` bytes, to be released with `free`.

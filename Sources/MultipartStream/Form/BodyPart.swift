@@ -14,14 +14,18 @@ struct BodyPart: Sendable {
         case bytes(Data)
         /// A file, and its identity when it was appended.
         case file(URL, FileIdentity)
-        case stream(OneShotStream, length: UInt64)
+        /// A caller's stream, read once: `length` bytes, or, when `nil`, as many as it yields before its end; then
+        /// `spools` says whether an upload that needs the length may copy it to a temporary file first.
+        case stream(OneShotStream, length: UInt64?, spools: Bool = true)
         case streamFactory(@Sendable () throws -> InputStream, length: UInt64)
 
-        var length: UInt64 {
+        /// The body's length; `nil` for a stream of unknown length until it has been read.
+        var length: UInt64? {
             switch self {
             case .bytes(let data): UInt64(data.count)
             case .file(_, let identity): identity.length
-            case .stream(_, let length), .streamFactory(_, let length): length
+            case .stream(_, let length, _): length
+            case .streamFactory(_, let length): length
             }
         }
 
@@ -32,8 +36,8 @@ struct BodyPart: Sendable {
         }
     }
 
-    /// Header and body bytes; delimiters are the form's.
-    var length: UInt64 { UInt64(headers.bytes.count) + body.length }
+    /// Header and body bytes; delimiters are the form's. `nil` while the body's length is unknown.
+    var length: UInt64? { body.length.map { UInt64(headers.bytes.count) + $0 } }
 
     /// Whether the part's headers, or its body when it is in memory, hold `boundary`'s text. Files and streams are
     /// not read before they are sent; against them stands the boundary's 128 random bits.

@@ -11,8 +11,8 @@ extension MultipartFormData {
         public let fileName: String?
         /// The value of the part's `Content-Type` line, if it has one.
         public let contentType: String?
-        /// The number of body bytes, headers and delimiters not counted.
-        public let length: UInt64
+        /// The number of body bytes, headers and delimiters not counted; `nil` for a stream of unknown length.
+        public let length: UInt64?
         /// The header lines in the order they are sent; names and values as on the wire.
         public let headers: [(name: String, value: String)]
 

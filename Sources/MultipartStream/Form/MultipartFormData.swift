@@ -5,7 +5,8 @@ import Foundation
 ///
 /// Appending records where each body comes from and encodes the part's headers; no body byte is read until the
 /// form is streamed (``makeBodyStream()``), encoded (``encode()``) or written (``writeEncodedData(to:)``).
-/// ``contentLength`` is exact from the start.
+/// ``contentLength`` is exact from the start, unless the form holds a stream of unknown length
+/// (``append(_:name:fileName:mimeType:whenLengthIsNeeded:)``).
 ///
 /// ```swift
 /// var form = MultipartFormData()
@@ -89,14 +90,24 @@ public struct MultipartFormData: Sendable {
     /// quoted only when it must be.
     public var contentType: String { Boundary.contentType(for: boundary, subtype: subtype) }
 
-    /// The exact number of bytes in the body: delimiters, headers and bodies.
+    /// The exact number of bytes in the body: delimiters, headers and bodies; `nil` while the form holds a stream of
+    /// unknown length, whose bytes are counted only as they are sent.
     ///
     /// An empty form is the close delimiter alone, `--boundary--\r\n`, which multipart parsers accept as a form
     /// with no fields (an empty body is not a valid multipart body).
-    public var contentLength: UInt64 {
-        // `\r\n--boundary\r\n` before each part and `\r\n--boundary--\r\n` at the end, less the first CRLF.
+    public var contentLength: UInt64? {
+        guard !hasPartOfUnknownLength else { return nil }
+        return framingLength + partBytes
+    }
+
+    /// Whether a part's length is unknown until it is read: a stream appended without one.
+    var hasPartOfUnknownLength: Bool { bodyParts.contains { $0.body.length == nil } }
+
+    /// The delimiters' bytes: `\r\n--boundary\r\n` before each part and `\r\n--boundary--\r\n` at the end, less
+    /// the first CRLF.
+    private var framingLength: UInt64 {
         let boundaryLength = UInt64(boundary.utf8.count)
-        return partBytes + UInt64(bodyParts.count) * (boundaryLength + 6) + boundaryLength + 8 - 2
+        return UInt64(bodyParts.count) * (boundaryLength + 6) + boundaryLength + 8 - 2
     }
 
     /// The number of parts.
@@ -191,6 +202,45 @@ public struct MultipartFormData: Sendable {
     ) {
         let body = BodyPart.Body.stream(OneShotStream(stream), length: length)
         addRecordingError(name: name, fileName: fileName, mimeType: mimeType, body: body)
+    }
+
+    /// Appends a caller's stream of unknown length, such as a pipe: its part ends where the stream does. It can be
+    /// read once, as ``append(_:length:name:fileName:mimeType:)``'s stream, and the form has no ``contentLength``
+    /// until it is sent.
+    ///
+    /// How it is sent depends on what the upload needs. A `.resumable` upload to a server that speaks the
+    /// resumable-upload draft sends it as the stream yields it, in appends of a bounded size, holding in memory only
+    /// what the server has not acknowledged yet (``MultipartResumption/bufferedAppendSize``): no copy on disk, and
+    /// the first byte goes out with the stream's first bytes. Every other upload needs an exact `Content-Length`
+    /// before the first byte: the stream is copied once to a private temporary file, which is removed when the upload
+    /// ends, however it ends; or, with `whenLengthIsNeeded: .fail`, the upload fails with
+    /// ``MultipartError/Reason/lengthUnknown`` instead. ``bodyChunks(maximumSize:)``, ``makeBodyStream()``,
+    /// ``encode()`` and ``writeEncodedData(to:)`` read the stream as they go.
+    ///
+    /// - Parameters:
+    ///   - stream: A stream that is not open yet; the form opens it, reads it to its end, and closes it.
+    ///   - name: The field name.
+    ///   - fileName: The file name to send, making the part a file; `nil` for a plain field.
+    ///   - mimeType: The part's `Content-Type`; `nil` to take it from `fileName`.
+    ///   - whenLengthIsNeeded: `.spool` (the default) to copy the stream to a temporary file when an upload needs
+    ///     the form's length, `.fail` to fail such an upload instead.
+    public mutating func append(
+        _ stream: InputStream,
+        name: String,
+        fileName: String? = nil,
+        mimeType: String? = nil,
+        whenLengthIsNeeded: UnknownLength = .spool
+    ) {
+        let body = BodyPart.Body.stream(OneShotStream(stream), length: nil, spools: whenLengthIsNeeded == .spool)
+        addRecordingError(name: name, fileName: fileName, mimeType: mimeType, body: body)
+    }
+
+    /// What an upload that needs the exact length of a form holding a stream of unknown length does.
+    public enum UnknownLength: Sendable, Equatable {
+        /// Copies the stream to a private temporary file first, removed when the upload ends.
+        case spool
+        /// Fails the upload with ``MultipartError/Reason/lengthUnknown``, having read none of the stream.
+        case fail
     }
 
     /// Appends a part whose `length` bytes come from a new stream that `makeStream` returns each time the body
@@ -328,12 +378,20 @@ public struct MultipartFormData: Sendable {
                 headers: PartHeaders(name: name, fileName: fileName, mimeType: mimeType), body: body))
     }
 
+    /// Gives a stream part of unknown length the body it was copied to, which has a length: the spool's.
+    mutating func replaceBody(ofPart index: Int, with body: BodyPart.Body) {
+        partBytes += body.length ?? 0
+        bodyParts[index].body = body
+    }
+
     private mutating func add(_ part: BodyPart) throws(MultipartError.Reason) {
         // A Content-Length is an Int64 to URLSession: the whole body, with a longer boundary drawn, must fit one.
-        let (length, partOverflow) = UInt64(part.headers.bytes.count).addingReportingOverflow(part.body.length)
+        // A stream of unknown length counts its headers only: its bytes are counted as they are read.
+        let bodyLength = part.body.length ?? 0
+        let (length, partOverflow) = UInt64(part.headers.bytes.count).addingReportingOverflow(bodyLength)
         let (sum, formOverflow) = partBytes.addingReportingOverflow(length)
         guard !partOverflow, !formOverflow, sum <= UInt64(Int64.max) - UInt64(count + 1) * 200 else {
-            throw .bodyTooLong(partLength: part.body.length)
+            throw .bodyTooLong(partLength: bodyLength)
         }
         if part.contains(boundary) {
             guard !isBoundaryChosen else { throw .boundaryInPart(boundary) }

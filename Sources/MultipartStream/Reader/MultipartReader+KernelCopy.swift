@@ -13,9 +13,9 @@
         ///   ``MultipartError/Reason/outputWriteFailed(_:errno:)`` naming `output` when the output is full or fails.
         func copyFileBody(to descriptor: Int32, writing output: URL) throws(MultipartError) -> Int? {
             guard failure == nil, let copyFileRange = FileBodyCopy.copyFileRange,
-                case .body(let part, let offset) = position, case .file(let url, _) = parts[part].body
+                case .body(let part, let offset) = position, case .file(let url, let identity) = parts[part].body
             else { return nil }
-            let length = parts[part].body.length
+            let length = identity.length
             var copied = 0
             var outputError: Int32?
             do throws(MultipartError.Reason) {

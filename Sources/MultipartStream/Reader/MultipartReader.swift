@@ -19,8 +19,8 @@ final class MultipartReader {
     private(set) var failure: MultipartError?
     /// Bytes produced so far, from ``startOffset``.
     var bytesRead: UInt64 = 0
-    /// Exact length of the whole body.
-    let contentLength: UInt64
+    /// Exact length of the whole body; `nil` while a part's is unknown.
+    let contentLength: UInt64?
     /// The byte of the body the reader started at.
     let startOffset: UInt64
 
@@ -41,7 +41,14 @@ final class MultipartReader {
         guard
             let position = ReaderPosition.seek(
                 to: offset, in: parts, delimiterLength: delimiter.count, closeLength: closeDelimiter.count)
-        else { throw MultipartError(.offsetPastEnd(offset: offset, contentLength: contentLength)) }
+        else {
+            // Past the start of a stream of unknown length: its bytes before the offset went out once already.
+            if let index = parts.firstIndex(where: { $0.body.length == nil }) {
+                throw MultipartError(
+                    .cannotResumeOneShotStream(offset: offset), partIndex: index, partName: parts[index].name)
+            }
+            throw MultipartError(.offsetPastEnd(offset: offset, contentLength: contentLength ?? 0))
+        }
         self.position = position
         // At 0 no part has been read: nothing to look for.
         guard offset > 0 else { return }
@@ -155,7 +162,7 @@ final class MultipartReader {
             openBody = try OpenPartBody.open(body, at: offset)
         }
         let count: Int
-        let wanted = Int(min(UInt64(space.count), body.length - offset))
+        let wanted = Int(min(UInt64(space.count), body.length.map { $0 - offset } ?? .max))
         if wanted == 0 {
             count = 0
         } else {
@@ -169,7 +176,8 @@ final class MultipartReader {
     /// Moves `count` bytes on from `offset` in the part's body; at its last byte, not a read later, checks that the
     /// source has no more and closes it, so a file is closed as soon as it is sent.
     func advance(_ part: Int, from offset: UInt64, by count: Int) throws(MultipartError.Reason) {
-        if offset + UInt64(count) == parts[part].body.length {
+        // A body of unknown length ends where its source does: the read that gives nothing.
+        if offset + UInt64(count) == parts[part].body.length ?? (count == 0 ? offset : .max) {
             try openBody?.finish()
             openBody?.close()
             openBody = nil

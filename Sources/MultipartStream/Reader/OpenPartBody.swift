@@ -4,7 +4,8 @@ import Foundation
 /// leaves it, so a form holds at most one descriptor at a time. In-memory bodies need no opening.
 enum OpenPartBody {
     case file(RegularFile, expected: FileIdentity)
-    case stream(InputStream, expectedLength: UInt64)
+    /// A caller's stream; of unknown length when `expectedLength` is `nil`, ending where the stream ends.
+    case stream(InputStream, expectedLength: UInt64?)
 
     /// Opens the body's source at byte `offset` of the body, checking what can be checked before the first byte;
     /// `nil` for in-memory bodies. A file seeks to the offset; a stream factory's stream is read and its bytes
@@ -58,7 +59,7 @@ enum OpenPartBody {
                 throw error
             }
             return .file(file, expected: appended)
-        case .stream(let oneShot, let length):
+        case .stream(let oneShot, let length, _):
             guard let stream = oneShot.claim() else { throw .streamAlreadyConsumed }
             return try openStream(stream, length: length)
         case .streamFactory(let makeStream, let length):
@@ -72,7 +73,7 @@ enum OpenPartBody {
         }
     }
 
-    private static func openStream(_ stream: InputStream, length: UInt64) throws(MultipartError.Reason) -> OpenPartBody
+    private static func openStream(_ stream: InputStream, length: UInt64?) throws(MultipartError.Reason) -> OpenPartBody
     {
         stream.open()
         // Foundation traps when `streamError` is read on a stream without one: only after `.error`.
@@ -90,7 +91,8 @@ enum OpenPartBody {
         .streamFailed(stream.streamStatus == .error ? stream.streamError : nil)
     }
 
-    /// Reads up to `buffer.count` bytes, `read` having been read already; the caller never asks past the length.
+    /// Reads up to `buffer.count` bytes, `read` having been read already; the caller never asks past the length. 0
+    /// only at the end of a stream of unknown length.
     func read(into buffer: UnsafeMutableRawBufferPointer, alreadyRead: UInt64) throws(MultipartError.Reason) -> Int {
         switch self {
         case .file(let file, let expected):
@@ -103,7 +105,10 @@ enum OpenPartBody {
         case .stream(let stream, let expected):
             let count = stream.read(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), maxLength: buffer.count)
             if count > 0 { return count }
-            if count == 0 { throw .streamEndedEarly(expected: expected, received: alreadyRead) }
+            if count == 0 {
+                guard let expected else { return 0 }
+                throw .streamEndedEarly(expected: expected, received: alreadyRead)
+            }
             throw Self.failure(of: stream)
         }
     }
@@ -116,7 +121,10 @@ enum OpenPartBody {
             // Written to while it was read (its length or modification time moved), or replaced at its path.
             try file.check(try file.currentIdentity(), against: expected)
             guard file.isStillAtItsPath() else { throw .fileChanged(file.url) }
-        case .stream(let stream, let expected):
+        case .stream(_, nil):
+            // Ended where the stream said so.
+            return
+        case .stream(let stream, let expected?):
             // A stream at its end, or one that says it has nothing more (URLSession takes that for the end, and a
             // blocking stream would block on another read), is done. But a stream still `.notOpen` after we opened
             // it keeps no state of its own (a subclass that overrides only open, close and read): its

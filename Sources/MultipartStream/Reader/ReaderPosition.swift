@@ -12,7 +12,7 @@ enum ReaderPosition: Equatable {
 
     /// The position `offset` bytes into a body of `parts`, delimited by `delimiterLength`-byte delimiters and a
     /// `closeLength`-byte close delimiter (both with their leading CRLF), found from the parts' lengths: the work
-    /// is per part, never per byte. `nil` past the body's end.
+    /// is per part, never per byte. `nil` past the body's end, or past the first byte of a body of unknown length.
     static func seek(
         to offset: UInt64,
         in parts: [BodyPart],
@@ -28,8 +28,10 @@ enum ReaderPosition: Equatable {
             let headers = UInt64(bodyPart.headers.bytes.count)
             if remaining < headers { return .headers(part: part, offset: Int(remaining)) }
             remaining -= headers
-            if remaining < bodyPart.body.length { return .body(part: part, offset: remaining) }
-            remaining -= bodyPart.body.length
+            // Past the start of a body of unknown length, no position is known before it is read.
+            guard let length = bodyPart.body.length else { return remaining == 0 ? .body(part: part, offset: 0) : nil }
+            if remaining < length { return .body(part: part, offset: remaining) }
+            remaining -= length
         }
         let closeStart = parts.isEmpty ? 2 : 0
         let close = UInt64(closeLength - closeStart)

@@ -27,9 +27,8 @@ extension MultipartFormData {
     /// (``savedUploadShape``), so that a changed file or part, or a boundary swapped in the record, makes another
     /// fingerprint. `nil` for a form with a stream part.
     var savedUploadFingerprint: String? {
-        savedUploadShape.map {
-            Self.savedUploadFingerprint(shape: $0, boundary: boundary, contentLength: contentLength)
-        }
+        guard let shape = savedUploadShape, let contentLength else { return nil }
+        return Self.savedUploadFingerprint(shape: shape, boundary: boundary, contentLength: contentLength)
     }
 
     /// The fingerprint of a form of `shape` with `boundary` and `contentLength`: cheap, where the shape reads every
@@ -54,12 +53,13 @@ extension MultipartFormData {
         for part in bodyParts {
             digest.update(number: UInt64(part.headers.bytes.count))
             digest.update(part.headers.bytes)
-            digest.update(number: part.body.length)
             switch part.body {
             case .bytes(let data):
+                digest.update(number: UInt64(data.count))
                 digest.update(field: "bytes")
                 digest.update(data)
             case .file(let url, let identity):
+                digest.update(number: identity.length)
                 digest.update(field: "file")
                 digest.update(file: url, identity)
                 for number in [identity.device, identity.inode, identity.length] { digest.update(number: number) }

@@ -11,6 +11,8 @@ struct SavedState {
     let key: String
     /// ``MultipartFormData/savedUploadShape`` of the form, digested once.
     let shape: String
+    /// The form's length, which a form that can be saved always has.
+    let contentLength: UInt64
     let method: String
     let requestURL: String
     let lock: SavedUploadLock
@@ -24,7 +26,9 @@ struct SavedState {
         form: MultipartFormData, request: URLRequest, directory url: URL, interopVersions: Set<Int>,
         events: (@Sendable (MultipartResumption.Event) -> Void)?
     ) throws(MultipartError) {
-        guard let key = form.savedUploadKey(for: request), let shape = form.savedUploadShape else {
+        guard let key = form.savedUploadKey(for: request), let shape = form.savedUploadShape,
+            let contentLength = form.contentLength
+        else {
             events?(.notSaved)
             return nil
         }
@@ -34,6 +38,7 @@ struct SavedState {
         lock = try directory.lock(key)
         self.key = key
         self.shape = shape
+        self.contentLength = contentLength
         method = request.httpMethod ?? "POST"
         requestURL = request.url?.withoutUserInfo ?? ""
         record = directory.load(key) { events?(.stateIgnored($0, reason: $1)) }
@@ -53,7 +58,7 @@ struct SavedState {
     /// saved boundary).
     private func fingerprint(of form: MultipartFormData) -> String {
         MultipartFormData.savedUploadFingerprint(
-            shape: shape, boundary: form.boundary, contentLength: form.contentLength)
+            shape: shape, boundary: form.boundary, contentLength: contentLength)
     }
 
     /// The record of `form`'s upload at `location`, made in `interopVersion`, `acknowledged` bytes in, its resource
@@ -65,7 +70,7 @@ struct SavedState {
         return SavedUpload(
             method: method, requestURL: requestURL, uploadURL: location.absoluteString,
             uploadOnOtherOrigin: Origin(location) != Origin(URL(string: requestURL)), interopVersion: interopVersion,
-            boundary: form.boundary, contentLength: form.contentLength, fingerprint: fingerprint(of: form),
+            boundary: form.boundary, contentLength: contentLength, fingerprint: fingerprint(of: form),
             acknowledged: acknowledged, created: now, updated: now, expires: lifetime.map { now.addingTimeInterval($0) }
         )
     }

@@ -32,8 +32,9 @@ enum OpenDescriptors {
     }
 }
 
-/// The `.file` strategy's temporary bodies of this process (`MultipartStream-PID-*.multipart` in the temporary
-/// directory): another test run on the machine makes its own meanwhile.
+/// The `.file` strategy's temporary bodies and the spools of streams of unknown length of this process
+/// (`MultipartStream-PID-*.multipart` and `.spool` in the temporary directory): another test run on the machine makes
+/// its own meanwhile.
 enum TemporaryBodies {
     private static let prefix = "MultipartStream-\(ProcessInfo.processInfo.processIdentifier)-"
 
@@ -41,7 +42,7 @@ enum TemporaryBodies {
     static func names() throws -> Set<String> {
         Set(
             try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
-                .filter { $0.hasPrefix(prefix) && $0.hasSuffix(".multipart") })
+                .filter { $0.hasPrefix(prefix) && ($0.hasSuffix(".multipart") || $0.hasSuffix(".spool")) })
     }
 
     /// Descriptors of this process open on one of them.

@@ -28,6 +28,10 @@ public struct MultipartResumption: Sendable {
     /// When a part of the form going out counts as stalled, and is sent again from where the server stands as after a
     /// dropped connection; `nil` for never. By default, nothing handed out for 30 s.
     public var stall: Stall?
+    /// The most bytes one append of a form holding a stream of unknown length carries (8 MiB unless set; the
+    /// server's `Upload-Limit` may ask for fewer or more): what the upload holds in memory until the server
+    /// acknowledges it, so that a dropped append can be sent again.
+    public var bufferedAppendSize = 8 << 20
     /// A directory to keep the upload's state in, so that the same form sent to the same URL by another process
     /// (after Ctrl-C, a crash, a reboot) resumes where the server stands; `nil` (the default) keeps none. See
     /// <doc:SavedState> for what is kept, and ``standardStateDirectory(named:)``.
@@ -67,9 +71,15 @@ public struct MultipartResumption: Sendable {
         /// A request failed for `reason` (a dropped connection, a 503): the upload asks where the server stands after
         /// `seconds`.
         case retrying(reason: String, seconds: Double)
-        /// After a failure, the server said it has `offset` of the form's `contentLength` bytes: the rest goes from
-        /// there.
-        case continuing(offset: UInt64, contentLength: UInt64)
+        /// After a failure, the server said it has `offset` of the form's `contentLength` bytes (`nil` while a
+        /// stream's length is unknown): the rest goes from there.
+        case continuing(offset: UInt64, contentLength: UInt64?)
+        /// A stream of unknown length goes out as it is read, in appends of at most `appendSize` bytes, with no copy
+        /// on disk: the server speaks the draft.
+        case streaming(appendSize: UInt64)
+        /// A stream of unknown length was copied to a temporary file, to be sent with an exact length (the form's
+        /// `contentLength`): the server speaks no version of the draft. The file is removed when the upload ends.
+        case spooled(contentLength: UInt64)
         /// The server speaks no version of the draft: the whole form goes in one request.
         case notResumable
         /// The saved upload's run before was interrupted moments ago, and the server, which has `offset` bytes, may

@@ -166,7 +166,9 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             {
                 // Read once: the stream may still be read while this runs.
                 let sent = stream.bytesRead
-                if sent < stream.contentLength {
+                // A stream of unknown length is whole once it is at its end.
+                let isShort = stream.contentLength.map { sent < $0 } ?? (stream.streamStatus != .atEnd)
+                if isShort {
                     exchange.failure = MultipartError(
                         .answeredBeforeBodySent(
                             statusCode: status, bytesSent: sent, contentLength: stream.contentLength))

@@ -24,7 +24,9 @@ extension URLRequest {
     }
 
     /// Makes the form this request's body: a new ``MultipartBodyStream``, `Content-Type`, and the exact
-    /// `Content-Length`, which URLSession sends with the stream on every platform.
+    /// `Content-Length`, which URLSession sends with the stream on every platform. A form holding a stream of unknown
+    /// length has none: URLSession sends it with chunked framing, which some servers (Django, PHP-FPM, S3) do not
+    /// read; `URLSession.upload(_:with:strategy:resumption:pacing:progress:)` sends it with a length.
     ///
     /// On Linux this also sets `Transfer-Encoding` and `Expect` to a single space, which libcurl takes as "no
     /// chunked framing, no `100-continue`" and leaves out of the request: the body goes out raw with its length, as
@@ -37,7 +39,12 @@ extension URLRequest {
     public mutating func setMultipartFormData(_ form: MultipartFormData) {
         httpBodyStream = form.makeBodyStream()
         setValue(form.contentType, forHTTPHeaderField: "Content-Type")
-        setBodyLength(form.contentLength)
+        guard let length = form.contentLength else {
+            // A stream of unknown length: no length to give, so the platform frames the body (chunked).
+            for name in ["Content-Length", "Transfer-Encoding"] { setValue(nil, forHTTPHeaderField: name) }
+            return
+        }
+        setBodyLength(length)
     }
 
     /// Sets `Content-Length` to `length` for a body that URLSession reads from a stream or a file.

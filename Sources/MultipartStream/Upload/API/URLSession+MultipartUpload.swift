@@ -49,6 +49,13 @@ extension URLSession {
     ) async throws -> (Data, URLResponse) {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
         if let appendError = form.appendError { throw appendError }
+        var form = form
+        var spools: [URL] = []
+        defer { for file in spools { try? FileManager.default.removeItem(at: file) } }
+        if form.contentLength == nil, strategy != .resumable {
+            // Every strategy but `.resumable` sends an exact Content-Length before the first byte.
+            (form, spools) = try await form.spooled()
+        }
         let progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         if strategy == .resumable {
             return try await ResumableUpload(
@@ -133,6 +140,10 @@ extension URLSession {
         var form = form
         if configuration.identifier != nil {
             form.appendError = MultipartError(.backgroundSession)
+        } else if form.appendError == nil, let index = form.bodyParts.firstIndex(where: { $0.body.length == nil }) {
+            // A task's `Content-Length` is set before it starts, and nothing would remove a spool of a task that
+            // never does.
+            form.appendError = MultipartError(.lengthUnknown, partIndex: index, partName: form.bodyParts[index].name)
         }
         let body =
             strategy == .file && form.appendError == nil

@@ -18,6 +18,11 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// The form; its `appendError` is also why no body can be sent (a background session), and then every stream
     /// fails with it.
     private let form: MultipartFormData
+    /// Where an append of a form of unknown length reads its bytes, held in memory since the form cannot be read
+    /// again.
+    private let buffered: AppendBuffer?
+    /// The form's length; for a form of unknown length, the end of the bytes this upload sends.
+    private let contentLength: UInt64
     private let progress: ProgressCoalescer?
     /// How fast the form's streams hand out bytes.
     private let pacing: MultipartPacing?
@@ -30,6 +35,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
 
     init(
         form: MultipartFormData,
+        buffered: AppendBuffer? = nil,
         role: Role,
         callerSession: URLSession,
         origin: URL?,
@@ -38,9 +44,12 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         completion: @escaping Completion
     ) {
         self.form = form
+        self.buffered = buffered
         self.pacing = pacing
-        machine = StateMachine(
-            role: role, contentLength: form.contentLength, contentType: form.contentType, origin: origin)
+        // A form of unknown length goes out only in appends of bytes held in memory, which end where they end.
+        let end: UInt64 = if case .append(_, let end) = role { end } else { 0 }
+        contentLength = form.contentLength ?? end
+        machine = StateMachine(role: role, contentLength: contentLength, contentType: form.contentType, origin: origin)
         caller = CallerDelegate(callerSession)
         self.progress = progress
         self.completion = completion
@@ -135,11 +144,11 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
             var report: (@Sendable (UInt64) -> Void)?
             if let progress { report = { progress.report(range.lowerBound + $0) } }
             stream = MultipartBodyStream(
-                .form(form, offset: range.lowerBound, end: range.upperBound), pacing: pacing,
-                progressHandler: report)
+                buffered.map { .buffered($0, range) } ?? .form(form, offset: range.lowerBound, end: range.upperBound),
+                pacing: pacing, progressHandler: report)
         case .encodedFile(let url):
             stream = MultipartBodyStream(
-                .encodedFile(url, length: form.contentLength), progressHandler: progress.map { $0.report })
+                .encodedFile(url, length: contentLength), progressHandler: progress.map { $0.report })
         case .failing(let error):
             var failing = form
             failing.appendError = error

@@ -15,7 +15,8 @@ final class ProgressCoalescer: @unchecked Sendable {
     /// Held while the handler runs, so that ``finish()`` waits for a report under way; recursive, so that a handler
     /// that cancels its own upload (and so finishes it) does not wait for itself.
     private let calling = NSRecursiveLock()
-    private let totalBytes: UInt64
+    /// The body's length; `nil` while it is unknown, until a spool or the stream's end tells it.
+    private var totalBytes: UInt64?
     private let handler: @Sendable (MultipartUploadProgress) -> Void
     private var reported: UInt64 = 0
     private var reportedAt: UInt64 = 0
@@ -24,7 +25,7 @@ final class ProgressCoalescer: @unchecked Sendable {
     /// The least time between two reports below 100%, unless one settles a request's count.
     static let interval: UInt64 = 100_000_000
 
-    init(totalBytes: UInt64, handler: @escaping @Sendable (MultipartUploadProgress) -> Void) {
+    init(totalBytes: UInt64?, handler: @escaping @Sendable (MultipartUploadProgress) -> Void) {
         self.totalBytes = totalBytes
         self.handler = handler
     }
@@ -45,12 +46,18 @@ final class ProgressCoalescer: @unchecked Sendable {
         defer { calling.unlock() }
         let isDue = lock.withLock {
             guard !isFinished, bytesSent > reported else { return false }
-            guard due || bytesSent >= totalBytes || now - reportedAt >= Self.interval else { return false }
+            let isWhole = totalBytes.map { bytesSent >= $0 } ?? false
+            guard due || isWhole || now - reportedAt >= Self.interval else { return false }
             reported = bytesSent
             reportedAt = now
             return true
         }
-        if isDue { handler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: totalBytes)) }
+        if isDue { handler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: lock.withLock { totalBytes })) }
+    }
+
+    /// The body's length, found once a stream of unknown length was spooled or ended.
+    func lengthFound(_ length: UInt64) {
+        lock.withLock { totalBytes = length }
     }
 
     /// Stops reporting, once a report under way has returned: the upload has ended.

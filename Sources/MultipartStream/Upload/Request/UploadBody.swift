@@ -46,7 +46,8 @@ enum UploadBody: Sendable {
             if case .bytes = part.body { return true }
             return false
         }
-        if !paced, inMemory, form.contentLength <= BufferSize.read, let bytes = try? form.encode() {
+        if !paced, inMemory, let length = form.contentLength, length <= BufferSize.read, let bytes = try? form.encode()
+        {
             return .inMemory(bytes)
         }
         return .stream

@@ -124,7 +124,8 @@ extension ResumableUpload {
     enum Step: Equatable, Sendable {
         /// `OPTIONS` the upload URL: does the server speak the draft?
         case detect
-        /// `POST` (the form's method) with no body and `Upload-Complete: ?0`: where will the upload live?
+        /// `POST` (the form's method) with no body and `Upload-Complete: ?0`, with `Upload-Length` where the form's
+        /// length is known: where will the upload live?
         case create
         /// `PATCH` the upload with the form's bytes from `from` up to `upTo`, and `Upload-Complete: ?1` when that is
         /// the form's end (`?0` for an append that `Upload-Limit`'s `max-append-size` keeps shorter).
@@ -154,7 +155,7 @@ extension ResumableUpload {
             from request: URLRequest,
             version: InteropVersion,
             location: URL?,
-            contentLength: UInt64,
+            contentLength: UInt64?,
             contentType: String,
             credentialsToOtherOrigins: Bool = false
         ) -> URLRequest {
@@ -171,14 +172,16 @@ extension ResumableUpload {
                 // The form's request, announcing its length and sending none of it yet.
                 if request.httpMethod == nil || request.httpMethod == "GET" { request.httpMethod = "POST" }
                 request.setValue(StructuredField.boolean(false), forHTTPHeaderField: Header.complete)
-                request.setValue(String(contentLength), forHTTPHeaderField: Header.length)
+                // A form of unknown length says its length with the append that completes it.
+                request.setValue(contentLength.map(String.init), forHTTPHeaderField: Header.length)
                 request.setValue(contentType, forHTTPHeaderField: "Content-Type")
                 request.httpBody = Data()
             case .append(let offset, let end):
                 request.url = location
                 request.httpMethod = "PATCH"
                 request.setValue(String(offset), forHTTPHeaderField: Header.offset)
-                request.setValue(StructuredField.boolean(end >= contentLength), forHTTPHeaderField: Header.complete)
+                let completes = contentLength.map { end >= $0 } ?? false
+                request.setValue(StructuredField.boolean(completes), forHTTPHeaderField: Header.complete)
             case .askOffset:
                 request.url = location
                 request.httpMethod = "HEAD"

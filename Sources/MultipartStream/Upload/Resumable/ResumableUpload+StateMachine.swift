@@ -145,7 +145,9 @@ extension ResumableUpload {
             case finished
         }
 
-        let contentLength: UInt64
+        /// The form's length; for a form holding a stream of unknown length, `nil` until the stream's end has been
+        /// read (``lengthFound(_:)``).
+        private(set) var contentLength: UInt64?
         let policy: MultipartResumption
         /// The caller's request URL: an upload resource on `http:` for an `https:` request is refused.
         let requestURL: URL?
@@ -165,7 +167,7 @@ extension ResumableUpload {
         /// has `savedLifetime` seconds left (none left: it is not asked about, and a new one starts), and whose run
         /// was `interruptedMomentsAgo` (its server is asked until its offset stops growing).
         init(
-            contentLength: UInt64,
+            contentLength: UInt64?,
             policy: MultipartResumption,
             requestURL: URL? = nil,
             savesState: Bool = false,
@@ -200,7 +202,9 @@ extension ResumableUpload {
             // got is not known.
             if savesState { (course.saved, course.announcesResume) = (saved, true) }
             if interruptedMomentsAgo { course.settling = Settling() }
-            let resource = Resource(location: saved.location, acknowledged: saved.acknowledged, sent: contentLength)
+            // A saved form always has a length.
+            let resource = Resource(
+                location: saved.location, acknowledged: saved.acknowledged, sent: contentLength ?? saved.acknowledged)
             state = .askingOffset(resource, savedOffset: saved.acknowledged, course)
         }
 
@@ -261,7 +265,7 @@ extension ResumableUpload {
                 return fail(error)
             case .answered(let answer, let reply, let handedOut):
                 note(answer.limits)
-                if let length = answer.length, length != contentLength, !isDetecting {
+                if let length = answer.length, let contentLength, length != contentLength, !isDetecting {
                     // Any answer about the upload that counts another length holds another upload.
                     return fail(
                         MultipartError(.uploadLengthMismatch(serverLength: length, contentLength: contentLength)))
@@ -385,7 +389,9 @@ extension ResumableUpload {
             state = .creating(course)
             if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
             if let unkeepable = unkeepableLimits(course.limits) { return fail(unkeepable) }
-            if let minSize = course.limits.minSize, contentLength < minSize { return finish(.sendWhole) }
+            if let minSize = course.limits.minSize, let contentLength, contentLength < minSize {
+                return finish(.sendWhole)
+            }
             return .send(.create)
         }
 
@@ -435,7 +441,7 @@ extension ResumableUpload {
 
         /// The failure of a form over the server's `max-size`, before or after the upload exists.
         private func overMaxSize(_ limits: Limits) -> MultipartError? {
-            guard let maxSize = limits.maxSize, contentLength > maxSize else { return nil }
+            guard let maxSize = limits.maxSize, let contentLength, contentLength > maxSize else { return nil }
             return MultipartError(.formOverUploadLimit(maxSize: maxSize, contentLength: contentLength))
         }
 
@@ -446,7 +452,10 @@ extension ResumableUpload {
             let unexpected = UnexpectedAnswer(answer, to: step)
             if answer.isComplete == true {
                 // The application's answer, whatever its status: the form is complete, unless the server counts
-                // another length than the form's.
+                // another length than the form's, or calls it complete before the stream of unknown length ended.
+                guard let contentLength else {
+                    return fail(MultipartError(.completedBeforeEnd(bytesSent: resource.sent)))
+                }
                 if let offset = answer.offset, offset != contentLength {
                     let whole = contentLength...contentLength
                     return fail(MultipartError(.offsetOutOfRange(offset: offset, allowed: whole)))
@@ -489,7 +498,7 @@ extension ResumableUpload {
                     // nor how far the server has it.
                     return fail(MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode)))
                 }
-                if end < contentLength, (200..<300).contains(answer.statusCode) {
+                if end < contentLength ?? .max, (200..<300).contains(answer.statusCode) {
                     // A success for a part that was sent as incomplete: where the server stands says how it went.
                     if let offset = answer.offset {
                         return resume(at: offset, answer: answer, resource, course, step: step)
@@ -521,7 +530,7 @@ extension ResumableUpload {
             if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
                 // The application has the form (or, with every byte and no word, may have it), but its answer went
                 // with the connection.
-                return fail(MultipartError(.answerLost(contentLength: contentLength)))
+                return fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)))
             }
             var course = course
             if let settling = course.settling, settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true
@@ -576,19 +585,45 @@ extension ResumableUpload {
             return keeping.isEmpty ? .send(step) : .keep(keeping, then: step)
         }
 
-        /// Where an append from `offset` ends: the form's end, or sooner when `max-append-size` says so.
+        /// Where an append from `offset` ends: the form's end, or sooner when `max-append-size` says so. While the
+        /// form's length is unknown, an append carries ``MultipartResumption/bufferedAppendSize`` bytes, within the
+        /// server's limits: what is held in memory until the server acknowledges it.
         private func appendEnd(from offset: UInt64, _ limits: Limits) -> UInt64 {
+            guard let contentLength else {
+                var size = UInt64(max(policy.bufferedAppendSize, 1))
+                if let most = limits.maxAppendSize, most > 0 { size = min(size, most) }
+                if let least = limits.minAppendSize { size = max(size, least) }
+                return offset + size
+            }
             guard let most = limits.maxAppendSize, most > 0 else { return contentLength }
             return offset + min(most, contentLength - offset)
+        }
+
+        /// The stream of unknown length ended, the form being `length` bytes long, found while the append under way
+        /// was read into memory before it went out: the append ends there if it reaches it, and says it completes
+        /// the upload. Then the form's length is checked as a known one is.
+        mutating func lengthFound(_ length: UInt64) -> Action {
+            guard contentLength == nil, case .appending(var resource, let appendEnd, let course) = state else {
+                return fail(UnexpectedAnswer("a stream's end while no append was under way"))
+            }
+            contentLength = length
+            if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
+            guard resource.acknowledged <= length else {
+                return fail(MultipartError(.offsetOutOfRange(offset: resource.acknowledged, allowed: 0...length)))
+            }
+            let end = min(appendEnd, length)
+            resource.sent = min(resource.sent, length)
+            state = .appending(resource, end: end, course)
+            return .send(.append(from: resource.acknowledged, upTo: end))
         }
 
         /// Why `offset` (and the answer's `Upload-Length`) cannot be the server's: an offset never goes down, is
         /// never more than was sent, nor more than the form.
         private func breach(offset: UInt64, answer: Answer, _ resource: Resource) -> MultipartError? {
-            if let length = answer.length, length != contentLength {
+            if let length = answer.length, let contentLength, length != contentLength {
                 return MultipartError(.uploadLengthMismatch(serverLength: length, contentLength: contentLength))
             }
-            let allowed = resource.acknowledged...max(resource.acknowledged, min(resource.sent, contentLength))
+            let allowed = resource.acknowledged...max(resource.acknowledged, min(resource.sent, contentLength ?? .max))
             guard allowed.contains(offset) else {
                 return MultipartError(.offsetOutOfRange(offset: offset, allowed: allowed))
             }
@@ -723,7 +758,7 @@ extension ResumableUpload {
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
             if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
-                return fail(MultipartError(.answerLost(contentLength: contentLength)))
+                return fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)))
             }
             return stop(because: failure, resource, course, at: offset)
         }
@@ -736,7 +771,7 @@ extension ResumableUpload {
             -> Action
         {
             let reason = MultipartError.Reason.resumeSaved(
-                retries: course.retries, bytesAcknowledged: offset, contentLength: contentLength)
+                retries: course.retries, bytesAcknowledged: offset, contentLength: contentLength ?? offset)
             let position = Position(location: resource.location, acknowledged: offset)
             return finish(
                 .stop(

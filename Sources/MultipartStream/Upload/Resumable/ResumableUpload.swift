@@ -62,6 +62,9 @@ struct ResumableUpload {
         var action = resumption.start()
         // Why the last request failed, until the upload goes on from where the server stands.
         var failure: String?
+        // A stream of unknown length, read as the appends go out; made at the first append.
+        var buffer: AppendBuffer?
+        defer { buffer?.close() }
         while true {
             switch action {
             case .send(let step):
@@ -69,12 +72,29 @@ struct ResumableUpload {
                     action = resumption.handle(.cancelled)
                     continue
                 }
+                if case .append(let offset, let end) = step, resumption.contentLength == nil || buffer != nil {
+                    if let error = await hold(from: offset, upTo: end, in: &buffer) {
+                        action = resumption.handle(Task.isCancelled ? .cancelled : .failed(error, handedOut: offset))
+                        continue
+                    }
+                    if resumption.contentLength == nil, let length = buffer?.held.length {
+                        // The stream ended within this append: it goes out saying so.
+                        progress?.lengthFound(length)
+                        action = resumption.lengthFound(length)
+                        continue
+                    }
+                    // The next append's bytes are read while this one goes out.
+                    buffer?.prefetch(through: end + (end - offset))
+                }
                 if case .append(let offset, _) = step, failure != nil {
-                    policy.events?(.continuing(offset: offset, contentLength: form.contentLength))
+                    policy.events?(.continuing(offset: offset, contentLength: resumption.contentLength))
                     failure = nil
                 }
                 let reason: String
-                switch await send(step, version: resumption.version, to: resumption.location, progress: progress) {
+                switch await send(
+                    step, version: resumption.version, to: resumption.location, contentLength: resumption.contentLength,
+                    buffered: buffer, progress: progress)
+                {
                 case (.success(let reply), let handedOut):
                     reason = "HTTP \((reply.1 as? HTTPURLResponse)?.statusCode ?? 0)"
                     action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
@@ -99,7 +119,7 @@ struct ResumableUpload {
                 action = .send(.askOffset)
             case .keep(let keeping, let step):
                 if let offset = keeping.resumedAt {
-                    policy.events?(.resumed(offset: offset, contentLength: form.contentLength))
+                    policy.events?(.resumed(offset: offset, contentLength: resumption.contentLength ?? offset))
                 }
                 if let unwritten = write(keeping, in: resumption.version, to: state, after: &record) {
                     action = resumption.handle(.keepFailed(unwritten))
@@ -114,7 +134,18 @@ struct ResumableUpload {
             case .sendWhole:
                 policy.events?(.notResumable)
                 state?.remove()
-                let (upload, result) = makeUpload(.wholeForm(.stream), progress: progress)
+                var whole = self
+                var spools: [URL] = []
+                defer { for file in spools { try? FileManager.default.removeItem(at: file) } }
+                if form.contentLength == nil {
+                    // A plain request needs the length before its first byte.
+                    (whole.form, spools) = try await form.spooled()
+                    if let length = whole.form.contentLength {
+                        policy.events?(.spooled(contentLength: length))
+                        progress?.lengthFound(length)
+                    }
+                }
+                let (upload, result) = whole.makeUpload(.wholeForm(.stream), progress: progress)
                 defer { policy.events?(.bodySent(bytes: upload.furthestHandedOut)) }
                 return try await session.perform(request, upload, answeredTo: result)
             case .answer(let reply):
@@ -144,6 +175,32 @@ struct ResumableUpload {
         }
     }
 
+    /// Holds the append from `offset` up to `end` of a form holding a stream of unknown length in `buffer` (made at
+    /// the first append, a ring of two appends), releasing the bytes before `offset`, which the server acknowledged.
+    /// Returns the stream's error, or ``MultipartError/Reason/offsetNotBuffered(offset:bufferStart:)`` for bytes
+    /// released already (an upload created again after it expired).
+    private func hold(from offset: UInt64, upTo end: UInt64, in buffer: inout AppendBuffer?) async -> MultipartError? {
+        if buffer == nil {
+            do throws(MultipartError) {
+                buffer = try AppendBuffer(form, capacity: Int(clamping: 2 * (end - offset) + 2))
+            } catch {
+                return error
+            }
+            policy.events?(.streaming(appendSize: end - offset))
+        }
+        let held = buffer!
+        held.release(below: offset)
+        guard held.held.start <= offset else {
+            return MultipartError(.offsetNotBuffered(offset: offset, bufferStart: held.held.start))
+        }
+        do throws(MultipartError) {
+            try await held.fill(through: end)
+        } catch {
+            return error
+        }
+        return nil
+    }
+
     /// Writes the position `keeping` names, if any, to the saved state as the new `record`, and says so; a record at
     /// the same location keeps the date it was created. Returns why it could not be written.
     private func write(
@@ -171,7 +228,8 @@ struct ResumableUpload {
         guard let location else { return }
         let upload = self
         _ = await Task.detached {
-            await upload.send(.delete, version: version ?? .newest, to: location, progress: nil, timeout: 5)
+            await upload.send(
+                .delete, version: version ?? .newest, to: location, contentLength: nil, progress: nil, timeout: 5)
         }.value
     }
 
@@ -179,12 +237,13 @@ struct ResumableUpload {
     /// append's own count, which bounds the offset the server may say it has). An append that stalls fails as a
     /// dropped connection does.
     private func send(
-        _ step: Step, version: InteropVersion, to location: URL?, progress: ProgressCoalescer?,
-        timeout: TimeInterval? = nil
+        _ step: Step, version: InteropVersion, to location: URL?, contentLength: UInt64?, buffered: AppendBuffer? = nil,
+        progress: ProgressCoalescer?, timeout: TimeInterval? = nil
     ) async -> (Result<Reply, any Error>, handedOut: UInt64) {
         let request: URLRequest
         do {
-            request = try await self.request(for: step, version: version, to: location, timeout: timeout)
+            request = try await self.request(
+                for: step, version: version, to: location, contentLength: contentLength, timeout: timeout)
         } catch {
             return (.failure(error), 0)
         }
@@ -194,7 +253,7 @@ struct ResumableUpload {
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }
-        let (upload, result) = makeUpload(role, progress: progress)
+        let (upload, result) = makeUpload(role, buffered: buffered, progress: progress)
         if let url = request.url {
             policy.events?(.requestSent(method: request.httpMethod ?? "", url: url, fields: step.fields(of: request)))
         }
@@ -217,23 +276,25 @@ struct ResumableUpload {
     }
 
     /// One request of the upload in `role`, on the caller's session, and the answer it resolves.
-    private func makeUpload(_ role: MultipartUpload.Role, progress: ProgressCoalescer?) -> (
-        MultipartUpload, PendingResponse
-    ) {
+    private func makeUpload(_ role: MultipartUpload.Role, buffered: AppendBuffer? = nil, progress: ProgressCoalescer?)
+        -> (
+            MultipartUpload, PendingResponse
+        )
+    {
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, role: role, callerSession: session, origin: request.url, pacing: pacing, progress: progress,
-            completion: result.resolve)
+            form: form, buffered: buffered, role: role, callerSession: session, origin: request.url, pacing: pacing,
+            progress: progress, completion: result.resolve)
         return (upload, result)
     }
 
     /// The request of `step`, with the caller's URL, headers and method where they apply, and the policy's fresh
     /// headers.
-    private func request(for step: Step, version: InteropVersion, to location: URL?, timeout: TimeInterval?)
-        async throws -> URLRequest
-    {
+    private func request(
+        for step: Step, version: InteropVersion, to location: URL?, contentLength: UInt64?, timeout: TimeInterval?
+    ) async throws -> URLRequest {
         var request = step.request(
-            from: request, version: version, location: location, contentLength: form.contentLength,
+            from: request, version: version, location: location, contentLength: contentLength,
             contentType: form.contentType,
             credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
         if let timeout { request.timeoutInterval = timeout }
