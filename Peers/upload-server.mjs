@@ -12,6 +12,7 @@
 //   /elsewhere/CODE   answers CODE with Location: http://localhost:PORT/upload (or the path given as ?to=),
 //                     another origin than 127.0.0.1
 //   /headers          answers 200 with what /upload answers, whatever the method and body
+//   /raw-headers      answers {requestLine, headers: [[name, value]...]}: every header as it came, in order
 //   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
 //   /cut/CODE         reads the body, sends CODE's headers with Content-Length: 1000 and 10 bytes of it, then
 //                     resets the connection
@@ -146,6 +147,13 @@ async function handle(request, response) {
   } else if (path.startsWith('/status/')) {
     response.writeHead(Number(path.slice('/status/'.length)), { 'content-type': 'text/plain' });
     response.end('the server says no\nsecond line\n');
+  } else if (path === '/raw-headers') {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    const pairs = [];
+    for (let index = 0; index < request.rawHeaders.length; index += 2) {
+      pairs.push([request.rawHeaders[index], request.rawHeaders[index + 1]]);
+    }
+    response.end(JSON.stringify({ requestLine: `${request.method} ${request.url} HTTP/${request.httpVersion}`, headers: pairs }));
   } else if (path === '/headers') {
     response.writeHead(200, { 'content-type': 'application/json' });
     response.end(JSON.stringify(await describe(request, body)));

@@ -36,20 +36,16 @@ enum Command {
             print(usage)
             return .success
         }
+        if options.version {
+            print(Version.description)
+            return .success
+        }
         if options.listsSaved { return listSavedUploads(options) }
         do {
             // `@-` under `-C -` goes out as it is read, with no copy, where the server speaks the draft (else the
             // library copies it once); otherwise it is copied to a file that lives until the command ends.
             let readsStandardInput = options.fields.contains { $0.readsStandardInput && $0.isFile }
-            let streamsStandardInput =
-                readsStandardInput && options.resumes && options.url != nil
-                && !options.fields.contains {
-                    if case .file(_, FieldArgument.standardInput, _, _, let headers) = $0 {
-                        !headers.isEmpty
-                    } else {
-                        false
-                    }
-                }
+            let streamsStandardInput = readsStandardInput && options.resumes && options.url != nil
             let spool = readsStandardInput && !streamsStandardInput ? try StandardInputSpool() : nil
             let form = try makeForm(options, standardInput: spool)
             // Where the output goes is settled, and checked against the inputs, before a byte is sent.
@@ -105,25 +101,18 @@ enum Command {
                 try append(RawArguments.data(value), to: &form, name: name, type: type, headers: headers)
             case .file(let name, let path, let type, let fileName, let headers):
                 let isStandardInput = path == FieldArgument.standardInput
-                if isStandardInput, spool == nil, let input = InputStream(fileAtPath: "/dev/stdin") {
-                    // Streamed as it is read (`-C -`, without headers=): a part of unknown length.
-                    form.append(input, name: name, fileName: fileName ?? "-", mimeType: type)
-                    continue
-                }
-                let source = isStandardInput ? spool!.path : path
-                let fileURL = RawArguments.fileURL(source)
                 let sentName = fileName ?? (isStandardInput ? "-" : RawArguments.fileName(path))
-                let lines =
-                    headers.isEmpty
-                    ? nil
-                    : try partHeaders(
-                        name: name, fileName: sentName,
-                        type: type ?? MultipartFormData.mimeType(forFileName: sentName), headers: headers)
+                let lines = try partHeaders(
+                    name: name, fileName: sentName,
+                    type: type ?? CurlContentType.forFile(named: sentName, fromStandardInput: isStandardInput),
+                    headers: headers)
                 do {
-                    if let lines {
-                        try form.append(headers: lines, fileURL: fileURL)
+                    if isStandardInput, spool == nil, let input = InputStream(fileAtPath: "/dev/stdin") {
+                        // Streamed as it is read, under `-C -`: a part of unknown length.
+                        try form.append(headers: lines, stream: input)
                     } else {
-                        try form.append(fileURL: fileURL, name: name, fileName: sentName, mimeType: type)
+                        try form.append(
+                            headers: lines, fileURL: RawArguments.fileURL(isStandardInput ? spool!.path : path))
                     }
                 } catch let error where error.isFileProblem {
                     throw CommandFailure(
@@ -136,10 +125,16 @@ enum Command {
                 if path == FieldArgument.standardInput {
                     contents = try StandardInputSpool.readAll()
                 } else {
-                    guard let read = try? Data(contentsOf: RawArguments.fileURL(path)) else {
-                        throw CommandFailure(status: .localFile, message: "-F \(name)=<\(path): cannot read \(path)")
+                    let url = RawArguments.fileURL(path)
+                    do {
+                        contents = try Data(contentsOf: url)
+                    } catch {
+                        // Said as a file part's problem is said.
+                        let reason =
+                            FileManager.default.fileExists(atPath: url.path)
+                            ? "cannot read \(url.path)" : "no file at \(url.path)"
+                        throw CommandFailure(status: .localFile, message: "-F \(name)=<\(path): \(reason)")
                     }
-                    contents = read
                 }
                 try append(contents, to: &form, name: name, type: type, headers: headers)
             }
@@ -217,25 +212,8 @@ enum Command {
     }
 
     static func upload(_ form: MultipartFormData, to url: URL, options: Options, output: OutputFile) async throws {
-        var request = URLRequest(url: url)
-        request.httpMethod = options.method ?? "POST"
-        if let user = options.user {
-            // The argument's bytes: Basic carries any.
-            request.setValue(
-                "Basic " + RawArguments.data(user).base64EncodedString(), forHTTPHeaderField: "Authorization")
-        }
-        for header in options.headers {
-            request.addValue(header.value, forHTTPHeaderField: header.name)
-        }
-        if options.verbose {
-            printError("> \(request.httpMethod!) \(url.absoluteString)")
-            for (name, value) in (request.allHTTPHeaderFields ?? [:]).sorted(by: { $0.key < $1.key }) {
-                printError("> \(name): \(value)")
-            }
-            printError(
-                "> Content-Type: \(form.contentType)\n> (body: \(form.count) parts, "
-                    + (form.contentLength.map { "\($0) bytes)" } ?? "length unknown until standard input ends)"))
-        }
+        let request = request(to: url, options: options)
+        if options.verbose { RequestLog.print(request, form: form, resumable: options.resumes) }
         if options.abandons { return try await abandon(form, request: request, options: options) }
         if options.resumes { Interruption.shared.install() }
         var report = TransferReport(effectiveURL: url.absoluteString)
@@ -246,6 +224,9 @@ enum Command {
                 printError("< HTTP \(http.statusCode)")
                 for (name, value) in http.allHeaderFields { printError("< \(name): \(value)") }
             }
+            // Written whatever the status, as curl writes it: an error page is often what explains the error.
+            let head = options.includeHeaders ? statusAndHeaders(of: http) : Data()
+            try output.write(head + answer.data, option: "-o")
             guard http.statusCode < 400 else {
                 let firstLines = String(decoding: answer.data.prefix(2_000), as: UTF8.self).split(separator: "\n")
                     .prefix(5)
@@ -254,8 +235,6 @@ enum Command {
                     message: "\(report.effectiveURL) answered HTTP \(http.statusCode)\n"
                         + firstLines.joined(separator: "\n"))
             }
-            let head = options.includeHeaders ? statusAndHeaders(of: http) : Data()
-            try output.write(head + answer.data, option: "-o")
             writeOut(options, report)
         } catch let failure as CommandFailure {
             report.exitCode = failure.status.rawValue
@@ -264,9 +243,39 @@ enum Command {
         }
     }
 
+    /// The request for `url`, with the headers curl sends of its own accord (`User-Agent`, `Accept`), set here so that
+    /// `-v` can show them, and none that curl does not: URLSession's `Accept-Language` and libcurl's `Accept-Encoding`
+    /// are left out. Then `-u`, and each `-H`: the first of a name replaces a default, later ones add to it; `Name:`
+    /// leaves the header out, and `Name;` sends it empty.
+    static func request(to url: URL, options: Options) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = options.method ?? "POST"
+        request.setValue("multipart/\(Version.current)", forHTTPHeaderField: "User-Agent")
+        request.setValue("*/*", forHTTPHeaderField: "Accept")
+        for name in RequestLog.leftOut { request.setValue(RequestLog.omitted, forHTTPHeaderField: name) }
+        if let user = options.user {
+            // The argument's bytes: Basic carries any.
+            request.setValue(
+                "Basic " + RawArguments.data(user).base64EncodedString(), forHTTPHeaderField: "Authorization")
+        }
+        var named = Set<String>()
+        for header in options.headers {
+            guard let value = header.value else {
+                request.setValue(RequestLog.omitted, forHTTPHeaderField: header.name)
+                continue
+            }
+            if named.insert(header.name.lowercased()).inserted {
+                request.setValue(value, forHTTPHeaderField: header.name)
+            } else {
+                request.addValue(value, forHTTPHeaderField: header.name)
+            }
+        }
+        return request
+    }
+
     /// `-C - --abandon`: deletes the saved upload of this form to this URL, on the server and here.
     private static func abandon(_ form: MultipartFormData, request: URLRequest, options: Options) async throws {
-        let session = URLSession(configuration: .default)
+        let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
         let transfer = Transfer(form: form, request: request, options: options)
         let url = request.url?.absoluteString ?? ""
@@ -297,7 +306,20 @@ enum Command {
 
     /// `-w`: the report in the format asked, on standard output after the body.
     private static func writeOut(_ options: Options, _ report: TransferReport) {
-        guard let format = options.writeOut else { return }
+        guard var format = options.writeOut else { return }
+        if format.hasPrefix("@") {
+            // curl's `-w @file` and `-w @-`: the format is the file's, or standard input's; one that cannot be read
+            // is warned of, and nothing is written.
+            let path = String(format.dropFirst())
+            let data =
+                path == FieldArgument.standardInput
+                ? FileHandle.standardInput.readDataToEndOfFile() : try? Data(contentsOf: RawArguments.fileURL(path))
+            guard let data else {
+                if !options.silent { printError("multipart: warning: -w @\(path): cannot read \(path)") }
+                return
+            }
+            format = String(decoding: data, as: UTF8.self)
+        }
         var warnings: [String] = []
         let text = report.render(format, warnings: &warnings)
         for warning in warnings { printError("multipart: \(warning)") }

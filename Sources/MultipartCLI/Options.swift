@@ -70,12 +70,16 @@ struct Options: Equatable {
     var showError = false
     var verbose = false
     var help = false
+    /// `-V`, `--version`: print the version and exit.
+    var version = false
     var url: URL?
 
-    /// A request header from `-H 'Name: value'`.
+    /// A request header from `-H`, as curl reads it: `Name: value` sends it, `Name:` leaves it out (one URLSession
+    /// or libcurl would add too), `Name;` sends it empty.
     struct Header: Equatable {
         var name: String
-        var value: String
+        /// The value; `nil` to leave the header out.
+        var value: String?
     }
 
     init() {}
@@ -90,7 +94,7 @@ struct Options: Equatable {
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
         "w": "--write-out", "m": "--max-time", "s": "--silent", "S": "--show-error", "v": "--verbose", "h": "--help",
         "i": "--include", "L": "--location", "k": "--insecure", "C": "--continue-at", "Y": "--speed-limit",
-        "y": "--speed-time",
+        "y": "--speed-time", "V": "--version",
     ]
 
     /// Parses the arguments after the program name, as curl does: short flags combine (`-sSL`), the last one may
@@ -131,7 +135,7 @@ struct Options: Equatable {
                 }
             }
         }
-        guard !help else { return }
+        guard !help, !version else { return }
         if listsSaved {
             guard url == nil, fields.isEmpty else {
                 throw UsageError("--list-saved lists the saved uploads and sends nothing: leave out the URL and -F")
@@ -144,6 +148,10 @@ struct Options: Equatable {
         if url != nil, outputBody != nil {
             throw UsageError("--output-body writes the body instead of uploading it: leave out the URL")
         }
+        if url != nil, fields.isEmpty {
+            // curl would send a GET; a form with no field is rarely what was meant, and sends nothing useful.
+            throw UsageError("no -F: nothing to upload (this command sends forms; curl without -F sends a GET)")
+        }
         if rateLimit != nil, strategy == .file {
             throw UsageError(
                 "--limit-rate paces the streamed body; --strategy file sends a file URLSession reads itself")
@@ -154,8 +162,8 @@ struct Options: Equatable {
         if abandons, url == nil {
             throw UsageError("--abandon gives up the saved upload to a URL: give the URL")
         }
-        if fields.filter(\.readsStandardInput).count > 1 {
-            throw UsageError("standard input can be read once: only one -F may use @- or <-")
+        if fields.filter(\.readsStandardInput).count + (writeOut == "@-" ? 1 : 0) > 1 {
+            throw UsageError("standard input can be read once: only one -F may use @- or <-, or -w @-")
         }
     }
 
@@ -213,6 +221,7 @@ struct Options: Equatable {
         case "--show-error": showError = true
         case "--verbose": verbose = true
         case "--help": help = true
+        case "--version": version = true
         case "--include": includeHeaders = true
         case "--abandon": abandons = true
         case "--list-saved": listsSaved = true
@@ -247,13 +256,17 @@ struct Options: Equatable {
     }
 
     /// `-H 'Name: value'`: a name that is an HTTP token, a value without CR, LF or other controls, so that no
-    /// argument can add a header line of its own.
+    /// argument can add a header line of its own. As in curl, `Name:` with nothing after the colon removes the
+    /// header, and `Name;` sends it with an empty value.
     private static func header(_ line: String) throws(UsageError) -> Header {
         guard RawArguments.isUTF8(line) else {
             throw UsageError("-H: the header is not UTF-8, and URLSession sends header values as text")
         }
+        if !line.contains(":"), line.hasSuffix(";"), isToken(String(line.dropLast())) {
+            return Header(name: String(line.dropLast()), value: "")
+        }
         guard let (name, value) = split(headerLine: line[...]) else {
-            throw UsageError("-H \(line.debugDescription): expected 'Name: value'")
+            throw UsageError("-H \(line.debugDescription): expected 'Name: value', 'Name:' or 'Name;'")
         }
         guard isToken(name) else {
             throw UsageError("-H \(line.debugDescription): the name must be letters, digits and !#$%&'*+-.^_`|~")
@@ -261,7 +274,7 @@ struct Options: Equatable {
         guard PartHeaders.isValidValue(value) else {
             throw UsageError("-H \(line.debugDescription): the value holds CR, LF or another control character")
         }
-        return Header(name: name, value: value)
+        return Header(name: name, value: value.isEmpty ? nil : value)
     }
 
     /// `-X METHOD`: an HTTP token, so that it cannot end the request line, and one that may carry a body.

@@ -42,7 +42,9 @@ final class ProgressReporter: @unchecked Sendable {
             let now = DispatchTime.now().uptimeNanoseconds
             drewBar = true
             // Erase to the end of the line: a shorter line than the last one would keep its tail (`ETA 0:01`).
-            return "\r" + Self.bar(progress, elapsed: Double(now - start) / 1e9, since: resumedAt)
+            // The width is asked at each redraw, so the bar follows a resized terminal.
+            return "\r"
+                + Self.bar(progress, elapsed: Double(now - start) / 1e9, since: resumedAt, columns: Self.columns())
                 + Self.eraseToEndOfLine
         }
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
@@ -75,20 +77,47 @@ final class ProgressReporter: @unchecked Sendable {
     static let eraseToEndOfLine = "\u{1B}[K"
 
     /// `[#########           ]  45%  1.2 GiB / 2.0 GiB  85.3 MB/s  ETA 0:09`, `elapsed` in seconds, the speed of
-    /// what was sent `since` a byte (where a saved upload resumed).
-    /// While the length is unknown (standard input streamed under `-C -`): `1.2 GiB sent  85.3 MiB/s`.
-    static func bar(_ progress: MultipartUploadProgress, elapsed: Double, since: UInt64 = 0) -> String {
-        let rate = rate(progress.bytesSent - min(since, progress.bytesSent), elapsed)
+    /// what was sent `since` a byte (where a saved upload resumed). In a terminal of `columns` columns it keeps to
+    /// one line short of the last column, which would wrap: the bar narrows, then the ETA, the rate, the bar and the
+    /// byte counts are dropped in turn. While the length is unknown (standard input streamed under `-C -`):
+    /// `1.2 GiB sent  85.3 MiB/s`.
+    static func bar(
+        _ progress: MultipartUploadProgress, elapsed: Double, since: UInt64 = 0, columns: Int? = nil
+    ) -> String {
+        let speed = rate(progress.bytesSent - min(since, progress.bytesSent), elapsed)
+        let perSecond = "\(bytes(speed))/s"
+        let room = columns.map { $0 - 1 } ?? .max
         guard let total = progress.totalBytes, let fraction = progress.fractionCompleted.map({ min(1, max(0, $0)) })
-        else { return "\(bytes(progress.bytesSent)) sent  \(bytes(rate))/s" }
-        let width = 24
-        let filled = Int(fraction * Double(width))
+        else {
+            let sent = "\(bytes(progress.bytesSent)) sent"
+            return [sent + "  " + perSecond, sent].first { $0.count <= room } ?? String(sent.prefix(max(room, 0)))
+        }
         let remaining = Double(total - min(progress.bytesSent, total))
-        let eta = rate > 0 ? Int((remaining / rate).rounded(.up)) : 0
-        return "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
-            + String(format: "%3d%%", Int(fraction * 100))
-            + "  \(bytes(progress.bytesSent)) / \(bytes(total))"
-            + "  \(bytes(rate))/s  ETA \(eta / 60):" + String(format: "%02d", eta % 60)
+        let eta = speed > 0 ? Int((remaining / speed).rounded(.up)) : 0
+        let percent = String(format: "%3d%%", Int(fraction * 100))
+        let counts = "\(bytes(progress.bytesSent)) / \(bytes(total))"
+        let timeLeft = "ETA \(eta / 60):" + String(format: "%02d", eta % 60)
+        func meter(_ width: Int) -> String {
+            let filled = Int(fraction * Double(width))
+            return "[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled) + "] "
+        }
+        let fields = [counts, perSecond, timeLeft]
+        // The whole line, then a narrower meter, then fewer fields, the meter last of all.
+        for kept in stride(from: fields.count, through: 1, by: -1) {
+            let tail = ([percent] + fields.prefix(kept)).joined(separator: "  ")
+            for width in [24, 20, 16, 12, 10] where meter(width).count + tail.count <= room {
+                return meter(width) + tail
+            }
+        }
+        let plain = [percent + "  " + counts, percent.trimmingCharacters(in: .whitespaces)]
+        return plain.first { $0.count <= room } ?? String(plain[1].prefix(max(room, 0)))
+    }
+
+    /// The terminal's width in columns, when stderr is one that says.
+    private static func columns() -> Int? {
+        var size = winsize()
+        guard ioctl(STDERR_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 0 else { return nil }
+        return Int(size.ws_col)
     }
 
     static func bytes(_ count: some BinaryInteger) -> String {

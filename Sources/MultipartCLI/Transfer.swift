@@ -25,8 +25,9 @@ struct Transfer {
     /// Runs the attempts and fills `report`; returns the last answer, or throws the last failure.
     func run(report: inout TransferReport) async throws -> Answer {
         let policy = FollowRedirects(
-            options.followRedirects, trustedHeaders: options.trustsRedirects ? credentialHeaders(of: request) : [:])
-        let session = URLSession(configuration: .default, delegate: policy, delegateQueue: nil)
+            options.followRedirects, trustedHeaders: options.trustsRedirects ? credentialHeaders(of: request) : [:],
+            verboseWith: options.verbose ? form : nil)
+        let session = URLSession(configuration: .ephemeral, delegate: policy, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         let start = DispatchTime.now().uptimeNanoseconds
         defer { report.seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
@@ -56,7 +57,7 @@ struct Transfer {
                 problem = "HTTP \(status)"
             } catch let failure as AttemptFailure {
                 report.bytesUploaded = log?.bytesSent ?? progress.bytesSent
-                progress.finish(outcome: "failed")
+                progress.finish(outcome: Interruption.shared.caught == nil ? "failed" : "interrupted")
                 // A resumable upload has spent its retries on the connection already.
                 guard failure.isTransient, !options.resumes, attempt < options.retries else {
                     throw failure.commandFailure
@@ -281,10 +282,13 @@ private func credentialHeaders(of request: URLRequest) -> [String: String] {
 private final class FollowRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     let follows: Bool
     let trustedHeaders: [String: String]
+    /// With `-v`, the form whose request each redirect is said with.
+    let verboseForm: MultipartFormData?
 
-    init(_ follows: Bool, trustedHeaders: [String: String]) {
+    init(_ follows: Bool, trustedHeaders: [String: String], verboseWith form: MultipartFormData?) {
         self.follows = follows
         self.trustedHeaders = trustedHeaders
+        verboseForm = form
     }
 
     func urlSession(
@@ -297,6 +301,19 @@ private final class FollowRedirects: NSObject, URLSessionTaskDelegate, Sendable 
         guard follows else { return completionHandler(nil) }
         var request = request
         for (name, value) in trustedHeaders { request.setValue(value, forHTTPHeaderField: name) }
+        if let form = verboseForm {
+            Command.printError("< HTTP \(response.statusCode)")
+            if let location = response.value(forHTTPHeaderField: "Location") {
+                Command.printError("< Location: \(location)")
+            }
+            // A 301 to 303 turns the upload into a GET without the form, as URLSession sends it.
+            let resendsForm = request.httpMethod != "GET"
+            if resendsForm {
+                RequestLog.print(request, form: form)
+            } else {
+                Command.printError("> GET \(request.url?.absoluteString ?? "") HTTP/1.1 (the form is not sent again)")
+            }
+        }
         completionHandler(request)
     }
 }

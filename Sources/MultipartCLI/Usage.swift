@@ -9,7 +9,9 @@ let usage = """
     Fields (curl's -F grammar; quote a value with "..." to hold ; or start with @ or <):
       -F, --form 'name=value'                     a text field
       -F 'name=value;type=text/csv'               a text field with a Content-Type
-      -F 'photo=@cat.jpg'                          a file, named cat.jpg, typed from its extension
+      -F 'photo=@cat.jpg'                          a file, named cat.jpg, typed from its extension as curl
+                                                   types it (gif jpg jpeg png svg txt htm html pdf xml, else
+                                                   application/octet-stream; none for @-)
       -F 'doc=@a.pdf;type=application/pdf;filename=b.pdf'
                                                    a file with its type and name given
       -F 'note=<notes.txt'                         a text field read from a file
@@ -17,11 +19,15 @@ let usage = """
       -F 'f=@a.txt;headers=@headers.txt'           headers=@FILE takes FILE's lines (# starts a comment)
       -F 'log=@-', -F 'note=<-'                    standard input, once per command. @- is copied to a
                                                    temporary file first (removed at the end), so that the
-                                                   Content-Length is exact; <- is read into memory
+                                                   Content-Length is exact; with -C - it is streamed as it
+                                                   is read where the server speaks the resumable-upload
+                                                   draft (-v says which); <- is read into memory
       --form-string 'name=value'                   a text field taken literally: no @, <, quotes or ;type=
 
     Request:
-      -H, --header 'Name: value'                   a request header, e.g. -H 'Authorization: Bearer T'
+      -H, --header 'Name: value'                   a request header, e.g. -H 'Authorization: Bearer T';
+                                                   'Name:' leaves the header out (also one URLSession adds,
+                                                   e.g. -H 'Accept:'), 'Name;' sends it empty
       -u, --user USER:PASSWORD                     Basic authentication, e.g. -u ada:secret
       -A, --user-agent AGENT                       the User-Agent header, e.g. -A 'backup/2.1'
       -X, --request METHOD                         the method (default POST; not GET or HEAD, which carry no
@@ -68,7 +74,8 @@ let usage = """
 
     Output:
       -o, --output FILE                            the response body to FILE (- for standard output, the
-                                                   default); without a URL, the encoded body, e.g. -o body.bin.
+                                                   default), whatever the status (an error page too); without
+                                                   a URL, the encoded body, e.g. -o body.bin.
                                                    A device is written into; a file is replaced only once
                                                    complete; a directory or an input file is refused
       --output-body FILE                           write the encoded body to FILE (- for standard output)
@@ -78,25 +85,32 @@ let usage = """
                                                    %{http_code}, %{time_total}, %{size_upload},
                                                    %{speed_upload}, %{url_effective}, %{size_download},
                                                    %{content_type}, %{exitcode}, and \\n, \\t, %%,
-                                                   e.g. -w '%{http_code} %{time_total}\\n'
+                                                   e.g. -w '%{http_code} %{time_total}\\n'; -w @FILE reads
+                                                   FORMAT from FILE (@- from standard input)
       -s, --silent                                 no progress, no summary and no error messages
       -S, --show-error                             error messages even with -s, e.g. -sS
-      -v, --verbose                                print the request and response headers on stderr;
-                                                   with -C -, each request of the protocol and the
-                                                   draft's fields of its answer
+      -v, --verbose                                print the request line and headers as they go out (those
+                                                   URLSession adds too), and the response's, on stderr; with
+                                                   -C -, each request of the protocol and the draft's fields
+                                                   of its answer
       -h, --help                                   this text
+      -V, --version                                the version, and what it runs on
 
-    Progress goes to stderr: a bar when stderr is a terminal, else a summary line.
+    Progress goes to stderr: a bar when stderr is a terminal (fitted to its width, redrawn in place:
+    the ETA, the rate and the bar give way in a narrow one), else a summary line.
     With -C -, a line says each drop and where the upload goes on from, and a server that does not
     speak the draft; %{size_upload} counts the bytes the run sent, resent ones again.
     Exit status: 0 success, 2 usage error, 3 a local file problem (named before any byte is sent) or
     a -C - state that cannot be kept, 4 a network or HTTP failure, 130 (Ctrl-C) or 143 (SIGTERM) for
     an interrupted -C - upload; a -C - upload interrupted or kept after a failure prints the command
     that resumes it. Unlike curl, HTTP 400 and above exit 4 with the status and the first lines of
-    the response on stderr (curl needs --fail-with-body), and a 3xx without -L exits 0.
+    the response on stderr (curl needs --fail-with-body, and exits 22), a 3xx without -L exits 0, a
+    URL without -F is a usage error (curl would send a GET), and no Expect: 100-continue goes out
+    (curl sends one for bodies over 1 MiB).
 
     Examples:
       multipart -F title=Holiday -F 'video=@beach.mov' https://example.com/upload
       tar c photos | multipart -sS --retry 3 -F 'backup=@-;filename=photos.tar' https://example.com/backup
+      tar c photos | multipart -sS -C - -F 'backup=@-;filename=photos.tar' https://example.com/backup
       multipart -F 'a=1' -F 'f=@notes.txt' -o form.multipart
     """

@@ -89,7 +89,7 @@ public enum Peer: String, CaseIterable, Sendable, CustomStringConvertible {
 
 /// A script in the repository's `Peers/` folder, found from this source file: the support library runs from a
 /// checkout (tests, benchmarks), never from an installed copy.
-func peerScript(_ name: String) -> URL {
+public func peerScript(_ name: String) -> URL {
     URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Peers").appendingPathComponent(name)
 }

@@ -34,7 +34,7 @@ import Testing
         expected.retryDelay = 0.5
         expected.url = URL(string: "http://example.com/upload")
         #expect(options == expected)
-        #expect(try Options(parsing: ["-so", "out", "http://a.example/"]).output == "out")
+        #expect(try Options(parsing: ["-so", "out", "-F", "a=1", "http://a.example/"]).output == "out")
     }
 
     @Test(arguments: [
@@ -53,7 +53,10 @@ import Testing
         (["--form-string", "novalue", "-o", "-"], "expected name=value"),
         (["-F", "a=@-", "-F", "b=<-", "-o", "-"], "standard input can be read once"),
         (["-F", "a=1", "--", "-v"], "not an http or https URL: -v"),
-        (["--strategy", "file", "--limit-rate", "1M", "http://a.example/"], "--limit-rate paces the streamed body"),
+        (
+            ["-F", "a=1", "--strategy", "file", "--limit-rate", "1M", "http://a.example/"],
+            "--limit-rate paces the streamed body"
+        ),
     ])
     func badCurlOptions(arguments: [String], message: String) throws {
         let error = try #require(throws: UsageError.self) { try Options(parsing: arguments) }

@@ -27,7 +27,8 @@ enum MIMEType {
         !type.isEmpty && PartHeaders.isValidValue(type)
     }
 
-    private static let byExtension: [String: String] = [
+    /// The package's table: the type of each extension it knows.
+    static let byExtension: [String: String] = [
         // Images
         "jpg": "image/jpeg", "jpeg": "image/jpeg", "jpe": "image/jpeg", "png": "image/png", "gif": "image/gif",
         "webp": "image/webp", "heic": "image/heic", "heif": "image/heif", "avif": "image/avif", "bmp": "image/bmp",

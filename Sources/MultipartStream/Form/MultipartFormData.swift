@@ -324,6 +324,20 @@ public struct MultipartFormData: Sendable {
         try add(headers: headers, body: .streamFactory(makeStream, length: length))
     }
 
+    /// Appends a caller's stream of unknown length under exactly the given header lines (in order), as
+    /// ``append(_:name:fileName:mimeType:whenLengthIsNeeded:)`` appends one under lines of its own making.
+    ///
+    /// - Throws: a header's reason, as ``append(headers:body:)`` throws it.
+    public mutating func append(
+        headers: [(name: String, value: String)],
+        stream: InputStream,
+        whenLengthIsNeeded: UnknownLength = .spool
+    ) throws(MultipartError) {
+        try add(
+            headers: headers,
+            body: .stream(OneShotStream(stream), length: nil, spools: whenLengthIsNeeded == .spool))
+    }
+
     // MARK: Helpers
 
     /// For the appends that cannot throw: a part whose MIME type is invalid, or that holds a chosen boundary, is

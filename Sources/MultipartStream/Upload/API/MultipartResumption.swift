@@ -28,9 +28,9 @@ public struct MultipartResumption: Sendable {
     /// When a part of the form going out counts as stalled, and is sent again from where the server stands as after a
     /// dropped connection; `nil` for never. By default, nothing handed out for 30 s.
     public var stall: Stall?
-    /// The most bytes one append of a form holding a stream of unknown length carries (8 MiB unless set; the
-    /// server's `Upload-Limit` may ask for fewer or more): what the upload holds in memory until the server
-    /// acknowledges it, so that a dropped append can be sent again.
+    /// The most bytes one append of a form holding a stream of unknown length carries (8 MiB unless set, at most
+    /// 1 GiB; the server's `Upload-Limit` may ask for fewer or more): what the upload holds in memory until the server
+    /// acknowledges it, so that a dropped append can be sent again, in a ring of two appends.
     public var bufferedAppendSize = 8 << 20
     /// A directory to keep the upload's state in, so that the same form sent to the same URL by another process
     /// (after Ctrl-C, a crash, a reboot) resumes where the server stands; `nil` (the default) keeps none. See

@@ -590,7 +590,8 @@ extension ResumableUpload {
         /// server's limits: what is held in memory until the server acknowledges it.
         private func appendEnd(from offset: UInt64, _ limits: Limits) -> UInt64 {
             guard let contentLength else {
-                var size = UInt64(max(policy.bufferedAppendSize, 1))
+                // Held in memory twice over: bounded, whatever the policy says.
+                var size = UInt64(min(max(policy.bufferedAppendSize, 1), 1 << 30))
                 if let most = limits.maxAppendSize, most > 0 { size = min(size, most) }
                 if let least = limits.minAppendSize { size = max(size, least) }
                 return offset + size

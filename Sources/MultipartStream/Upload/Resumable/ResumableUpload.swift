@@ -188,13 +188,13 @@ struct ResumableUpload {
             }
             policy.events?(.streaming(appendSize: end - offset))
         }
-        let held = buffer!
-        held.release(below: offset)
-        guard held.held.start <= offset else {
-            return MultipartError(.offsetNotBuffered(offset: offset, bufferStart: held.held.start))
+        let ring = buffer!
+        ring.release(below: offset)
+        guard ring.held.start <= offset else {
+            return MultipartError(.offsetNotBuffered(offset: offset, bufferStart: ring.held.start))
         }
         do throws(MultipartError) {
-            try await held.fill(through: end)
+            try await ring.fill(through: end)
         } catch {
             return error
         }
