@@ -57,7 +57,7 @@ final class ResumableUploadLog: @unchecked Sendable {
         case .notResumable:
             line = "the server does not take resumable uploads: sending the whole form"
         case .settling(let offset):
-            line = "the last run was interrupted moments ago: the server has \(offset) bytes so far; asking again"
+            line = "the last run ended moments ago: the server has \(offset) bytes so far; asking again"
         case .bodySent(let bytes):
             lock.withLock { sent += bytes }
             line = nil

@@ -2,7 +2,8 @@ import Dispatch
 
 /// Runs `work`, which may block (reading a pipe that never yields), on `queue`, and returns its result; a cancel of
 /// the calling task returns `cancelled` at once instead, and `work` finishes on its own whenever it does. No call
-/// waits for a stream that never comes back.
+/// waits for a stream that never comes back. `cancelled` runs only when the cancel comes first: once `work` has
+/// answered, a late cancel undoes nothing of what it made.
 func awaitBlocking<Value: Sendable>(
     on queue: DispatchQueue, cancelled: @autoclosure @escaping @Sendable () -> Value,
     _ work: @escaping @Sendable () -> Value
@@ -11,10 +12,13 @@ func awaitBlocking<Value: Sendable>(
     return await withTaskCancellationHandler {
         await withCheckedContinuation { continuation in
             answer.wait(continuation)
-            queue.async { answer.give(work()) }
+            queue.async {
+                let value = work()
+                answer.give { value }
+            }
         }
     } onCancel: {
-        answer.give(cancelled())
+        answer.give(cancelled)
     }
 }
 
@@ -37,14 +41,16 @@ private final class Answer<Value: Sendable>: @unchecked Sendable {
         if let ready { continuation.resume(returning: ready) }
     }
 
-    func give(_ given: Value) {
-        let waiting: CheckedContinuation<Value, Never>? = lock.withLock {
-            guard !isGiven else { return nil }
+    /// Gives the value `make` makes, if none was given before; `make` runs only then.
+    func give(_ make: () -> Value) {
+        let (waiting, given): (CheckedContinuation<Value, Never>?, Value?) = lock.withLock {
+            guard !isGiven else { return (nil, nil) }
             isGiven = true
-            value = given
+            let made = make()
+            value = made
             defer { continuation = nil }
-            return continuation
+            return (continuation, made)
         }
-        waiting?.resume(returning: given)
+        if let waiting, let given { waiting.resume(returning: given) }
     }
 }

@@ -135,7 +135,7 @@ extension CommandLineTests {
 
         let second = try run(["-v"] + arguments.dropFirst())
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(second.stderr.contains("the last run was interrupted moments ago"), "\(second.stderr)")
+        #expect(second.stderr.contains("the last run ended moments ago"), "\(second.stderr)")
         // What each HEAD answered, in order: the offset grew while the rerun asked.
         let offsets = second.stderr.split(separator: "\n").filter { $0.hasPrefix("< Upload-Offset: ") }
             .compactMap { UInt64($0.dropFirst(17)) }

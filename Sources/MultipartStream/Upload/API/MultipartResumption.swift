@@ -82,8 +82,9 @@ public struct MultipartResumption: Sendable {
         case spooled(contentLength: UInt64)
         /// The server speaks no version of the draft: the whole form goes in one request.
         case notResumable
-        /// The saved upload's run before was interrupted moments ago, and the server, which has `offset` bytes, may
-        /// still be taking what that run had in flight: it is asked again shortly, until its offset stops growing.
+        /// The saved upload's run before ended moments ago (interrupted, killed, or stopped), and the server, which
+        /// has `offset` bytes, may still be taking what that run had in flight: it is asked again shortly, until its
+        /// offset stops growing.
         case settling(offset: UInt64)
         /// A request handed out `bytes` of the form's bytes (an append, or the whole form): counted again when
         /// resent.

@@ -55,7 +55,10 @@ struct ResumableUpload {
             },
             version: record.flatMap { InteropVersion(rawValue: $0.interopVersion) } ?? .newest,
             savedLifetime: record?.expires.map { $0.timeIntervalSinceNow },
-            interruptedMomentsAgo: record?.interrupted.map { -$0.timeIntervalSinceNow < 60 } ?? false)
+            // Interrupted (Ctrl-C) or saved (a kill -9 leaves no mark) moments ago: the server may still be taking
+            // what the last run had in flight.
+            interruptedMomentsAgo: (record?.interrupted ?? record?.updated).map { -$0.timeIntervalSinceNow < 60 }
+                ?? false)
         // A saved upload's state is on disk already.
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
