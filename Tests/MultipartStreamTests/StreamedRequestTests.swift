@@ -104,6 +104,28 @@ extension URLSessionSuites {
             #endif
         }
 
+        /// A form holding a stream of unknown length has no length to give: URLSession frames it (chunked), and the
+        /// ready delegate reports the whole body, not an answer before it was sent.
+        @Test func aStreamOfUnknownLengthGoesChunkedThroughTheReadyDelegate() async throws {
+            let server = try UploadServer()
+            var form = MultipartFormData()
+            form.append("Summer 2026", name: "album")
+            form.append(InputStream(data: streamBody), name: "log", fileName: "app.log")
+            let reports = ProgressReports()
+            let outcome = try await runWithReadyDelegate(
+                URLRequest(url: server.url(), multipartFormData: form), reports: reports)
+            let data = try #require(outcome.data, "\(outcome.error.map { "\($0)" } ?? "")")
+            let seen = try server.seen(in: data)
+            #expect(seen.transferEncoding == "chunked" && seen.contentLength == nil)
+            #expect(
+                seen.parts
+                    == [
+                        FormPart(name: "album", body: Data("Summer 2026".utf8)),
+                        FormPart(name: "log", fileName: "app.log", contentType: "text/plain", body: streamBody),
+                    ].map { $0.seen(by: .node) })
+            #expect(reports.values.last?.totalBytes == nil && reports.values.last?.bytesSent == UInt64(seen.bytes))
+        }
+
         // MARK: The one-call answer
 
         @Test(arguments: [UploadServer.Kind.node, .werkzeug])

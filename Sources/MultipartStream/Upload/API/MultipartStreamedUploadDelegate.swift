@@ -166,8 +166,9 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             {
                 // Read once: the stream may still be read while this runs.
                 let sent = stream.bytesRead
-                // A stream of unknown length is whole once it is at its end.
-                let isShort = stream.contentLength.map { sent < $0 } ?? (stream.streamStatus != .atEnd)
+                // A stream of unknown length is whole once it handed out its last byte: at its end, or closed after
+                // it (a stream closed early still has bytes to give).
+                let isShort = stream.contentLength.map { sent < $0 } ?? stream.hasBytesAvailable
                 if isShort {
                     exchange.failure = MultipartError(
                         .answeredBeforeBodySent(
