@@ -96,12 +96,12 @@ public struct MultipartFormData: Sendable {
     /// An empty form is the close delimiter alone, `--boundary--\r\n`, which multipart parsers accept as a form
     /// with no fields (an empty body is not a valid multipart body).
     public var contentLength: UInt64? {
-        guard !hasPartOfUnknownLength else { return nil }
+        guard partOfUnknownLength == nil else { return nil }
         return framingLength + partBytes
     }
 
-    /// Whether a part's length is unknown until it is read: a stream appended without one.
-    var hasPartOfUnknownLength: Bool { bodyParts.contains { $0.body.length == nil } }
+    /// The index of the first part whose length is unknown until it is read (a stream appended without one), if any.
+    var partOfUnknownLength: Int? { bodyParts.firstIndex { $0.body.length == nil } }
 
     /// The delimiters' bytes: `\r\n--boundary\r\n` before each part and `\r\n--boundary--\r\n` at the end, less
     /// the first CRLF.

@@ -43,7 +43,7 @@ final class MultipartReader {
                 to: offset, in: parts, delimiterLength: delimiter.count, closeLength: closeDelimiter.count)
         else {
             // Past the start of a stream of unknown length: its bytes before the offset went out once already.
-            if let index = parts.firstIndex(where: { $0.body.length == nil }) {
+            if let index = form.partOfUnknownLength {
                 throw MultipartError(
                     .cannotResumeOneShotStream(offset: offset), partIndex: index, partName: parts[index].name)
             }

@@ -140,7 +140,7 @@ extension URLSession {
         var form = form
         if configuration.identifier != nil {
             form.appendError = MultipartError(.backgroundSession)
-        } else if form.appendError == nil, let index = form.bodyParts.firstIndex(where: { $0.body.length == nil }) {
+        } else if form.appendError == nil, let index = form.partOfUnknownLength {
             // A task's `Content-Length` is set before it starts, and nothing would remove a spool of a task that
             // never does.
             form.appendError = MultipartError(.lengthUnknown, partIndex: index, partName: form.bodyParts[index].name)
