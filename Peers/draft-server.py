@@ -54,6 +54,22 @@ Scenarios (the default answers as the draft's examples do; the others change one
                         server has the whole form, not yet complete)
   gone-second           the second PATCH to an upload answers 404, and the upload is gone
 
+Scenarios that lie (a server's answers are untrusted input; the client must neither trap nor take them as success):
+  lie-complete-length   OPTIONS says max-append-size=100000; the first PATCH (Upload-Complete: ?0) keeps its bytes
+                        and answers 200 with Upload-Complete: ?1 and the form's whole length as its offset
+  lie-complete-negative the same, with Upload-Offset: -9999
+  lie-complete-none     the same, 204 with Upload-Complete: ?1 and no offset
+  empty-413             a PATCH with bytes keeps them and answers 204 ?0 at the stored offset, even when it said ?1;
+                        an empty PATCH (the last, ?1, at the form's end) answers 413
+  complete-then-drop    the PATCH that completes the form is processed by the application (listed in /forms), then
+                        the connection drops without an answer; HEAD says Upload-Complete: ?1 at the full length
+  location-no-host      the creation answers Location: http:///u/ID (no host)
+  location-userinfo     the creation answers Location: http://u:p@127.0.0.1:PORT/u/ID
+  location-ftp          the creation answers Location: ftp://127.0.0.1:PORT/u/ID
+  location-huge         the creation answers a Location of 100,000 characters
+  redirect-away         OPTIONS and POST to the start URL answer 307 with the scheme-relative Location
+                        //127.0.0.1:ALT/s/default (another origin); the upload is then created on the first port
+
 An upload created without Upload-Length has the length its completing append (Upload-Complete: ?1) gives it.
 
 GET /down on the other port closes the first port's listener, so that connections to it are refused (the uploads
@@ -191,8 +207,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(401)
         return False
 
+    def redirects_away(self):
+        """The `redirect-away` scenario's 307 from the start URL to the same scenario's default on the other port."""
+        if not self.path.endswith("/s/redirect-away"):
+            return False
+        self.read()
+        self.answer(307, {"Location": f"//127.0.0.1:{ports['alt']}/s/default"})
+        return True
+
     def do_OPTIONS(self):
         self.entry(0)
+        if self.redirects_away():
+            return
         if not self.speaks_draft():
             return self.answer(200, {"Allow": "OPTIONS, GET, POST"})
         scenario = self.path.split("/")[-1]
@@ -200,7 +226,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "max-append": "max-append-size=100000",
                  "min-append": "min-append-size=100000, max-append-size=1000000",
                  "conflicting-limits": "min-append-size=2000, max-append-size=1000",
-                 "too-large-min": "min-append-size=100000"}.get(scenario, "")
+                 "too-large-min": "min-append-size=100000",
+                 "lie-complete-length": "max-append-size=100000", "lie-complete-negative": "max-append-size=100000",
+                 "lie-complete-none": "max-append-size=100000"}.get(scenario, "")
         lifetime = f"{'expires' if version == 6 else 'max-age'}=3600"
         headers = {"Upload-Limit": f"{limit}, {lifetime}" if limit else lifetime}
         if version >= 8:
@@ -209,6 +237,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         scenario = self.path.split("/")[-1]
+        if scenario == "redirect-away":
+            self.entry(0)
+            return self.redirects_away()
         if self.headers.get("Upload-Complete") is None or not self.speaks_draft():
             # A plain request: the whole form, the application's.
             data, _ = self.read()
@@ -225,7 +256,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             uploads[upload_id] = {"scenario": scenario, "data": bytearray(data), "length": length, "patches": 0,
                                   "heads": 0, "next": threading.Event()}
         port = ports["alt"] if scenario == "other-origin" else ports["main"]
-        headers = {"Location": f"http://127.0.0.1:{port}/u/{upload_id}"}
+        headers = {"Location": {
+            "location-no-host": f"http:///u/{upload_id}",
+            "location-userinfo": f"http://u:p@127.0.0.1:{port}/u/{upload_id}",
+            "location-ftp": f"ftp://127.0.0.1:{port}/u/{upload_id}",
+            "location-huge": f"http://127.0.0.1:{port}/u/{upload_id}?" + "a" * 100000,
+        }.get(scenario, f"http://127.0.0.1:{port}/u/{upload_id}")}
         if scenario != "creation-201":
             headers["Upload-Complete"] = "?0"
             headers["Upload-Offset"] = str(length - 100 if scenario == "creation-offset" else 0)
@@ -246,7 +282,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(503, {"Retry-After": "0"})
         if scenario == "offset-down" and upload["patches"] >= 2:
             offset = upload["length"] // 10 if upload["length"] else offset // 6
-        self.answer(204, {"Upload-Offset": str(offset), "Upload-Complete": "?0", "Cache-Control": "no-store"})
+        complete = "?1" if upload.get("processed") else "?0"
+        self.answer(204, {"Upload-Offset": str(offset), "Upload-Complete": complete, "Cache-Control": "no-store"})
 
     def do_DELETE(self):
         self.entry(0)
@@ -281,6 +318,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(401, {"WWW-Authenticate": 'Basic realm="uploads"'})
+        if scenario == "empty-413" and int(self.headers.get("Content-Length") or 0) == 0:
+            self.entry(0)
+            return self.answer(413)
         if scenario in ("too-large", "too-large-min") and int(self.headers.get("Content-Length") or 0) > 120000:
             data, _ = self.read()
             self.entry(len(data))
@@ -344,8 +384,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scenario == "drop-at-end" and completes and not upload.get("dropped"):
             upload["dropped"] = True
             return self.drop()
+        lie = {"lie-complete-length": {"Upload-Offset": str(length)}, "lie-complete-negative": {"Upload-Offset": "-9999"},
+               "lie-complete-none": {}}.get(scenario)
+        if lie is not None and patch == 1:
+            return self.answer(200 if lie else 204, {"Upload-Complete": "?1", **lie})
+        if scenario == "empty-413":
+            return self.answer(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
         if stored < length or not completes:
             return self.answer(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
+        if scenario == "complete-then-drop":
+            with lock:
+                form_answer(upload)
+                upload["processed"] = True
+            return self.drop()
         with lock:
             body = form_answer(upload)
         status = {"complete-409": 409, "complete-404": 404, "complete-503": 503}.get(scenario, 200)

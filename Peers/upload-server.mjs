@@ -23,7 +23,7 @@
 //   /early-drain      answers 200 at once, then reads the whole body and discards it (a lingering close, as nginx
 //                     does), so that the client hands out every byte before its task ends
 //   /log              the list of requests seen so far: [{path, query, method, bytes, contentLength,
-//                     transferEncoding, port}]
+//                     transferEncoding, port, authorization}]
 //   /connections      how many connections are open, the asking one aside, `port` being the client's, so that a test can count connections
 // It never answers `Expect: 100-continue`, as many servers and proxies do not.
 import http from 'node:http';
@@ -123,6 +123,7 @@ async function handle(request, response) {
     contentLength: request.headers['content-length'] ?? null,
     transferEncoding: request.headers['transfer-encoding'] ?? null,
     port: request.socket.remotePort,
+    authorization: request.headers['authorization'] ?? null,
   });
   if (path === '/silent') {
     return;

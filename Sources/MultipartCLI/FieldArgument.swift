@@ -137,6 +137,15 @@ private struct Scanner {
         throw UsageError("-F \(argument): a quote is not closed")
     }
 
+    /// Whether curl 7.88 takes `type` as a content type: a major and a minor type around a `/`, the major without a
+    /// space (its `sscanf("%[^/ ]/%[^;,\n]")`), so that an empty or half type is refused rather than sent.
+    private static func isCurlContentType(_ type: String) -> Bool {
+        guard let slash = type.firstIndex(of: "/") else { return false }
+        let major = type[..<slash]
+        let minor = type[type.index(after: slash)...]
+        return !major.isEmpty && !major.contains(" ") && minor.first.map { !";,\n".contains($0) } == true
+    }
+
     /// `;key=value` pairs up to the end, in order.
     mutating func parameters(in argument: String, allowed: Set<String>) throws(UsageError) -> [(String, String)] {
         var parameters: [(String, String)] = []
@@ -153,6 +162,9 @@ private struct Scanner {
             rest = rest[rest.index(after: equals)...]
             let quoted = rest.first == "\""
             let value = try value(in: argument)
+            if key == "type", !Self.isCurlContentType(value) {
+                throw UsageError("-F \(argument): Illegally formatted content-type field! (type= takes major/minor)")
+            }
             // `headers=@file` names a file unless the value was quoted.
             parameters.append((key == "headers" && !quoted && value.hasPrefix("@") ? "headers@" : key, value))
         }

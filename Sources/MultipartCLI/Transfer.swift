@@ -268,11 +268,19 @@ private final class Watchdog: @unchecked Sendable {
     }
 }
 
-/// The request's credential headers, which the library leaves behind on a redirect to another host.
+/// The request's credential headers, which the library leaves behind on a redirect to another origin, with a user and
+/// password written in its URL as the `Authorization: Basic` libcurl makes of them (the library leaves those behind
+/// too).
 private func credentialHeaders(of request: URLRequest) -> [String: String] {
     var headers: [String: String] = [:]
     for name in RedirectPolicy.credentialHeaders {
         headers[name] = request.value(forHTTPHeaderField: name)
+    }
+    if headers["Authorization"] == nil, let url = request.url,
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: true), let user = components.user
+    {
+        let pair = "\(user):\(components.password ?? "")"
+        headers["Authorization"] = "Basic " + Data(pair.utf8).base64EncodedString()
     }
     return headers
 }

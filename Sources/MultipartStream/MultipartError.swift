@@ -178,6 +178,7 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// the first byte, and it expired again.
         case uploadExpired(statusCode: Int)
         /// The server has every byte of the form, but its answer was lost with the connection that carried them.
+        /// The upload is left on the server: it is never deleted once the server said it holds the whole form.
         case answerLost(contentLength: UInt64)
         /// The server's `Upload-Limit` takes forms of at most `maxSize` bytes, and this one has `contentLength`:
         /// nothing of it was sent.
@@ -190,8 +191,17 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// rather than sent with a gap.
         case offsetNotBuffered(offset: UInt64, bufferStart: UInt64)
         /// The server called an upload of unknown length complete after `bytesSent` bytes, before the stream's end
-        /// had been sent: the upload was deleted.
+        /// had been sent. The upload it calls complete is not deleted.
         case completedBeforeEnd(bytesSent: UInt64)
+        /// The server called the upload complete (at `offset`, or naming none) when the client had handed out
+        /// `bytesSent` of the form's `contentLength` bytes and not yet its last with `Upload-Complete: ?1`: it cannot
+        /// have the whole form, and its answer is not taken as the application's. The upload it calls complete is
+        /// not deleted.
+        case completionClaimedEarly(offset: UInt64?, bytesSent: UInt64, contentLength: UInt64?)
+        /// The server put the upload at a URL that cannot be requested (`url`, cut to 200 characters), for `flaw`:
+        /// another scheme than http or https, no host, a user or password in it, or a length past 8,192 bytes.
+        /// Nothing of the form went there, and nothing was saved.
+        case unusableUploadLocation(String, flaw: String)
         /// The server's `Upload-Length` is not the form's: it holds another upload.
         case uploadLengthMismatch(serverLength: UInt64, contentLength: UInt64)
         /// The server put the upload at a plain `http:` URL for an `https:` request.
@@ -310,7 +320,8 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .uploadExpired(let statusCode):
             "the resumable upload expired on the server (\(statusCode)) again after it was started over"
         case .answerLost(let contentLength):
-            "the server has all \(contentLength) bytes of the form, but its answer was lost with the connection"
+            "the server has all \(contentLength) bytes of the form, but its answer was lost with the connection; "
+                + "the upload was left on the server, not deleted"
         case .formOverUploadLimit(let maxSize, let contentLength):
             "the server takes uploads of at most \(maxSize) bytes (Upload-Limit max-size), and the form has "
                 + "\(contentLength); nothing was sent"
@@ -321,8 +332,16 @@ extension MultipartError.Reason: CustomStringConvertible {
             "the server asked for the stream from byte \(offset), and only the bytes from \(start) (what it had "
                 + "acknowledged) were still held; the upload was deleted"
         case .completedBeforeEnd(let bytesSent):
-            "the server called the upload complete after \(bytesSent) bytes, before the stream's end was sent; the "
-                + "upload was deleted"
+            "the server called the upload complete after \(bytesSent) bytes, before the stream's end was sent; its "
+                + "answer was not taken"
+        case .completionClaimedEarly(let offset, let sent, let contentLength):
+            "the server called the upload complete"
+                + (offset.map { " at offset \($0)" } ?? " naming no offset")
+                + " when the client had sent \(Self.bytes(sent, of: contentLength, "form")) and not its last byte "
+                + "with Upload-Complete: ?1, so it cannot have the whole form; its answer was not taken"
+        case .unusableUploadLocation(let url, let flaw):
+            "the server put the upload at \(url.debugDescription), which cannot be requested: \(flaw); nothing "
+                + "was sent there"
         case .uploadLengthMismatch(let serverLength, let contentLength):
             "the server's upload has \(serverLength) bytes (Upload-Length), the form \(contentLength); the upload was "
                 + "deleted"
@@ -374,7 +393,7 @@ extension MultipartError.Reason {
             .formOverUploadLimit,
             .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadCompleteMissing,
             .appendLimitsConflict, .uploadInProgress, .stateUnwritable, .resumeTimeExceeded, .offsetNotBuffered,
-            .completedBeforeEnd:
+            .completedBeforeEnd, .completionClaimedEarly, .unusableUploadLocation:
             .resumable
         case .tooLargeForMemory, .outputFileExists, .outputWriteFailed:
             .output

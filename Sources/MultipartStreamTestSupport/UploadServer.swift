@@ -122,6 +122,8 @@ public final class UploadServer: @unchecked Sendable {
         public var transferEncoding: String?
         /// The client's port: one per connection.
         public var port: Int
+        /// The `Authorization` header.
+        public var authorization: String?
     }
 
     /// Which server this is.

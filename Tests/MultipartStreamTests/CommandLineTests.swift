@@ -334,6 +334,17 @@ import Testing
         }
     }
 
+    /// As curl 7.88: exit 2, nothing sent, and its words; this command sent `Content-Type: ` empty before.
+    @Test func anEmptyTypeIsRefusedAsCurlRefusesIt() throws {
+        _ = try directory.file("f.txt", contents: Data("x".utf8))
+        let ours = try run(["-F", "a=@f.txt;type=", "-o", "-"])
+        let curl = try run([], shell: "curl -F 'a=@f.txt;type=' http://127.0.0.1:9/")
+        #expect(ours.status == 2 && curl.status == 2, "\(ours.stderr) / \(curl.stderr)")
+        #expect(ours.stdout.isEmpty)
+        #expect(ours.stderr.contains("Illegally formatted content-type field!"), "\(ours.stderr)")
+        #expect(curl.stderr.contains("Illegally formatted content-type field!"), "\(curl.stderr)")
+    }
+
     @Test func aUsageErrorExits2WithTheMessageAndAUsageLine() throws {
         let result = try run(["-F", "novalue", "-o", "-"])
         #expect(result.status == 2)

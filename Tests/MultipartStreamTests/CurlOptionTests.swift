@@ -53,6 +53,11 @@ import Testing
         (["--form-string", "novalue", "-o", "-"], "expected name=value"),
         (["-F", "a=@-", "-F", "b=<-", "-o", "-"], "standard input can be read once"),
         (["-F", "a=1", "--", "-v"], "not an http or https URL: -v"),
+        // curl 7.88 refuses a type that is not major/minor, rather than send `Content-Type: ` empty or half.
+        (["-F", "a=@f.txt;type=", "http://a.example/"], "a=@f.txt;type=: Illegally formatted content-type field!"),
+        (["-F", "a=<f.txt;type=text", "http://a.example/"], "Illegally formatted content-type field!"),
+        (["-F", "a=b;type=text/", "http://a.example/"], "Illegally formatted content-type field!"),
+        (["-F", "a=b;type=/plain", "http://a.example/"], "Illegally formatted content-type field!"),
         (
             ["-F", "a=1", "--strategy", "file", "--limit-rate", "1M", "http://a.example/"],
             "--limit-rate paces the streamed body"

@@ -71,6 +71,36 @@ extension URLSessionSuites {
             #expect(!trusted.isEmpty && trusted.allSatisfy { $0.authorization == "Bearer secret" }, "opted in")
         }
 
+        /// A server that speaks no version gets the whole form in one request: it carries the hook's fresh header,
+        /// as every probe before it does, and the hook's error there fails the upload (#43).
+        @Test func theWholeFormSentToAServerWithoutTheDraftCarriesTheFreshHeaders() async throws {
+            let server = try DraftServer(version: 5)
+            let tokens = Counter()
+            var resumption = fast
+            resumption.headers = { _ in ["Authorization": "Bearer fresh-\(tokens.next())"] }
+            var request = URLRequest(url: server.url())
+            request.setValue("Bearer stale", forHTTPHeaderField: "Authorization")
+            let (_, response) = try await URLSession(configuration: .ephemeral).upload(
+                form, with: request, strategy: .resumable, resumption: resumption)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.forms() == [expected])
+            let log = try server.log()
+            #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"], "\(log)")
+            #expect(log.map(\.authorization) == (1...5).map { "Bearer fresh-\($0)" }, "\(log)")
+
+            struct Expired: Error {}
+            var failing = fast
+            failing.headers = { request in
+                if request.httpMethod == "POST" { throw Expired() }
+                return [:]
+            }
+            await #expect(throws: Expired.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(
+                    form, with: URLRequest(url: server.url()), strategy: .resumable, resumption: failing)
+            }
+            #expect(try server.log().count == log.count + 4, "the form never went")
+        }
+
         @Test func anAppendRefusedForWantOfACredentialIsSentAgainWithIt() async throws {
             let server = try DraftServer()
             let delegate = CredentialDelegate()
@@ -256,6 +286,20 @@ extension URLSessionSuites {
             await #expect(throws: CancellationError.self) { _ = try await upload.value }
             #expect(try server.log().last?.method == "DELETE", "deleted before the upload returned")
             #expect(try server.forms().isEmpty)
+        }
+    }
+}
+
+/// A count that a `@Sendable` closure can take the next of.
+private final class Counter: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = Lock()
+    private var value = 0
+
+    func next() -> Int {
+        lock.withLock {
+            value += 1
+            return value
         }
     }
 }

@@ -298,10 +298,10 @@ import Testing
     @Test func completeAtAnotherLengthThanTheFormsIsRefused() {
         var resumption = appending()
         guard
-            case (.offsetOutOfRange(offset: 400, allowed: 1_000...1_000), location)? =
+            case (.completionClaimedEarly(offset: 400, bytesSent: 1_000, contentLength: 1_000), nil)? =
                 failure(resumption.handle(answer(200, offset: 400, complete: true)))
         else {
-            Issue.record("expected offsetOutOfRange")
+            Issue.record("expected completionClaimedEarly, deleting nothing the server calls complete")
             return
         }
     }
@@ -1206,10 +1206,10 @@ extension ResumableUploadStateMachineTests {
     @Test func aServerThatCallsItCompleteBeforeTheStreamEndedBreaksTheProtocol() {
         var (resumption, _) = streaming()
         guard
-            case (.completedBeforeEnd(bytesSent: 100), location)? = failure(
+            case (.completedBeforeEnd(bytesSent: 100), nil)? = failure(
                 resumption.handle(answer(200, complete: true)))
         else {
-            Issue.record("expected completedBeforeEnd, deleting the upload")
+            Issue.record("expected completedBeforeEnd, deleting nothing the server calls complete")
             return
         }
     }

@@ -95,7 +95,14 @@ import Testing
             ("another origin", { $0.uploadURL = "http://127.0.0.2:1/u/1" }),
             ("interop version 5, not 6 or 7 or 8 or 9", { $0.interopVersion = 5 }),
             ("interop version 10", { $0.interopVersion = 10 }),
-            ("not an http", { $0.uploadURL = "file:///etc/passwd" }),
+            ("cannot be requested: its scheme is not http or https", { $0.uploadURL = "file:///etc/passwd" }),
+            // A URL no request can reach is ignored as a tampered one is (#44), not tried at every run.
+            ("cannot be requested: it has no host", { $0.uploadURL = "http:///u/1" }),
+            ("cannot be requested: it holds a user or password", { $0.uploadURL = "http://u:p@127.0.0.1:1/u/1" }),
+            (
+                "cannot be requested: it is longer than 8192 bytes",
+                { $0.uploadURL = "http://127.0.0.1:1/u/1?" + String(repeating: "a", count: 9_000) }
+            ),
             ("boundary", { $0.boundary = "bad\r\nboundary" }),
             ("past the form's length", { $0.acknowledged = 101 }),
             ("fingerprint", { $0.fingerprint = "xyz" }),

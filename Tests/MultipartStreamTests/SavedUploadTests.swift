@@ -142,6 +142,31 @@ extension URLSessionSuites {
             #expect(stateFiles().isEmpty, "no state after success: \(stateFiles())")
         }
 
+        /// Keyed on the request as it is sent (#43): `URLRequest(url:)` says GET and the form goes out as POST, so a
+        /// run that says POST finds what a run that said nothing saved, and the listing says POST.
+        @Test func theSavedStateIsKeyedOnTheMethodSent() async throws {
+            try enlargePhoto()
+            let server = try DraftServer()
+            let session = URLSession(configuration: .ephemeral)
+            let said = URLRequest(url: server.url(scenario: "stall"))
+            _ = try await interruptedUpload(try form(), to: said, session: session, server: server)
+            let listed = MultipartResumption.savedUploads(in: state)
+            #expect(listed.map(\.method) == ["POST"], "\(listed)")
+
+            var post = said
+            post.httpMethod = "POST"
+            let events = Events()
+            let (_, response) = try await session.upload(
+                try form(), with: post, strategy: .resumable, resumption: policy(events))
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(
+                events.all.contains {
+                    if case .resumed(1 << 20, _) = $0 { true } else { false }
+                }, "\(events.all)")
+            #expect(try server.log().filter { $0.method == "POST" }.count == 1, "created once")
+            #expect(stateFiles().isEmpty)
+        }
+
         @Test(arguments: [false, true])
         func aChangedFileStartsOverAndDeletesTheOldUpload(otherSize: Bool) async throws {
             try enlargePhoto()

@@ -55,7 +55,7 @@ import Testing
         "http://evil.example/landing",
     ])
     func credentialsNeverFollowARedirectToAnotherOrigin(target: String) {
-        let proposal = RedirectPolicy.proposal(request(target), leaving: Origin(url("http://127.0.0.1:8080/x")))
+        let proposal = RedirectPolicy.proposal(request(target), leaving: url("http://127.0.0.1:8080/x"))
         for name in RedirectPolicy.credentialHeaders {
             #expect(proposal.value(forHTTPHeaderField: name) == nil, "\(name) to \(target)")
         }
@@ -64,7 +64,7 @@ import Testing
 
     @Test(arguments: ["http://127.0.0.1:8080/elsewhere", "HTTP://127.0.0.1:8080/x?again", "http://127.0.0.1:80/ok"])
     func aSameOriginRedirectKeepsThem(target: String) {
-        let origin = Origin(url(target.contains(":80/") ? "http://127.0.0.1/x" : "http://127.0.0.1:8080/x"))
+        let origin = url(target.contains(":80/") ? "http://127.0.0.1/x" : "http://127.0.0.1:8080/x")
         let proposal = RedirectPolicy.proposal(request(target), leaving: origin)
         #expect(proposal.value(forHTTPHeaderField: "Authorization") == "Basic YWxpY2U6c2VjcmV0")
         #expect(proposal.value(forHTTPHeaderField: "Cookie") == "session=1")

@@ -295,20 +295,20 @@ import Testing
         var proposed = post(URL(string: "http://127.0.0.1/elsewhere")!)
         proposed.setValue("Bearer t", forHTTPHeaderField: "Authorization")
         proposed.setValue("c=1", forHTTPHeaderField: "Cookie")
-        guard case .ask(let same) = machine().redirectMet(proposed: proposed) else {
+        guard case .ask(let same) = machine().redirectMet(proposed: proposed, location: nil, from: nil) else {
             Issue.record("a whole form's redirect is put to the caller")
             return
         }
         #expect(same.value(forHTTPHeaderField: "Authorization") == "Bearer t", "same origin keeps credentials")
         proposed.url = URL(string: "http://127.0.0.2/upload")!
-        guard case .ask(let other) = machine().redirectMet(proposed: proposed) else {
+        guard case .ask(let other) = machine().redirectMet(proposed: proposed, location: nil, from: nil) else {
             Issue.record("a whole form's redirect is put to the caller")
             return
         }
         #expect(other.value(forHTTPHeaderField: "Authorization") == nil)
         #expect(other.value(forHTTPHeaderField: "Cookie") == nil)
         #expect(other.url == proposed.url)
-        #expect(machine(.resourceRequest).redirectMet(proposed: proposed) == .keepResponse)
+        #expect(machine(.resourceRequest).redirectMet(proposed: proposed, location: nil, from: nil) == .keepResponse)
     }
 
     @Test func theCallersAnswerToAChallengeWinsAndTheDefaultOnlyFillsIn() {

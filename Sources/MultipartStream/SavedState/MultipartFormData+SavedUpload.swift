@@ -5,14 +5,14 @@ import Foundation
 #endif
 
 extension MultipartFormData {
-    /// The name of a saved upload's state: one for each request (method and URL) and form shape (each part's name,
+    /// The name of a saved upload's state: one for each request as it is sent (the method URLSession sends, the URL without user and password) and form shape (each part's name,
     /// file name and file path), so that the same upload run again finds it, changed contents and all, and other
     /// uploads to the same URL do not. `nil` for a form that cannot be resumed in another process: one with a stream.
     func savedUploadKey(for request: URLRequest) -> String? {
         guard bodyParts.allSatisfy(\.body.isRebuildable) else { return nil }
         var digest = SHA256()
         digest.update(field: "multipart-saved-upload")
-        digest.update(field: request.httpMethod ?? "POST")
+        digest.update(field: request.formMethod)
         digest.update(field: request.url?.withoutUserInfo ?? "")
         digest.update(field: subtype)
         for part in bodyParts {
@@ -98,10 +98,5 @@ extension BodyPart.Body {
 
 extension URL {
     /// This URL without user and password, as a state file keeps it.
-    var withoutUserInfo: String {
-        guard var components = URLComponents(url: self, resolvingAgainstBaseURL: true) else { return absoluteString }
-        components.user = nil
-        components.password = nil
-        return components.string ?? absoluteString
-    }
+    var withoutUserInfo: String { removingUserInfo.absoluteString }
 }

@@ -39,7 +39,7 @@ struct SavedState {
         self.key = key
         self.shape = shape
         self.contentLength = contentLength
-        method = request.httpMethod ?? "POST"
+        method = request.formMethod
         requestURL = request.url?.withoutUserInfo ?? ""
         record = directory.load(key) { events?(.stateIgnored($0, reason: $1)) }
     }

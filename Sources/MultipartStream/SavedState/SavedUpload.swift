@@ -76,9 +76,8 @@ struct SavedUpload: Codable, Equatable, Sendable {
             return "it speaks interop version \(interopVersion), not \(spoken)"
         }
         guard checksum == computedChecksum else { return "its checksum does not match what it holds" }
-        guard let upload = URL(string: uploadURL), ["http", "https"].contains(upload.scheme?.lowercased() ?? "") else {
-            return "its upload URL is not an http or https URL"
-        }
+        guard let upload = URL(string: uploadURL) else { return "its upload URL is not a URL" }
+        if let flaw = upload.flawAsServerChosen { return "its upload URL cannot be requested: \(flaw)" }
         guard uploadOnOtherOrigin || Origin(upload) == Origin(URL(string: requestURL)) else {
             return "its upload URL is on another origin than the request's, which the server did not choose"
         }

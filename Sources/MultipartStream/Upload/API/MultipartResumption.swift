@@ -39,8 +39,9 @@ public struct MultipartResumption: Sendable {
     /// With saved state a cancelled upload keeps its upload resource and state, to be resumed later; one that fails
     /// or completes leaves neither; `URLSession.abandonUpload(_:with:resumption:)` gives one up on purpose.
     public var stateDirectory: URL?
-    /// Headers to set on each request the upload sends (creation, offset, append, delete), asked just before each:
-    /// a token that expires is refreshed without starting over. An error it throws fails the upload.
+    /// Headers to set on each request the upload sends (discovery, creation, offset, append, delete, and the whole
+    /// form sent to a server that does not speak the draft), asked just before each: a token that expires is
+    /// refreshed without starting over. An error it throws fails the upload.
     public var headers: (@Sendable (URLRequest) async throws -> [String: String])?
     /// Told what happens: each request of the protocol and its answer, a retry and where the upload goes on from,
     /// a server that does not speak the draft, and what happens to saved state (an upload resumed or started over,

@@ -116,7 +116,9 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let proposal = RedirectPolicy.proposal(request, leaving: Origin(task.originalRequest?.url))
+        let resolved = RedirectPolicy.resolving(
+            request, location: response.value(forHTTPHeaderField: "Location"), against: task.currentRequest?.url)
+        let proposal = RedirectPolicy.proposal(resolved, leaving: task.originalRequest?.url)
         switch RedirectPolicy.decide(
             statusCode: response.statusCode, answer: proposal, sent: task.currentRequest, canResend: false)
         {

@@ -78,3 +78,12 @@ extension URLRequest {
         }
     }
 }
+
+extension URLRequest {
+    /// The method a form goes out with: the request's own, POST where it says GET or nothing (`URLRequest(url:)`
+    /// says GET), since a form is never sent with a GET.
+    var formMethod: String {
+        guard let httpMethod, httpMethod != "GET" else { return "POST" }
+        return httpMethod
+    }
+}

@@ -24,3 +24,46 @@ struct Origin: Hashable, Sendable {
         }
     }
 }
+
+extension URL {
+    /// The most bytes a URL a server chose may have: far past any real upload URL, far short of what would cost
+    /// memory or a header's room.
+    static let longestServerChosen = 8_192
+
+    /// Why a URL a server chose (a `Location`) cannot be requested, or `nil` when it can: another scheme than
+    /// http or https, no host, a user or password in it (the server's choice must not carry credentials, nor
+    /// pass for a URL the caller wrote), or a length past ``longestServerChosen``.
+    var flawAsServerChosen: String? {
+        guard absoluteString.utf8.count <= Self.longestServerChosen else {
+            return "it is longer than \(Self.longestServerChosen) bytes"
+        }
+        guard let scheme = scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            return "its scheme is not http or https"
+        }
+        guard let host, !host.isEmpty else { return "it has no host" }
+        guard user == nil, password == nil else { return "it holds a user or password" }
+        return nil
+    }
+}
+
+extension URL {
+    /// This URL without its user and password.
+    var removingUserInfo: URL {
+        guard user != nil || password != nil,
+            var components = URLComponents(url: self, resolvingAgainstBaseURL: true)
+        else { return self }
+        components.user = nil
+        components.password = nil
+        return components.url ?? self
+    }
+
+    /// This URL with the user and password of `other`.
+    func withUserInfo(of other: URL) -> URL {
+        guard var components = URLComponents(url: self, resolvingAgainstBaseURL: true),
+            let source = URLComponents(url: other, resolvingAgainstBaseURL: true)
+        else { return self }
+        components.percentEncodedUser = source.percentEncodedUser
+        components.percentEncodedPassword = source.percentEncodedPassword
+        return components.url ?? self
+    }
+}

@@ -14,12 +14,34 @@ package enum RedirectPolicy {
     /// The most times one upload sends its form again itself, as URLSession bounds its own redirects.
     static let maximumResends = 10
 
-    /// The request URLSession proposes, as the caller's delegate is shown it: without the credential headers when
-    /// it leaves `origin`, the origin of the upload's first request.
-    static func proposal(_ proposed: URLRequest, leaving origin: Origin?) -> URLRequest {
-        if let origin, Origin(proposed.url) == origin { return proposed }
+    /// The request URLSession proposes, as the caller's delegate is shown it, where it leaves the origin of `first`
+    /// (the upload's first request's URL): without the credential headers, and without a user and password in its
+    /// URL, which libcurl would send as `Authorization: Basic`. A user and password written in `first` are the
+    /// origin's, as those headers are: a request to the same origin whose URL names none carries them again.
+    static func proposal(_ proposed: URLRequest, leaving first: URL?) -> URLRequest {
         var request = proposed
-        for name in credentialHeaders { request.setValue(nil, forHTTPHeaderField: name) }
+        guard let origin = Origin(first), Origin(proposed.url) == origin else {
+            for name in credentialHeaders { request.setValue(nil, forHTTPHeaderField: name) }
+            request.url = proposed.url?.removingUserInfo
+            return request
+        }
+        if let first, first.user != nil, let url = proposed.url, url.user == nil {
+            request.url = url.withUserInfo(of: first)
+        }
+        return request
+    }
+
+    /// The request URLSession proposes for a redirect to `location`, with the URL that `location` names resolved
+    /// against `base` (the URL the 3xx answers) by RFC 3986. swift-corelibs-foundation resolves a network-path
+    /// reference (`//host:port/path`) by changing only the host and port of `base`, so that its user and password
+    /// ride along to the other origin, and a relative path from the root whatever the base's path.
+    static func resolving(_ proposed: URLRequest, location: String?, against base: URL?) -> URLRequest {
+        guard let location, let base,
+            let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: base)?.absoluteURL,
+            target.scheme != nil, target.host != nil
+        else { return proposed }
+        var request = proposed
+        request.url = target
         return request
     }
 

@@ -68,8 +68,8 @@ extension MultipartUpload {
         let contentLength: UInt64
         /// The form's `Content-Type`.
         let contentType: String
-        /// The origin of the first request: the caller's credentials go to it and nowhere else by themselves.
-        let origin: Origin?
+        /// The first request's URL: the caller's credentials go to its origin and nowhere else by themselves.
+        let origin: URL?
         /// The first byte of the form the body holds, and how many bytes it holds.
         let bodyStart: UInt64
         let bodyLength: UInt64
@@ -79,7 +79,7 @@ extension MultipartUpload {
 
         init(role: Role, contentLength: UInt64, contentType: String, origin: URL?) {
             self.role = role
-            self.origin = Origin(origin)
+            self.origin = origin
             self.contentLength = contentLength
             self.contentType = contentType
             body = role.body
@@ -136,7 +136,7 @@ extension MultipartUpload {
         private func prepared(_ request: URLRequest) -> URLRequest {
             guard body.carriesForm else { return request }
             var request = request
-            if request.httpMethod == nil || request.httpMethod == "GET" { request.httpMethod = "POST" }
+            request.httpMethod = request.formMethod
             request.httpBodyStream = nil
             let contentType = role.sendsBodyOnce ? ResumableUpload.partialUploadType : contentType
             request.setValue(contentType, forHTTPHeaderField: "Content-Type")
@@ -334,10 +334,12 @@ extension MultipartUpload {
             case keepResponse
         }
 
-        /// The task met a redirect to `proposed`.
-        func redirectMet(proposed: URLRequest) -> RedirectMetAction {
+        /// The task met a redirect to `location` (its `Location` field) from `sent`, which URLSession proposes to
+        /// follow with `proposed`.
+        func redirectMet(proposed: URLRequest, location: String?, from sent: URL?) -> RedirectMetAction {
             guard role.followsRedirects else { return .keepResponse }
-            return .ask(RedirectPolicy.proposal(proposed, leaving: origin))
+            let resolved = RedirectPolicy.resolving(proposed, location: location, against: sent)
+            return .ask(RedirectPolicy.proposal(resolved, leaving: origin))
         }
 
         /// The caller's delegate answered a redirect with `answer` (or `nil`), after a `statusCode` answer to

@@ -186,8 +186,12 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         proposed: URLRequest,
         answer: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        guard case .ask(let proposal) = modify({ $0.redirectMet(proposed: proposed) }) else { return answer(nil) }
         let sent = task.currentRequest ?? task.originalRequest
+        let location = response.value(forHTTPHeaderField: "Location")
+        guard
+            case .ask(let proposal) = modify({ $0.redirectMet(proposed: proposed, location: location, from: sent?.url) }
+            )
+        else { return answer(nil) }
         caller.redirect(response, to: proposal, task: task) { request in
             switch self.modify({ $0.redirectAnswered(statusCode: response.statusCode, answer: request, sent: sent) }) {
             case .follow(let request): answer(request)

@@ -159,7 +159,7 @@ extension ResumableUpload {
             contentType: String,
             credentialsToOtherOrigins: Bool = false
         ) -> URLRequest {
-            let origin = Origin(request.url)
+            let first = request.url
             var request = request
             request.httpBody = nil
             request.httpBodyStream = nil
@@ -170,7 +170,7 @@ extension ResumableUpload {
                 request.httpMethod = "OPTIONS"
             case .create:
                 // The form's request, announcing its length and sending none of it yet.
-                if request.httpMethod == nil || request.httpMethod == "GET" { request.httpMethod = "POST" }
+                request.httpMethod = request.formMethod
                 request.setValue(StructuredField.boolean(false), forHTTPHeaderField: Header.complete)
                 // A form of unknown length says its length with the append that completes it.
                 request.setValue(contentLength.map(String.init), forHTTPHeaderField: Header.length)
@@ -189,7 +189,7 @@ extension ResumableUpload {
                 request.url = location
                 request.httpMethod = "DELETE"
             }
-            return credentialsToOtherOrigins ? request : RedirectPolicy.proposal(request, leaving: origin)
+            return credentialsToOtherOrigins ? request : RedirectPolicy.proposal(request, leaving: first)
         }
 
         /// The draft's fields `request` (this step's) carries, by name, with an append's `Content-Length`: what
@@ -199,7 +199,9 @@ extension ResumableUpload {
             for name in [Header.interopVersion, Header.complete, Header.offset, Header.length] {
                 fields[name] = request.value(forHTTPHeaderField: name)
             }
-            if case .append(let offset, let end) = self { fields["Content-Length"] = String(end - offset) }
+            if case .append(let offset, let end) = self {
+                fields["Content-Length"] = String(end.subtractingSaturated(offset))
+            }
             return fields
         }
     }

@@ -52,6 +52,16 @@ extension ResumableUpload {
             /// (none where the server no longer has it, or its lifetime is over), and send the caller's form as a new
             /// upload, with its own boundary rather than the saved one.
             case startOver(MultipartResumption.StartOverReason, deleting: URL?)
+
+            /// This action, deleting nothing: for an upload the server said it holds complete.
+            var sparingUpload: Action {
+                switch self {
+                case .fail(let error, _): .fail(error, deleting: nil)
+                case .cancel: .cancel(deleting: nil)
+                case .startOver(let reason, _): .startOver(reason, deleting: nil)
+                default: self
+                }
+            }
         }
 
         /// Where the upload resource is and how far the server has it, as the saved state keeps it.
@@ -197,7 +207,7 @@ extension ResumableUpload {
                 state = .finished
                 return
             }
-            if let savedLifetime { course.expiry = began + Self.nanoseconds(savedLifetime) }
+            if let savedLifetime { course.expiry = began.addingSaturated(Self.nanoseconds(savedLifetime)) }
             // The saved upload's server may have any byte of the form, up to every one: how far the other process
             // got is not known.
             if savesState { (course.saved, course.announcesResume) = (saved, true) }
@@ -264,24 +274,9 @@ extension ResumableUpload {
             case .keepFailed(let error):
                 return fail(error)
             case .answered(let answer, let reply, let handedOut):
-                note(answer.limits)
-                if let length = answer.length, let contentLength, length != contentLength, !isDetecting {
-                    // Any answer about the upload that counts another length holds another upload.
-                    return fail(
-                        MultipartError(.uploadLengthMismatch(serverLength: length, contentLength: contentLength)))
-                }
-                switch state {
-                case .detecting(let course): return detected(answer, course)
-                case .creating(let course): return created(answer, reply, course)
-                case .appending(let resource, let end, let course):
-                    return appended(answer, reply, bounded(resource, by: handedOut), end: end, course)
-                case .askingOffset(let resource, let savedOffset, let course):
-                    return offsetAnswered(answer, resource, savedOffset: savedOffset, course)
-                case .askingFinalOffset(let resource, let course, let failure):
-                    return finalOffsetAnswered(answer, resource, course, failure: failure)
-                case .finished:
-                    return fail(UnexpectedAnswer("an answer after the upload ended"))
-                }
+                let action = answered(answer, reply, handedOut: handedOut)
+                // An upload the server says it holds complete is never deleted, whatever else its answer says.
+                return answer.isComplete == true ? action.sparingUpload : action
             case .failed(let error, let handedOut):
                 guard Self.isConnectionFailure(error, during: state) else { return ended(by: error) }
                 switch state {
@@ -299,6 +294,27 @@ extension ResumableUpload {
             }
         }
 
+        private mutating func answered(_ answer: Answer, _ reply: Reply, handedOut: UInt64) -> Action {
+            note(answer.limits)
+            if let length = answer.length, let contentLength, length != contentLength, !isDetecting {
+                // Any answer about the upload that counts another length holds another upload.
+                return fail(
+                    MultipartError(.uploadLengthMismatch(serverLength: length, contentLength: contentLength)))
+            }
+            switch state {
+            case .detecting(let course): return detected(answer, course)
+            case .creating(let course): return created(answer, reply, course)
+            case .appending(let resource, let end, let course):
+                return appended(answer, reply, bounded(resource, by: handedOut), end: end, course)
+            case .askingOffset(let resource, let savedOffset, let course):
+                return offsetAnswered(answer, resource, savedOffset: savedOffset, course)
+            case .askingFinalOffset(let resource, let course, let failure):
+                return finalOffsetAnswered(answer, resource, course, failure: failure)
+            case .finished:
+                return fail(UnexpectedAnswer("an answer after the upload ended"))
+            }
+        }
+
         private var isDetecting: Bool {
             if case .detecting = state { true } else { false }
         }
@@ -310,7 +326,7 @@ extension ResumableUpload {
             func noted(_ course: Course) -> Course {
                 var course = course
                 course.limits = course.limits.merging(limits)
-                if let maxAge = limits.maxAge { course.expiry = now &+ Self.nanoseconds(Double(maxAge)) }
+                if let maxAge = limits.maxAge { course.expiry = now.addingSaturated(Self.nanoseconds(Double(maxAge))) }
                 return course
             }
             switch state {
@@ -409,11 +425,22 @@ extension ResumableUpload {
         }
 
         /// Why limits cannot be kept: an append that does not complete the upload must carry at least
-        /// `min-append-size` bytes and at most `max-append-size`.
+        /// `min-append-size` bytes and at most `max-append-size`; a stream of unknown length is held in memory an
+        /// append at a time, at most ``mostBuffered`` bytes.
         private func unkeepableLimits(_ limits: Limits) -> MultipartError? {
-            guard let least = limits.minAppendSize, let most = limits.maxAppendSize, least > most else { return nil }
-            return MultipartError(.appendLimitsConflict(minAppendSize: least, maxAppendSize: most))
+            guard let least = limits.minAppendSize else { return nil }
+            if let most = limits.maxAppendSize, least > most {
+                return MultipartError(.appendLimitsConflict(minAppendSize: least, maxAppendSize: most))
+            }
+            if contentLength == nil, least > Self.mostBuffered {
+                return MultipartError(.appendLimitsConflict(minAppendSize: least, maxAppendSize: Self.mostBuffered))
+            }
+            return nil
         }
+
+        /// The most bytes one append of a stream of unknown length holds in memory, whatever the policy or the
+        /// server asks.
+        static let mostBuffered: UInt64 = 1 << 30
 
         private mutating func created(_ answer: Answer, _ reply: Reply, _ course: Course) -> Action {
             if isTransient(answer) {
@@ -451,14 +478,18 @@ extension ResumableUpload {
             let step = Step.append(from: resource.acknowledged, upTo: end)
             let unexpected = UnexpectedAnswer(answer, to: step)
             if answer.isComplete == true {
-                // The application's answer, whatever its status: the form is complete, unless the server counts
-                // another length than the form's, or calls it complete before the stream of unknown length ended.
+                // The application's answer, whatever its status, only for the append that said `?1` and handed out
+                // the form's last byte: a server cannot have completed a form the client has not. Any other claim
+                // is a breach, and the upload it calls complete is not deleted.
                 guard let contentLength else {
-                    return fail(MultipartError(.completedBeforeEnd(bytesSent: resource.sent)))
+                    return finish(.fail(MultipartError(.completedBeforeEnd(bytesSent: resource.sent)), deleting: nil))
                 }
-                if let offset = answer.offset, offset != contentLength {
-                    let whole = contentLength...contentLength
-                    return fail(MultipartError(.offsetOutOfRange(offset: offset, allowed: whole)))
+                guard end >= contentLength, resource.sent >= contentLength,
+                    answer.offset ?? contentLength == contentLength
+                else {
+                    let claim = MultipartError.Reason.completionClaimedEarly(
+                        offset: answer.offset, bytesSent: resource.sent, contentLength: contentLength)
+                    return finish(.fail(MultipartError(claim), deleting: nil))
                 }
                 return finish(.answer(reply))
             }
@@ -475,8 +506,10 @@ extension ResumableUpload {
                 // Too large: never the same size again, and never under `min-append-size`. The size the answer's
                 // `Upload-Limit` allows, else half, and ask where the server stands; an append that is as small as
                 // it may be and still too large is the server's refusal.
-                let size = end - resource.acknowledged
+                let size = end.subtractingSaturated(resource.acknowledged)
                 let least = max(course.limits.minAppendSize ?? 1, 1)
+                // An empty append (the last, `?1`, at the form's end) cannot be made smaller: the 413 is the answer.
+                guard size > 0 else { return finish(.answer(reply)) }
                 let smaller = max(min(answer.limits?.maxAppendSize ?? size / 2, size - 1), least)
                 guard smaller < size else { return finish(.answer(reply)) }
                 var course = course
@@ -497,6 +530,14 @@ extension ResumableUpload {
                     // From version 7 on, a success without `Upload-Complete` says neither that the form is complete
                     // nor how far the server has it.
                     return fail(MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode)))
+                }
+                if (200..<300).contains(answer.statusCode), end >= contentLength ?? .max,
+                    resource.sent < contentLength ?? .max
+                {
+                    // An application answer to the last append before its last byte was handed out.
+                    let claim = MultipartError.Reason.completionClaimedEarly(
+                        offset: answer.offset, bytesSent: resource.sent, contentLength: contentLength)
+                    return fail(MultipartError(claim))
                 }
                 if end < contentLength ?? .max, (200..<300).contains(answer.statusCode) {
                     // A success for a part that was sent as incomplete: where the server stands says how it went.
@@ -529,8 +570,8 @@ extension ResumableUpload {
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
             if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
                 // The application has the form (or, with every byte and no word, may have it), but its answer went
-                // with the connection.
-                return fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)))
+                // with the connection: the server keeps the whole form, never deleted.
+                return finish(.fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)), deleting: nil))
             }
             var course = course
             if let settling = course.settling, settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true
@@ -591,13 +632,13 @@ extension ResumableUpload {
         private func appendEnd(from offset: UInt64, _ limits: Limits) -> UInt64 {
             guard let contentLength else {
                 // Held in memory twice over: bounded, whatever the policy says.
-                var size = UInt64(min(max(policy.bufferedAppendSize, 1), 1 << 30))
+                var size = Swift.min(UInt64(Swift.max(policy.bufferedAppendSize, 1)), Self.mostBuffered)
                 if let most = limits.maxAppendSize, most > 0 { size = min(size, most) }
-                if let least = limits.minAppendSize { size = max(size, least) }
-                return offset + size
+                if let least = limits.minAppendSize { size = min(max(size, least), Self.mostBuffered) }
+                return offset.addingSaturated(size)
             }
             guard let most = limits.maxAppendSize, most > 0 else { return contentLength }
-            return offset + min(most, contentLength - offset)
+            return offset.addingSaturated(min(most, contentLength.subtractingSaturated(offset)))
         }
 
         /// The stream of unknown length ended, the form being `length` bytes long, found while the append under way
@@ -668,8 +709,12 @@ extension ResumableUpload {
             return .send(.askOffset)
         }
 
-        /// Why the upload cannot live at `url`: plain `http:` for an `https:` request.
+        /// Why the upload cannot live at `url`: a URL that cannot be requested, or plain `http:` for an `https:`
+        /// request.
         private func refusal(of url: URL) -> MultipartError? {
+            if let flaw = url.flawAsServerChosen {
+                return MultipartError(.unusableUploadLocation(String(url.absoluteString.prefix(200)), flaw: flaw))
+            }
             let scheme = url.scheme?.lowercased()
             guard scheme == "https" || scheme == "http" && requestURL?.scheme?.lowercased() != "https" else {
                 return MultipartError(.insecureUploadLocation(url))
@@ -717,7 +762,7 @@ extension ResumableUpload {
                 ?? jitter(min(policy.wait(policy.initialDelay), course.delay)...course.delay)
             course.delay = policy.wait(course.delay * 2)
             state = next(course)
-            let elapsed = Double(clock() - began) / 1e9
+            let elapsed = Double(clock().subtractingSaturated(began)) / 1e9
             if let limit = policy.maximumDuration, elapsed + wait > limit {
                 let reason = MultipartError.Reason.resumeTimeExceeded(
                     seconds: elapsed, bytesAcknowledged: acknowledged, contentLength: contentLength)
@@ -759,7 +804,7 @@ extension ResumableUpload {
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
             if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
-                return fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)))
+                return finish(.fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)), deleting: nil))
             }
             return stop(because: failure, resource, course, at: offset)
         }

@@ -87,7 +87,7 @@ struct ResumableUpload {
                         continue
                     }
                     // The next append's bytes are read while this one goes out.
-                    buffer?.prefetch(through: end + (end - offset))
+                    buffer?.prefetch(through: end.addingSaturated(end.subtractingSaturated(offset)))
                 }
                 if case .append(let offset, _) = step, failure != nil {
                     policy.events?(.continuing(offset: offset, contentLength: resumption.contentLength))
@@ -148,9 +148,13 @@ struct ResumableUpload {
                         progress?.lengthFound(length)
                     }
                 }
+                // The form's own request gets the policy's fresh headers too, as each request of the protocol does.
+                var sent = request
+                sent.httpMethod = request.formMethod
+                let fresh = try await adapted(sent)
                 let (upload, result) = whole.makeUpload(.wholeForm(.stream), progress: progress)
                 defer { policy.events?(.bodySent(bytes: upload.furthestHandedOut)) }
-                return try await session.perform(request, upload, answeredTo: result)
+                return try await session.perform(fresh, upload, answeredTo: result)
             case .answer(let reply):
                 state?.remove()
                 return reply
@@ -185,11 +189,14 @@ struct ResumableUpload {
     private func hold(from offset: UInt64, upTo end: UInt64, in buffer: inout AppendBuffer?) async -> MultipartError? {
         if buffer == nil {
             do throws(MultipartError) {
-                buffer = try AppendBuffer(form, capacity: Int(clamping: 2 * (end - offset) + 2))
+                buffer = try AppendBuffer(
+                    form,
+                    capacity: Int(
+                        clamping: end.subtractingSaturated(offset).addingSaturated(1).multipliedSaturated(by: 2)))
             } catch {
                 return error
             }
-            policy.events?(.streaming(appendSize: end - offset))
+            policy.events?(.streaming(appendSize: end.subtractingSaturated(offset)))
         }
         let ring = buffer!
         ring.release(below: offset)
@@ -301,12 +308,18 @@ struct ResumableUpload {
             contentType: form.contentType,
             credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
         if let timeout { request.timeoutInterval = timeout }
-        if let headers = policy.headers {
-            for (name, value) in try await headers(request) {
-                guard !name.isEmpty, name.utf8.allSatisfy(Boundary.isTokenCharacter), PartHeaders.isValidValue(value)
-                else { throw MultipartError(.invalidHeaderValue(name: name, value: value)) }
-                request.setValue(value, forHTTPHeaderField: name)
-            }
+        return try await adapted(request)
+    }
+
+    /// `request` with the policy's fresh headers, asked just before it goes out; a name or value that cannot be
+    /// sent fails the upload, as the hook's own error does.
+    private func adapted(_ request: URLRequest) async throws -> URLRequest {
+        guard let headers = policy.headers else { return request }
+        var request = request
+        for (name, value) in try await headers(request) {
+            guard !name.isEmpty, name.utf8.allSatisfy(Boundary.isTokenCharacter), PartHeaders.isValidValue(value)
+            else { throw MultipartError(.invalidHeaderValue(name: name, value: value)) }
+            request.setValue(value, forHTTPHeaderField: name)
         }
         return request
     }
