@@ -16,7 +16,7 @@ struct Options: Equatable {
     var headers: [Header] = []
     var method: String?
     var boundary: String?
-    var strategy = MultipartUploadStrategy.automatic
+    var strategy = Strategy.automatic
     /// Bytes per second, from `--limit-rate`.
     var rateLimit: Int?
     /// `-o`: the response body, or without a URL the encoded body; `-` is standard output.
@@ -310,7 +310,12 @@ struct Options: Equatable {
         return MultipartResumption.Stall(bytesPerSecond: speedLimit ?? 1, seconds: speedTime ?? 30)
     }
 
-    private static func strategy(_ name: String) throws(UsageError) -> MultipartUploadStrategy {
+    /// `--strategy`'s names; `--limit-rate` and `-C -` make the library's strategy of it.
+    enum Strategy: Equatable {
+        case automatic, stream, file
+    }
+
+    private static func strategy(_ name: String) throws(UsageError) -> Strategy {
         switch name {
         case "automatic": .automatic
         case "stream": .stream

@@ -113,13 +113,17 @@ struct Transfer {
     {
         let watchdog = Watchdog()
         let (form, request) = (form, request)
-        let strategy = options.resumes ? .resumable : options.strategy
-        let resumption = resumption(log: log)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
+        let strategy: MultipartUploadStrategy =
+            switch (options.resumes, options.strategy, pacing) {
+            case (true, _, _): .resumable(resumption(log: log), pacing: pacing)
+            case (false, .file, _): .file
+            case (false, _, let pacing?): .stream(pacing: pacing)
+            case (false, .stream, nil): .stream
+            case (false, .automatic, nil): .automatic
+            }
         let upload = Task {
-            try await session.upload(
-                form, with: request, strategy: strategy, resumption: resumption, pacing: pacing
-            ) { sent in
+            try await session.upload(form, with: request, strategy: strategy) { sent in
                 watchdog.sawBody()
                 progress.report(sent)
             }

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Why a form could not be built, encoded, streamed or uploaded, and which part was at fault.
 ///
 /// Match ``reason`` for the exact cause, or ``category`` for the kind of problem; both may gain cases in a later
@@ -35,6 +39,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         }
     }
     private var storedUnderlying: (any Error)?
+    /// The response, for ``Reason/unacceptableStatus(statusCode:body:)``: its status, headers and URL.
+    public var response: HTTPURLResponse?
 
     /// The kind of problem: what the caller may do about it.
     public var category: Category { reason.category }
@@ -44,6 +50,12 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         self.reason = reason
         self.part = part
         storedUnderlying = underlying
+    }
+
+    /// Creates an error about the server's `response`.
+    init(_ reason: Reason, response: HTTPURLResponse) {
+        self.init(reason)
+        self.response = response
     }
 
     /// Creates an error for the part at `partIndex` named `partName`.
@@ -65,8 +77,10 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case stream
         /// An upload: a server's answer or redirect the upload cannot honour, or a session it cannot use.
         case upload
-        /// A resumable upload: the server refused, lost or expired it, or the retries ran out.
+        /// A resumable upload: the server refused, lost or expired it, broke the protocol, or the retries ran out.
         case resumable
+        /// The server's answer had a status the upload does not accept (its `acceptableStatusCodes`).
+        case status
         /// An encoded copy of the body: a file that exists or cannot be written, or too much for memory.
         case output
     }
@@ -149,6 +163,9 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// The server redirected with 307 or 308, which must resend the body, where Linux URLSession would send an
         /// empty body and the upload cannot send it again itself (another origin, or a task handed to the caller).
         case redirectNotFollowed(statusCode: Int, location: URL?)
+        /// The server answered `statusCode`, which is not among the upload's `acceptableStatusCodes`; `body` is its
+        /// answer's body and ``MultipartError/response`` the response.
+        case unacceptableStatus(statusCode: Int, body: Data)
         /// `upload` was given a background session, which only uploads from a file through its delegate.
         case backgroundSession
         /// The server answered `statusCode` (a success) when only `bytesSent` of the body's `contentLength` bytes
@@ -295,6 +312,9 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .redirectNotFollowed(let statusCode, let location):
             "the server redirected (\(statusCode)) to \(location?.absoluteString ?? "an unknown location"), and this "
                 + "platform's URLSession would resend the request with an empty body; upload to that URL instead"
+        case .unacceptableStatus(let statusCode, let body):
+            "the server answered \(statusCode), which the upload does not accept"
+                + (body.isEmpty ? "" : ": " + String(decoding: body.prefix(200), as: UTF8.self))
         case .backgroundSession:
             "background sessions upload only from a file through their delegate: write the body with "
                 + "writeEncodedData(to:) and call uploadTask(with:fromFile:)"
@@ -389,6 +409,8 @@ extension MultipartError.Reason {
             .stream
         case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent, .lengthUnknown:
             .upload
+        case .unacceptableStatus:
+            .status
         case .resumeFailed, .resumeSaved, .appendResent, .resumptionRefused, .uploadExpired, .answerLost,
             .formOverUploadLimit,
             .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadCompleteMissing,

@@ -139,7 +139,7 @@ extension URLSessionSuites {
                 (
                     index: index, moment: Moment.allCases.randomElement(using: &generator)!,
                     delay: UInt64.random(in: 0...60_000_000, using: &generator),
-                    strategy: Bool.random(using: &generator) ? MultipartUploadStrategy.stream : .file,
+                    file: Bool.random(using: &generator),
                     task: Bool.random(using: &generator)
                 )
             }
@@ -160,7 +160,7 @@ extension URLSessionSuites {
                             let cancelTask: @Sendable () -> Void
                             if plan.task {
                                 let task = session.multipartUploadTask(
-                                    with: request, form: big, strategy: plan.strategy, progress: progress
+                                    with: request, form: big, strategy: plan.file ? .file : .stream, progress: progress
                                 ) { _, _, error in ended.set(error) }
                                 cancelTask = { task.cancel() }
                                 if plan.moment != .beforeResume { task.resume() }
@@ -168,7 +168,8 @@ extension URLSessionSuites {
                                 let upload = Task {
                                     do {
                                         _ = try await session.upload(
-                                            big, with: request, strategy: plan.strategy, progress: progress)
+                                            big, with: request, strategy: plan.file ? .file : .stream,
+                                            progress: progress)
                                         ended.set(nil)
                                     } catch {
                                         ended.set(error)

@@ -39,7 +39,7 @@ extension URLSessionSuites {
             var request = URLRequest(url: server.url(scenario: scenario))
             for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
             let (data, response) = try await URLSession(configuration: .ephemeral).upload(
-                form, with: request, strategy: .resumable, resumption: resumption ?? fast)
+                form, with: request, strategy: .resumable(resumption ?? fast))
             return (data, (response as? HTTPURLResponse)?.statusCode ?? 0)
         }
 
@@ -76,12 +76,11 @@ extension URLSessionSuites {
         @Test func theWholeFormSentToAServerWithoutTheDraftCarriesTheFreshHeaders() async throws {
             let server = try DraftServer(version: 5)
             let tokens = Counter()
-            var resumption = fast
-            resumption.headers = { _ in ["Authorization": "Bearer fresh-\(tokens.next())"] }
             var request = URLRequest(url: server.url())
             request.setValue("Bearer stale", forHTTPHeaderField: "Authorization")
             let (_, response) = try await URLSession(configuration: .ephemeral).upload(
-                form, with: request, strategy: .resumable, resumption: resumption)
+                form, with: request, strategy: .resumable(fast),
+                headers: .fresh { _ in ["Authorization": "Bearer fresh-\(tokens.next())"] })
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [expected])
             let log = try server.log()
@@ -89,14 +88,13 @@ extension URLSessionSuites {
             #expect(log.map(\.authorization) == (1...5).map { "Bearer fresh-\($0)" }, "\(log)")
 
             struct Expired: Error {}
-            var failing = fast
-            failing.headers = { request in
+            let failing = MultipartHeaders.fresh { request in
                 if request.httpMethod == "POST" { throw Expired() }
                 return [:]
             }
             await #expect(throws: Expired.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
-                    form, with: URLRequest(url: server.url()), strategy: .resumable, resumption: failing)
+                    form, with: URLRequest(url: server.url()), strategy: .resumable(fast), headers: failing)
             }
             #expect(try server.log().count == log.count + 4, "the form never went")
         }
@@ -106,7 +104,7 @@ extension URLSessionSuites {
             let delegate = CredentialDelegate()
             let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
             let (_, response) = try await session.upload(
-                form, with: URLRequest(url: server.url(scenario: "auth")), strategy: .resumable, resumption: fast)
+                form, with: URLRequest(url: server.url(scenario: "auth")), strategy: .resumable(fast))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [expected])
             #expect(delegate.challenges == 1)
@@ -137,8 +135,7 @@ extension URLSessionSuites {
             saved.stateDirectory = directory.path("state")
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
-                    form, with: URLRequest(url: saving.url(scenario: "proxy-407")), strategy: .resumable,
-                    resumption: saved)
+                    form, with: URLRequest(url: saving.url(scenario: "proxy-407")), strategy: .resumable(saved))
             }
             guard case .resumeSaved(retries: 0, bytesAcknowledged: 0, _) = error.reason else {
                 Issue.record("\(error)")
@@ -186,8 +183,7 @@ extension URLSessionSuites {
             let server = try DraftServer()
             let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
             let (_, response) = try await session.upload(
-                form, with: URLRequest(url: server.url(scenario: "redirect-307")), strategy: .resumable,
-                resumption: fast)
+                form, with: URLRequest(url: server.url(scenario: "redirect-307")), strategy: .resumable(fast))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [expected])
             #expect(try server.log().last.map { $0.method == "PATCH" && $0.path.hasSuffix("-moved") } == true)
@@ -279,27 +275,13 @@ extension URLSessionSuites {
             let started = ProgressReports()
             let upload = Task {
                 try await URLSession(configuration: .ephemeral).upload(
-                    form, with: request, strategy: .resumable, resumption: fast, progress: started.append)
+                    form, with: request, strategy: .resumable(fast), progress: started.append)
             }
             try await Stopwatch.wait(atMost: 10, polling: 0.02) { started.values.isEmpty }
             upload.cancel()
             await #expect(throws: CancellationError.self) { _ = try await upload.value }
             #expect(try server.log().last?.method == "DELETE", "deleted before the upload returned")
             #expect(try server.forms().isEmpty)
-        }
-    }
-}
-
-/// A count that a `@Sendable` closure can take the next of.
-private final class Counter: @unchecked Sendable {
-    // @unchecked: guarded by `lock`.
-    private let lock = Lock()
-    private var value = 0
-
-    func next() -> Int {
-        lock.withLock {
-            value += 1
-            return value
         }
     }
 }

@@ -42,18 +42,6 @@ extension URLSessionSuites {
             #expect(log.filter { $0.method == "POST" }.map(\.bytes) == [Int(form.contentLength!)])
             #expect(reports.values.filter { $0.fractionCompleted == 1 }.count == 1)
         }
-
-        @Test func aTaskStreamsAsStreamDoes() async throws {
-            let server = try UploadServer()
-            let form = form
-            let data: Data? = await withCheckedContinuation { continuation in
-                URLSession(configuration: .ephemeral).multipartUploadTask(
-                    with: URLRequest(url: server.url()), form: form, strategy: .resumable
-                ) { data, _, _ in continuation.resume(returning: data) }.resume()
-            }
-            #expect(try server.seen(in: try #require(data)).parts?.count == 2)
-            #expect(try await server.log().map(\.method) == ["POST"])
-        }
     }
 }
 

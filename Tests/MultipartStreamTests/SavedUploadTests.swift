@@ -82,7 +82,7 @@ extension URLSessionSuites {
             let events = Events()
             let policy = policy(events)
             let upload = Task {
-                try await session.upload(form, with: request, strategy: .resumable, resumption: policy)
+                try await session.upload(form, with: request, strategy: .resumable(policy))
             }
             // The stalled append is logged once the server has its 1 MiB.
             while try !server.log().contains(where: { $0.method == "PATCH" }) {
@@ -123,7 +123,7 @@ extension URLSessionSuites {
             let events = Events()
             let next = try form()
             let (data, response) = try await session.upload(
-                next, with: request, strategy: .resumable, resumption: policy(events))
+                next, with: request, strategy: .resumable(policy(events)))
             #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
             #expect(try server.forms() == [try expected(next, boundary: boundary)], "the whole form, once")
             let log = try server.log()
@@ -157,7 +157,7 @@ extension URLSessionSuites {
             post.httpMethod = "POST"
             let events = Events()
             let (_, response) = try await session.upload(
-                try form(), with: post, strategy: .resumable, resumption: policy(events))
+                try form(), with: post, strategy: .resumable(policy(events)))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(
                 events.all.contains {
@@ -183,7 +183,7 @@ extension URLSessionSuites {
             let events = Events()
             let next = try form()
             let (_, response) = try await session.upload(
-                next, with: request, strategy: .resumable, resumption: policy(events))
+                next, with: request, strategy: .resumable(policy(events)))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(events.all.first == .startedOver(.formChanged), "\(events.all)")
             let forms = try server.forms()
@@ -207,7 +207,7 @@ extension URLSessionSuites {
             let events = Events()
             let next = try form()
             let (_, response) = try await session.upload(
-                next, with: request, strategy: .resumable, resumption: policy(events))
+                next, with: request, strategy: .resumable(policy(events)))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(events.all.contains(.startedOver(.uploadGone(statusCode: 404))), "\(events.all)")
             let forms = try server.forms()
@@ -243,7 +243,7 @@ extension URLSessionSuites {
                 to: state.appendingPathComponent("\(key).json"))
             let events = Events()
             let (_, response) = try await URLSession(configuration: .ephemeral).upload(
-                form, with: request, strategy: .resumable, resumption: policy(events))
+                form, with: request, strategy: .resumable(policy(events)))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             guard case .stateIgnored(let file, let reason) = events.all.first else {
                 Issue.record("\(events.all)")
@@ -261,7 +261,7 @@ extension URLSessionSuites {
             form.append(InputStream(data: Data("streamed".utf8)), length: 8, name: "note")
             let events = Events()
             let (_, response) = try await URLSession(configuration: .ephemeral).upload(
-                form, with: URLRequest(url: server.url()), strategy: .resumable, resumption: policy(events))
+                form, with: URLRequest(url: server.url()), strategy: .resumable(policy(events)))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(events.all == [.notSaved])
             #expect(stateFiles().isEmpty)
@@ -277,7 +277,7 @@ extension URLSessionSuites {
             let held = try states.lock(key)
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
-                    form, with: request, strategy: .resumable, resumption: policy(Events()))
+                    form, with: request, strategy: .resumable(policy(Events())))
             }
             held.release()
             guard case .uploadInProgress = error.reason else {
@@ -292,16 +292,15 @@ extension URLSessionSuites {
         @Test func everyRequestGetsFreshHeaders() async throws {
             let server = try DraftServer()
             let asked = Events()
-            var policy = fast
-            policy.headers = { request in
+            let headers = MultipartHeaders.fresh { request in
                 asked.record(.notSaved)
                 #expect(request.url?.host == "127.0.0.1")
                 return ["Authorization": "Bearer \(UUID().uuidString)"]
             }
             let form = try form()
             let (_, response) = try await URLSession(configuration: .ephemeral).upload(
-                form, with: URLRequest(url: server.url(scenario: "token-once")), strategy: .resumable,
-                resumption: policy)
+                form, with: URLRequest(url: server.url(scenario: "token-once")), strategy: .resumable(fast),
+                headers: headers)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [try expected(form, boundary: form.boundary)])
             let tokens = try server.log().map(\.authorization)
@@ -311,11 +310,10 @@ extension URLSessionSuites {
 
         @Test func headersThatWouldAddALineFailTheUpload() async throws {
             let server = try DraftServer()
-            var policy = fast
-            policy.headers = { _ in ["X-Token": "a\r\nInjected: yes"] }
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
-                    try form(), with: URLRequest(url: server.url()), strategy: .resumable, resumption: policy)
+                    try form(), with: URLRequest(url: server.url()), strategy: .resumable(fast),
+                    headers: .fresh { _ in ["X-Token": "a\r\nInjected: yes"] })
             }
             guard case .invalidHeaderValue(name: "X-Token", _) = error.reason else {
                 Issue.record("\(error)")
@@ -332,8 +330,7 @@ extension URLSessionSuites {
             policy.stall = MultipartResumption.Stall(bytesPerSecond: 1, seconds: 1)
             let started = Date()
             let (_, response) = try await URLSession(configuration: .ephemeral).upload(
-                form, with: URLRequest(url: server.url(scenario: "stall")), strategy: .resumable,
-                resumption: policy)
+                form, with: URLRequest(url: server.url(scenario: "stall")), strategy: .resumable(policy))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             // The server holds the stalled request for 20 s: the upload went on long before.
             #expect(Date().timeIntervalSince(started) < 15)
@@ -366,7 +363,7 @@ extension URLSessionSuites {
             let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0.05, maximumDelay: 0.2)
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await session.upload(
-                    first, with: request, strategy: .resumable, resumption: policy(Events(), noRetries))
+                    first, with: request, strategy: .resumable(policy(Events(), noRetries)))
             }
             let half = first.contentLength! / 2
             guard case .resumeSaved(retries: 0, let told, first.contentLength!) = error.reason else {
@@ -383,7 +380,7 @@ extension URLSessionSuites {
             let events = Events()
             let next = try form()
             let (_, response) = try await session.upload(
-                next, with: request, strategy: .resumable, resumption: policy(events))
+                next, with: request, strategy: .resumable(policy(events)))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [try expected(next, boundary: boundary)], "the whole form, once")
             let patches = try server.log().filter { $0.method == "PATCH" }
@@ -402,7 +399,7 @@ extension URLSessionSuites {
             let half = first.contentLength! / 2
             let kept = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
-                    first, with: request, strategy: .resumable, resumption: policy(Events(), noRetries))
+                    first, with: request, strategy: .resumable(policy(Events(), noRetries)))
             }
             guard case .resumeSaved(_, half, _) = kept.reason else {
                 Issue.record("the first run keeps the upload at half: \(kept)")
@@ -413,7 +410,7 @@ extension URLSessionSuites {
             try server.setListening(false)
             let refused = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
-                    try form(), with: request, strategy: .resumable, resumption: policy(Events(), noRetries))
+                    try form(), with: request, strategy: .resumable(policy(Events(), noRetries)))
             }
             guard case .resumeSaved(retries: 0, half, first.contentLength!) = refused.reason else {
                 Issue.record("the run that finds the server down keeps the upload at the saved offset: \(refused)")
@@ -425,7 +422,7 @@ extension URLSessionSuites {
             try server.setListening(true)
             let next = try form()
             let (_, response) = try await URLSession(configuration: .ephemeral).upload(
-                next, with: request, strategy: .resumable, resumption: policy(Events()))
+                next, with: request, strategy: .resumable(policy(Events())))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [try expected(next, boundary: boundary)], "the whole form, once")
             let log = try server.log()
@@ -442,8 +439,7 @@ extension URLSessionSuites {
             policy.maximumDuration = 0.3
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
-                    try form(), with: URLRequest(url: server.url(scenario: "head-503")), strategy: .resumable,
-                    resumption: policy)
+                    try form(), with: URLRequest(url: server.url(scenario: "head-503")), strategy: .resumable(policy))
             }
             guard case .resumeTimeExceeded(_, _, let length?) = error.reason, length > 0 else {
                 Issue.record("\(error)")

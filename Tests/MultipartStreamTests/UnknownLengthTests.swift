@@ -123,7 +123,7 @@ extension URLSessionSuites {
             let events = EventLog()
             let resumption = MultipartResumption(events: events.record)
             let (data, _) = try await session().upload(
-                try form(), with: URLRequest(url: server.url()), strategy: .resumable, resumption: resumption)
+                try form(), with: URLRequest(url: server.url()), strategy: .resumable(resumption))
             let seen = try server.seen(in: data)
             #expect(seen.contentLength == String(expected.bytes) && seen.parts == sent.map { $0.seen(by: .werkzeug) })
             #expect(events.all.contains(.spooled(contentLength: UInt64(expected.bytes))), "\(events.all)")
@@ -210,8 +210,8 @@ extension URLSessionSuites {
             async throws -> (Data, URLResponse)
         {
             try await session().upload(
-                try form(ending), with: URLRequest(url: server.url(scenario: scenario)), strategy: .resumable,
-                resumption: appending)
+                try form(ending), with: URLRequest(url: server.url(scenario: scenario)), strategy: .resumable(appending)
+            )
         }
 
         @Test func itIsStreamedInBoundedAppendsWithNoCopy() async throws {
@@ -221,7 +221,7 @@ extension URLSessionSuites {
             resumption.events = events.record
             let reports = ProgressReports()
             let (_, response) = try await session().upload(
-                try form(), with: URLRequest(url: server.url()), strategy: .resumable, resumption: resumption,
+                try form(), with: URLRequest(url: server.url()), strategy: .resumable(resumption),
                 progress: reports.append)
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [expected])
@@ -263,8 +263,7 @@ extension URLSessionSuites {
             var resumption = appending
             resumption.bufferedAppendSize = 1 << 20
             _ = try await session().upload(
-                try form(), with: URLRequest(url: server.url(scenario: "too-large")), strategy: .resumable,
-                resumption: resumption)
+                try form(), with: URLRequest(url: server.url(scenario: "too-large")), strategy: .resumable(resumption))
             #expect(try server.forms() == [expected])
             let patches = try server.log().filter { $0.method == "PATCH" }
             // The whole form at once (the stream ended within the first append), then half, then half again.
@@ -311,7 +310,7 @@ extension URLSessionSuites {
             let (stuckForm, request, resumption) = (form, URLRequest(url: server.url()), appending)
             let upload = Task {
                 try await URLSession(configuration: .ephemeral).upload(
-                    stuckForm, with: request, strategy: .resumable, resumption: resumption)
+                    stuckForm, with: request, strategy: .resumable(resumption))
             }
             while try server.log().filter({ $0.method == "PATCH" }).isEmpty {
                 try await Task.sleep(nanoseconds: 20_000_000)

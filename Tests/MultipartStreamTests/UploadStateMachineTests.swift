@@ -444,8 +444,8 @@ import Testing
         #expect(status(end(&resent, 201)) == 201)
     }
 
-    @Test func automaticSendsOnlyASmallUnpacedFormHeldInMemoryAsBytes() throws {
-        guard case .inMemory(let bytes) = UploadBody.automatic(for: form, paced: false) else {
+    @Test func automaticSendsOnlyASmallFormHeldInMemoryAsBytes() throws {
+        guard case .inMemory(let bytes) = UploadBody.automatic(for: form) else {
             Issue.record("a 1 KB form in memory goes as bytes")
             return
         }
@@ -458,10 +458,9 @@ import Testing
         var factory = MultipartFormData()
         factory.append(length: 1, name: "s") { InputStream(data: Data("s".utf8)) }
         for (streamed, why) in [
-            (UploadBody.automatic(for: form, paced: true), "paced"),
-            (.automatic(for: large, paced: false), "over 64 KiB"),
-            (.automatic(for: file, paced: false), "a file part"),
-            (.automatic(for: factory, paced: false), "a stream part"),
+            (UploadBody.automatic(for: large), "over 64 KiB"),
+            (.automatic(for: file), "a file part"),
+            (.automatic(for: factory), "a stream part"),
         ] {
             guard case .stream = streamed else {
                 Issue.record("\(why): \(streamed)")

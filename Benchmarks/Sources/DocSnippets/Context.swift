@@ -11,7 +11,7 @@ struct Metadata: Encodable {
 
 /// Where fresh credentials come from.
 struct Tokens: Sendable {
-    func fresh() async throws -> String { "token" }
+    func current() async throws -> String { "token" }
 }
 
 /// A view on the main actor, as an app's progress bar is.

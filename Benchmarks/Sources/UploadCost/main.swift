@@ -10,7 +10,7 @@ import MultipartStreamTestSupport
 // sending the same bytes as `Data` on the same session, to one byte-counting Node sink on 127.0.0.1
 // (Peers/count-sink.mjs, which answers `Expect: 100-continue` and does no work of its own). Every answer's byte
 // count is checked. Prints the median of the per-round time ratios, and the resident memory each path added over
-// all its rounds per upload; fails past --max-ratio (over plain), past --max-share (over plain with a delegate,
+// all its rounds per upload (and the same uploads keeping a Foundation Progress, a fourth path); fails past --max-ratio (over plain), past --max-share (over plain with a delegate,
 // below) or when ours grows memory faster than plain's with a delegate (plus --memory-slack KB per upload). A third path, alternated with the two, measures the platform's share: plain
 // URLSession sending the same `Data` through a data task of a session that has a delegate, as every
 // MultipartStream upload's private session has (Linux URLSession then queues an operation on the delegate queue
@@ -101,7 +101,7 @@ let delegateSession = URLSession(configuration: .default, delegate: collector, d
 }
 
 enum Path {
-    case plain, plainWithDelegate, ours
+    case plain, plainWithDelegate, ours, oursWithProgress
 }
 
 /// `uploadsPerRound` uploads; the seconds they took and the memory they added.
@@ -114,6 +114,9 @@ enum Path {
             case .plain: try await session.upload(for: request, from: encoded).0
             case .plainWithDelegate: try await uploadThroughDelegate()
             case .ours: try await session.upload(form, with: request).0
+            // A Foundation Progress kept up to date, as an app shows it.
+            case .oursWithProgress:
+                try await session.upload(form, with: request, progress: Progress(totalUnitCount: 0)).0
             }
         let counted = try JSONDecoder().decode(Counted.self, from: data)
         guard counted.bytes == encoded.count else {
@@ -125,10 +128,11 @@ enum Path {
 }
 
 // One round of each first, so that neither path pays for first-use allocations in the measured rounds.
-for path in [Path.plain, .plainWithDelegate, .ours] { _ = try await round(path) }
+for path in [Path.plain, .plainWithDelegate, .ours, .oursWithProgress] { _ = try await round(path) }
 var ratios: [Double] = []
 var platformRatios: [Double] = []
 var oursOverDelegate: [Double] = []
+var progressOverDelegate: [Double] = []
 var plainSeconds: [Double] = []
 var oursSeconds: [Double] = []
 var plainMemory = 0
@@ -137,7 +141,7 @@ var delegateMemory = 0
 for index in 0..<rounds {
     // Alternated, and the order turns each round.
     var measured: [Path: (seconds: Double, memory: Int)] = [:]
-    let order: [Path] = [.plain, .plainWithDelegate, .ours]
+    let order: [Path] = [.plain, .plainWithDelegate, .ours, .oursWithProgress]
     for offset in 0..<order.count {
         let path = order[(index + offset) % order.count]
         measured[path] = try await round(path)
@@ -148,6 +152,7 @@ for index in 0..<rounds {
     ratios.append(ours.seconds / plain.seconds)
     platformRatios.append(withDelegate.seconds / plain.seconds)
     oursOverDelegate.append(ours.seconds / withDelegate.seconds)
+    progressOverDelegate.append(measured[.oursWithProgress]!.seconds / withDelegate.seconds)
     plainSeconds.append(plain.seconds)
     oursSeconds.append(ours.seconds)
     plainMemory += plain.memory
@@ -175,6 +180,10 @@ print(String(format: "  the platform's share, plain with a delegate over plain: 
 print(String(format: "  MultipartStream's share, over plain with a delegate: %.3f", median(oursOverDelegate)))
 print(
     String(
+        format: "  MultipartStream with a Foundation Progress, over plain with a delegate: %.3f",
+        median(progressOverDelegate)))
+print(
+    String(
         format: "memory added per upload: plain %.3f KB, plain with a delegate %.3f KB, MultipartStream %.3f KB",
         plainKB, delegateKB, oursKB))
 var failed = false
@@ -185,6 +194,10 @@ if let maxRatio, ratio > maxRatio {
 let share = median(oursOverDelegate)
 if let maxShare, share > maxShare {
     print(String(format: "FAIL: MultipartStream's share %.3f is over %.2f", share, maxShare))
+    failed = true
+}
+if let maxShare, median(progressOverDelegate) > maxShare {
+    print(String(format: "FAIL: with a Progress, the share %.3f is over %.2f", median(progressOverDelegate), maxShare))
     failed = true
 }
 // Against the delegate path, as the time share is: plain's own growth moves by a few tenths of a KB between runs.

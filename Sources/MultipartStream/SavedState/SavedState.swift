@@ -19,29 +19,37 @@ struct SavedState {
     /// What an earlier run saved, when it can be trusted.
     let record: SavedUpload?
 
+    /// What opening the state tells: the form cannot be saved, another state's lifetime was over and it was
+    /// removed, a state file was ignored.
+    enum Notice {
+        case notSaved
+        case removedExpired(URL)
+        case ignored(URL, reason: String)
+    }
+
     /// The state of `form` sent with `request`, locked, with what an earlier run saved (in one of
     /// `interopVersions`); `nil` for a form that cannot be sent again by another process (a stream part).
     /// - Throws: ``MultipartError/Reason/uploadInProgress(_:)`` or ``MultipartError/Reason/stateUnwritable(_:errno:)``.
     init?(
         form: MultipartFormData, request: URLRequest, directory url: URL, interopVersions: Set<Int>,
-        events: (@Sendable (MultipartResumption.Event) -> Void)?
+        notices: (Notice) -> Void
     ) throws(MultipartError) {
         guard let key = form.savedUploadKey(for: request), let shape = form.savedUploadShape,
             let contentLength = form.contentLength
         else {
-            events?(.notSaved)
+            notices(.notSaved)
             return nil
         }
         directory = SavedUploadDirectory(url, interopVersions: interopVersions)
         try directory.prepare()
-        for file in directory.prune(except: key) { events?(.removedExpired(file)) }
+        for file in directory.prune(except: key) { notices(.removedExpired(file)) }
         lock = try directory.lock(key)
         self.key = key
         self.shape = shape
         self.contentLength = contentLength
         method = request.formMethod
         requestURL = request.url?.withoutUserInfo ?? ""
-        record = directory.load(key) { events?(.stateIgnored($0, reason: $1)) }
+        record = directory.load(key) { notices(.ignored($0, reason: $1)) }
     }
 
     /// `form` as the saved upload's bytes went out (its boundary), or `nil` when it is another form: other parts,

@@ -4,8 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How a `.resumable` upload retries, notices a stalled connection, refreshes its headers, and keeps its state for
-/// another process.
+/// How a resumable upload (``MultipartUploadStrategy/resumable(_:pacing:)``) retries, notices a stalled connection,
+/// and keeps its state for another process. Fresh headers for each of its requests come from the upload's own
+/// `headers` hook.
 public struct MultipartResumption: Sendable {
     /// Requests after a failure (a dropped connection, a stall, a timeout, a conflict, a 5xx) before the upload gives
     /// up.
@@ -39,10 +40,6 @@ public struct MultipartResumption: Sendable {
     /// With saved state a cancelled upload keeps its upload resource and state, to be resumed later; one that fails
     /// or completes leaves neither; `URLSession.abandonUpload(_:with:resumption:)` gives one up on purpose.
     public var stateDirectory: URL?
-    /// Headers to set on each request the upload sends (discovery, creation, offset, append, delete, and the whole
-    /// form sent to a server that does not speak the draft), asked just before each: a token that expires is
-    /// refreshed without starting over. An error it throws fails the upload.
-    public var headers: (@Sendable (URLRequest) async throws -> [String: String])?
     /// Told what happens: each request of the protocol and its answer, a retry and where the upload goes on from,
     /// a server that does not speak the draft, and what happens to saved state (an upload resumed or started over,
     /// its state written, a state file ignored). Called on the upload's task; keep it quick.
@@ -129,7 +126,6 @@ public struct MultipartResumption: Sendable {
         credentialsToOtherOrigins: Bool = false,
         stall: Stall? = Stall(bytesPerSecond: 1, seconds: 30),
         stateDirectory: URL? = nil,
-        headers: (@Sendable (URLRequest) async throws -> [String: String])? = nil,
         events: (@Sendable (Event) -> Void)? = nil
     ) {
         self.maximumAttempts = max(0, maximumAttempts)
@@ -139,8 +135,16 @@ public struct MultipartResumption: Sendable {
         self.credentialsToOtherOrigins = credentialsToOtherOrigins
         self.stall = stall
         self.stateDirectory = stateDirectory
-        self.headers = headers
         self.events = events
+    }
+
+    /// Tells ``events`` what opening the saved state found.
+    func notice(_ notice: SavedState.Notice) {
+        switch notice {
+        case .notSaved: events?(.notSaved)
+        case .removedExpired(let file): events?(.removedExpired(file))
+        case .ignored(let file, let reason): events?(.stateIgnored(file, reason: reason))
+        }
     }
 
     /// The longest any wait lasts, whatever the policy says.

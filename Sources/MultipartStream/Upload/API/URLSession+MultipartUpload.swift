@@ -8,64 +8,142 @@ extension URLSession {
     /// Uploads `form` with `request` (POST unless it says otherwise) and returns the response once it has arrived.
     ///
     /// The body streams lazily (or, with `.file`, from a temporary file that is removed afterwards), with its exact
-    /// `Content-Length` and no chunked framing on every platform. `progress` is called on URLSession's reading
-    /// thread as body bytes go out, a bounded number of times, only rising, and with 100% once; keep it quick.
-    /// Cancelling the surrounding task cancels the upload at once and closes the file being read, and throws
-    /// `CancellationError`. A part that fails while streaming throws its ``MultipartError``, and so does a 2xx that
-    /// came before the whole body was handed out
-    /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``).
+    /// `Content-Length` and no chunked framing on every platform. Cancelling the surrounding task cancels the upload
+    /// at once and closes the file being read, and throws `CancellationError`. A part that fails while streaming
+    /// throws its ``MultipartError``, and so does a 2xx that came before the whole body was handed out
+    /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``). See <doc:HandlingErrors>
+    /// for everything it throws.
     ///
     /// The uploads of one session run on one private session made from its configuration, and share its
     /// connections. This session's delegate is asked as URLSession asks it about its own tasks, on this session's
     /// `delegateQueue`: it answers authentication challenges (session-wide ones through the session-level method
     /// when it has no task-level one), and decides redirects (`nil` from `willPerformHTTPRedirection` makes the 3xx
     /// the answer; the request it returns is the one sent). A redirect to another origin carries none of the
-    /// request's `Authorization`, `Cookie` and `Proxy-Authorization` headers unless the delegate puts them back. A
-    /// retry after a 401 or a 307/308 redirect sends the whole body again. Background sessions cannot be used: see
-    /// ``MultipartUploadStrategy/file``.
+    /// request's `Authorization`, `Cookie` and `Proxy-Authorization` headers, nor a user and password in its URL,
+    /// unless the delegate puts them back. A retry after a 401 or a 307/308 redirect sends the whole body again.
+    /// Background sessions cannot be used: see ``MultipartUploadStrategy/file``.
+    ///
+    /// ```swift
+    /// let (data, response) = try await URLSession.shared.upload(
+    ///     form, with: URLRequest(url: url),
+    ///     headers: .fresh { _ in ["Authorization": "Bearer \(try await tokens.current())"] },
+    ///     acceptableStatusCodes: 200..<300)
+    /// ```
     ///
     /// - Parameters:
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
     ///   - request: The URL, method (POST when it is GET) and other headers.
     ///   - strategy: `.automatic` (the default) streams, or sends a small form held in memory as bytes; `.stream`
-    ///     always reads the parts as they are sent; `.file` writes the body to a temporary file first; `.resumable`
-    ///     streams and, against a server that speaks the resumable-upload draft, sends only what the server lacks
-    ///     after a dropped connection.
-    ///   - resumption: How `.resumable` retries; unused by the other strategies.
-    ///   - pacing: How fast the body goes out; `nil` (the default) for as fast as URLSession reads it. The `.file`
-    ///     strategy's body is never paced.
-    ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
-    /// - Returns: The response's body and the response, whatever its status.
+    ///     always reads the parts as they are sent (`.stream(pacing:)` paced); `.file` writes the body to a temporary
+    ///     file first; `.resumable(policy)` streams and, against a server that speaks the resumable-upload draft,
+    ///     sends only what the server lacks after a dropped connection.
+    ///   - headers: ``MultipartHeaders/fresh(_:)``: headers to set on each request the upload sends, asked just
+    ///     before each: the form's own, a resend after a redirect, a resend after a 401 (once, when the headers it
+    ///     gives then differ from the ones the 401 answered), and each request of a resumable upload. An error it
+    ///     throws fails the upload with that error. `nil` (the default) sends the request's own headers.
+    ///   - acceptableStatusCodes: The statuses that count as success; any other throws
+    ///     ``MultipartError/Reason/unacceptableStatus(statusCode:body:)`` with the response
+    ///     (``MultipartError/response``). `nil` (the default) returns every response, whatever its status, as
+    ///     URLSession does.
+    ///   - progress: Called with the bytes handed to URLSession so far, on URLSession's reading thread, at most 10
+    ///     times a second, only rising, and with 100% once; keep it quick. `nil` for none. To observe progress from
+    ///     UI or another task without a lock, pass a Foundation `Progress` instead.
+    /// - Returns: The response's body and the response.
     /// - Throws: ``MultipartError`` when a part fails, the form has an ``MultipartFormData/appendError``, the
-    ///   session is a background one, the server answered before the body was sent, or a resumable upload gave up;
-    ///   `CancellationError` when the task is cancelled; URLSession's error when the transfer fails.
+    ///   session is a background one, the server answered before the body was sent, a resumable upload gave up, or
+    ///   the status is not acceptable; the `headers` hook's error; `CancellationError` when the task is cancelled;
+    ///   URLSession's `URLError` when the transfer fails.
     public func upload(
         _ form: MultipartFormData,
         with request: URLRequest,
         strategy: MultipartUploadStrategy = .automatic,
-        resumption: MultipartResumption = MultipartResumption(),
-        pacing: MultipartPacing? = nil,
+        headers: MultipartHeaders? = nil,
+        acceptableStatusCodes: Range<Int>? = nil,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
+    ) async throws -> (Data, URLResponse) {
+        let reply = try await send(
+            form, with: request, strategy: strategy, refresh: headers, progress: progress)
+        if let acceptableStatusCodes, let response = reply.1 as? HTTPURLResponse,
+            !acceptableStatusCodes.contains(response.statusCode)
+        {
+            throw MultipartError(
+                .unacceptableStatus(statusCode: response.statusCode, body: reply.0), response: response)
+        }
+        return reply
+    }
+
+    /// `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), keeping `progress` up to date: its
+    /// `totalUnitCount` is the form's length (-1 while a stream's length is unknown) and its `completedUnitCount`
+    /// the bytes handed to URLSession, only rising, reaching `totalUnitCount` once. A `Progress` is safe to read from
+    /// any thread or task, and observable where the platform observes it (`UIProgressView.observedProgress`,
+    /// SwiftUI's `ProgressView(_:)`, KVO on Apple platforms).
+    ///
+    /// ```swift
+    /// let progress = Progress(totalUnitCount: 0)  // the upload sets the total
+    /// let upload = Task { try await URLSession.shared.upload(form, with: request, progress: progress) }
+    /// // Elsewhere, any task or the main actor: progress.fractionCompleted
+    /// ```
+    public func upload(
+        _ form: MultipartFormData,
+        with request: URLRequest,
+        strategy: MultipartUploadStrategy = .automatic,
+        headers: MultipartHeaders? = nil,
+        acceptableStatusCodes: Range<Int>? = nil,
+        progress: Progress
+    ) async throws -> (Data, URLResponse) {
+        progress.totalUnitCount = form.contentLength.map { Int64(clamping: $0) } ?? -1
+        return try await upload(
+            form, with: request, strategy: strategy, headers: headers, acceptableStatusCodes: acceptableStatusCodes
+        ) { sent in
+            if let total = sent.totalBytes { progress.totalUnitCount = Int64(clamping: total) }
+            progress.completedUnitCount = Int64(clamping: sent.bytesSent)
+        }
+    }
+
+    /// Sends `form` as `strategy` says, with the caller's fresh headers where there is a hook.
+    private func send(
+        _ form: MultipartFormData,
+        with request: URLRequest,
+        strategy: MultipartUploadStrategy,
+        refresh: MultipartHeaders?,
+        progress: (@Sendable (MultipartUploadProgress) -> Void)?
     ) async throws -> (Data, URLResponse) {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
         if let appendError = form.appendError { throw appendError }
         var form = form
         var spools: [URL] = []
         defer { for file in spools { try? FileManager.default.removeItem(at: file) } }
-        if form.contentLength == nil, strategy != .resumable {
+        if form.contentLength == nil, strategy.resumption == nil {
             // Every strategy but `.resumable` sends an exact Content-Length before the first byte.
             (form, spools) = try await form.spooled()
         }
         let progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
-        if strategy == .resumable {
+        if let policy = strategy.resumption {
             return try await ResumableUpload(
-                form: form, request: request, session: self, policy: resumption, pacing: pacing, progress: progress
+                form: form, request: request, session: self, policy: policy, pacing: strategy.pacing,
+                refresh: refresh, progress: progress
             ).run()
         }
+        var sent = request
+        sent.httpMethod = request.formMethod
+        sent = try await refresh.apply(to: sent)
+        let reply = try await sendWhole(form, with: sent, strategy: strategy, refresh: refresh, progress: progress)
+        // A 401 to a request whose token the hook has refreshed since: sent once more with the fresh one.
+        guard let refresh, (reply.1 as? HTTPURLResponse)?.statusCode == 401 else { return reply }
+        let again = try await refresh.apply(to: sent)
+        guard again.allHTTPHeaderFields != sent.allHTTPHeaderFields else { return reply }
+        return try await sendWhole(form, with: again, strategy: strategy, refresh: refresh, progress: progress)
+    }
+
+    /// One upload of the whole form with `request`, resends after redirects included.
+    private func sendWhole(
+        _ form: MultipartFormData, with request: URLRequest, strategy: MultipartUploadStrategy,
+        refresh: MultipartHeaders?, progress: ProgressCoalescer?
+    ) async throws -> (Data, URLResponse) {
         let body: UploadBody
-        switch strategy {
+        switch strategy.kind {
         case .file: body = .file(try await Self.writeTemporaryFile(of: form))
-        case .automatic: body = .automatic(for: form, paced: pacing != nil)
+        case .automatic: body = .automatic(for: form)
         case .stream, .resumable: body = .stream
         }
         if Task.isCancelled {
@@ -74,8 +152,8 @@ extension URLSession {
         }
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, role: .wholeForm(body), callerSession: self, origin: request.url, pacing: pacing,
-            progress: progress, completion: result.resolve)
+            form: form, role: .wholeForm(body), callerSession: self, origin: request.url, pacing: strategy.pacing,
+            refresh: refresh, progress: progress, completion: result.resolve)
         return try await perform(request, upload, answeredTo: result)
     }
 
@@ -111,19 +189,18 @@ extension URLSession {
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
     /// none) and removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is
-    /// called as in ``upload(_:with:strategy:resumption:pacing:progress:)``, and this session's delegate is asked on its
-    /// `delegateQueue` as there, with the same rule for credentials on redirects. Cancelling the task stops reading
-    /// at once and closes any open file. A task never resumed keeps neither this session nor its connections
-    /// alive. On Linux a 307/308 redirect fails the task with
-    /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``, since the task cannot be replaced.
+    /// called as in `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), and this session's delegate
+    /// is asked on its `delegateQueue` as there, with the same rule for credentials on redirects. Cancelling the task
+    /// stops reading at once and closes any open file. A task never resumed keeps neither this session nor its
+    /// connections alive. A task is made before its first byte and cannot be replaced: it cannot resume, nor
+    /// refresh its headers, and on Linux a 307/308 redirect fails it with
+    /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``. A form holding a stream of unknown
+    /// length fails it with ``MultipartError/Reason/lengthUnknown``.
     ///
     /// - Parameters:
     ///   - request: The URL, method (POST when it is GET) and other headers.
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
-    ///   - strategy: `.automatic` (the default), `.stream` or `.file`, as in
-    ///     ``upload(_:with:strategy:resumption:pacing:progress:)`` (a task always streams for `.automatic`);
-    ///     `.resumable` streams as `.stream` does, since a task cannot be replaced.
-    ///   - pacing: How fast the body goes out; `nil` (the default) for as fast as URLSession reads it.
+    ///   - strategy: `.stream` (the default, `.stream(pacing:)` paced) or `.file`.
     ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
     ///   - completionHandler: Called once with the body and response, or with the error: a ``MultipartError`` when a
     ///     part failed or the form cannot be sent.
@@ -131,8 +208,7 @@ extension URLSession {
     public func multipartUploadTask(
         with request: URLRequest,
         form: MultipartFormData,
-        strategy: MultipartUploadStrategy = .automatic,
-        pacing: MultipartPacing? = nil,
+        strategy: MultipartTaskStrategy = .stream,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> URLSessionUploadTask {
@@ -146,10 +222,10 @@ extension URLSession {
             form.appendError = MultipartError(.lengthUnknown, partIndex: index, partName: form.bodyParts[index].name)
         }
         let body =
-            strategy == .file && form.appendError == nil
+            strategy.writesFile && form.appendError == nil
             ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream
         let upload = MultipartUpload(
-            form: form, role: .callerTask(body), callerSession: self, origin: request.url, pacing: pacing,
+            form: form, role: .callerTask(body), callerSession: self, origin: request.url, pacing: strategy.pacing,
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in
             switch result {

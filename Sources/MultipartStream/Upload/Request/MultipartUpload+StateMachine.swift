@@ -456,14 +456,21 @@ extension MultipartUpload {
             return .finish(finish(result, exchange: exchange))
         }
 
-        /// The resend could not start (the caller's session is gone, and with it the private session to send on):
-        /// tell the caller which redirect was not followed.
-        mutating func resendFailed() -> EndAction {
+        /// The resend could not start: the caller's fresh headers failed with `error`, or (`nil`) the caller's
+        /// session is gone, and with it the private session to send on, and the caller is told which redirect was
+        /// not followed.
+        mutating func resendFailed(because error: (any Error)? = nil) -> EndAction {
+            if case .cancelled(let exchange) = state, exchange.task == nil {
+                // Cancelled while the fresh headers were asked: no task will end, so the upload ends here.
+                return .finish(finish(.failure(URLError(.cancelled)), exchange: exchange))
+            }
             guard case .sending(let exchange) = state, exchange.task == nil, let resending = exchange.resending
             else { return .none }
-            let error = MultipartError(
-                .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
-            return .finish(finish(.failure(error), exchange: exchange))
+            let failure =
+                error
+                ?? MultipartError(
+                    .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
+            return .finish(finish(.failure(failure), exchange: exchange))
         }
 
         private mutating func finish(_ result: Result<(Data, URLResponse), any Error>, exchange: Exchange) -> Finish {

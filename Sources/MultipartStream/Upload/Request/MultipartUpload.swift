@@ -26,6 +26,8 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     private let progress: ProgressCoalescer?
     /// How fast the form's streams hand out bytes.
     private let pacing: MultipartPacing?
+    /// The caller's fresh headers, asked again before a resend after a redirect.
+    private let refresh: MultipartHeaders?
     /// The caller's session and its delegate, which decides redirects and challenges first.
     let caller: CallerDelegate
     private let completion: Completion
@@ -40,12 +42,14 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         callerSession: URLSession,
         origin: URL?,
         pacing: MultipartPacing? = nil,
+        refresh: MultipartHeaders? = nil,
         progress: ProgressCoalescer?,
         completion: @escaping Completion
     ) {
         self.form = form
         self.buffered = buffered
         self.pacing = pacing
+        self.refresh = refresh
         // A form of unknown length goes out only in appends of bytes held in memory, which end where they end.
         let end: UInt64 = if case .append(_, let end) = role { end } else { 0 }
         contentLength = form.contentLength ?? end
@@ -235,13 +239,26 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         switch modify({ $0.taskEnded(error: error, response: task.response) }) {
         case .resend(let request, let streams):
             for stream in streams { stream.close() }
-            if let next = makeTask(for: request) { return next.resume() }
-            if case .finish(let finish) = modify({ $0.resendFailed() }) { self.finish(finish) }
+            guard let refresh else { return resend(request) }
+            // The hook is asked off URLSession's queue; a cancel meanwhile cancels the task as soon as it is made.
+            Task {
+                do {
+                    resend(try await refresh.apply(to: request))
+                } catch {
+                    if case .finish(let finish) = modify({ $0.resendFailed(because: error) }) { self.finish(finish) }
+                }
+            }
         case .finish(let finish):
             self.finish(finish)
         case .none:
             break
         }
+    }
+
+    /// Sends the form again with `request` on a new task.
+    private func resend(_ request: URLRequest) {
+        if let next = makeTask(for: request) { return next.resume() }
+        if case .finish(let finish) = modify({ $0.resendFailed() }) { self.finish(finish) }
     }
 
     private func finish(_ finish: StateMachine.Finish) {

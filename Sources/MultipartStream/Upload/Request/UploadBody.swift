@@ -40,14 +40,13 @@ enum UploadBody: Sendable {
 
     /// The body `.automatic` sends `form` with: its bytes when every part is held in memory and the whole form fits
     /// one of URLSession's reads (64 KiB), since a body stream then only adds cost (Linux URLSession spends about a
-    /// tenth more per upload on one), else a stream. Paced bodies are always streams.
-    static func automatic(for form: MultipartFormData, paced: Bool) -> UploadBody {
+    /// tenth more per upload on one), else a stream.
+    static func automatic(for form: MultipartFormData) -> UploadBody {
         let inMemory = form.bodyParts.allSatisfy { part in
             if case .bytes = part.body { return true }
             return false
         }
-        if !paced, inMemory, let length = form.contentLength, length <= BufferSize.read, let bytes = try? form.encode()
-        {
+        if inMemory, let length = form.contentLength, length <= BufferSize.read, let bytes = try? form.encode() {
             return .inMemory(bytes)
         }
         return .stream

@@ -17,6 +17,8 @@ struct ResumableUpload {
     let session: URLSession
     let policy: MultipartResumption
     let pacing: MultipartPacing?
+    /// The caller's fresh headers, for every request of the protocol and the whole form's.
+    var refresh: MultipartHeaders? = nil
     let progress: ProgressCoalescer?
 
     func run() async throws -> Reply {
@@ -24,7 +26,7 @@ struct ResumableUpload {
         guard
             let state = try SavedState(
                 form: form, request: request, directory: directory, interopVersions: InteropVersion.spoken,
-                events: policy.events)
+                notices: policy.notice)
         else { return try await run(saving: nil) }
         defer { state.lock.release() }
         var upload = self
@@ -148,10 +150,10 @@ struct ResumableUpload {
                         progress?.lengthFound(length)
                     }
                 }
-                // The form's own request gets the policy's fresh headers too, as each request of the protocol does.
+                // The form's own request gets the fresh headers too, as each request of the protocol does.
                 var sent = request
                 sent.httpMethod = request.formMethod
-                let fresh = try await adapted(sent)
+                let fresh = try await refresh.apply(to: sent)
                 let (upload, result) = whole.makeUpload(.wholeForm(.stream), progress: progress)
                 defer { policy.events?(.bodySent(bytes: upload.furthestHandedOut)) }
                 return try await session.perform(fresh, upload, answeredTo: result)
@@ -294,12 +296,11 @@ struct ResumableUpload {
         let result = PendingResponse()
         let upload = MultipartUpload(
             form: form, buffered: buffered, role: role, callerSession: session, origin: request.url, pacing: pacing,
-            progress: progress, completion: result.resolve)
+            refresh: refresh, progress: progress, completion: result.resolve)
         return (upload, result)
     }
 
-    /// The request of `step`, with the caller's URL, headers and method where they apply, and the policy's fresh
-    /// headers.
+    /// The request of `step`, with the caller's URL, headers and method where they apply, and the fresh headers.
     private func request(
         for step: Step, version: InteropVersion, to location: URL?, contentLength: UInt64?, timeout: TimeInterval?
     ) async throws -> URLRequest {
@@ -308,20 +309,7 @@ struct ResumableUpload {
             contentType: form.contentType,
             credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
         if let timeout { request.timeoutInterval = timeout }
-        return try await adapted(request)
-    }
-
-    /// `request` with the policy's fresh headers, asked just before it goes out; a name or value that cannot be
-    /// sent fails the upload, as the hook's own error does.
-    private func adapted(_ request: URLRequest) async throws -> URLRequest {
-        guard let headers = policy.headers else { return request }
-        var request = request
-        for (name, value) in try await headers(request) {
-            guard !name.isEmpty, name.utf8.allSatisfy(Boundary.isTokenCharacter), PartHeaders.isValidValue(value)
-            else { throw MultipartError(.invalidHeaderValue(name: name, value: value)) }
-            request.setValue(value, forHTTPHeaderField: name)
-        }
-        return request
+        return try await refresh.apply(to: request)
     }
 
     /// Runs `perform`; for an append under the policy's stall rule, ends it as stalled when `upload` hands out its

@@ -1,0 +1,207 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension URLSessionSuites {
+    /// What `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` offers a newcomer beyond the bytes (#43):
+    /// fresh headers on every request on every strategy, opt-in status validation, and a `Progress` that Swift 6 code
+    /// reads without a lock of its own.
+    @Suite(.serialized) struct UploadSurfaceTests {
+        let directory: TemporaryDirectory
+        let form: MultipartFormData
+
+        init() throws {
+            directory = try TemporaryDirectory()
+            var generator = SeededGenerator(seed: 43)
+            var form = MultipartFormData()
+            form.append("Ada", name: "author")
+            try form.append(
+                fileURL: directory.file("photo.jpg", contents: Data([UInt8].random(count: 3 << 20, using: &generator))),
+                name: "photo")
+            self.form = form
+        }
+
+        static let strategies: [(String, MultipartUploadStrategy)] = [
+            ("automatic", .automatic), ("stream", .stream), ("file", .file),
+            ("paced", .stream(pacing: MultipartPacing(packetSize: 1 << 20, delay: 0))),
+        ]
+
+        // MARK: Fresh headers
+
+        /// The form's own request, and the resend after a 307 (asked again, so a fresh value), on every strategy
+        /// that is not resumable (the resumable ones are in `ResumableDraftServerTests` and `SavedUploadTests`).
+        @Test(arguments: strategies.map(\.0))
+        func everyRequestCarriesTheHooksFreshHeaders(name: String) async throws {
+            let strategy = try #require(Self.strategies.first { $0.0 == name }?.1)
+            let server = try UploadServer()
+            let counter = Counter()
+            let seenMethods = Recorded<String>()
+            let headers = MultipartHeaders.fresh { request in
+                seenMethods.append(request.httpMethod ?? "")
+                return ["Authorization": "Bearer t\(counter.next())", "X-Tag": name]
+            }
+            let (data, _) = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url("/redirect/307")), strategy: strategy, headers: headers)
+            let seen = try server.seen(in: data)
+            #expect(seen.authorization == "Bearer t2" && seen.tag == name, "the resend's own fresh token")
+            #expect(seen.parts?.count == 2 && seen.bytes == Int(form.contentLength!))
+            let log = try await server.log()
+            #expect(log.map(\.authorization) == ["Bearer t1", "Bearer t2"], "\(log)")
+            #expect(
+                seenMethods.values == ["POST", "POST"], "the hook sees the method sent, not URLRequest(url:)'s GET")
+        }
+
+        /// A 401 to a token the hook has refreshed since is sent once more with the fresh one; a hook that gives the
+        /// same headers again leaves the 401 as the answer.
+        @Test(arguments: strategies.map(\.0))
+        func a401IsSentAgainOnceWithFreshHeaders(name: String) async throws {
+            let strategy = try #require(Self.strategies.first { $0.0 == name }?.1)
+            let server = try UploadServer()
+            let counter = Counter()
+            // Node's /auth wants Basic u:p: the first token is stale.
+            let refreshing = MultipartHeaders.fresh { _ in
+                ["Authorization": counter.next() == 1 ? "Basic c3RhbGU6eA==" : "Basic dTpw"]
+            }
+            let (data, response) = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url("/auth")), strategy: strategy, headers: refreshing)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.seen(in: data).parts?.count == 2)
+            #expect(try await server.log().map(\.authorization) == ["Basic c3RhbGU6eA==", "Basic dTpw"])
+
+            let stale = MultipartHeaders.fresh { _ in ["Authorization": "Basic c3RhbGU6eA=="] }
+            let (_, refused) = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url("/auth")), strategy: strategy, headers: stale)
+            #expect((refused as? HTTPURLResponse)?.statusCode == 401)
+            #expect(try await server.log().count == 3, "the same headers are not sent again")
+        }
+
+        @Test func theHooksErrorFailsTheUploadBeforeAnyByte() async throws {
+            struct Expired: Error {}
+            let server = try UploadServer()
+            await #expect(throws: Expired.self) {
+                _ = try await URLSession.shared.upload(
+                    form, with: URLRequest(url: server.url()), headers: .fresh { _ in throw Expired() })
+            }
+            // Failing at the resend after a redirect: the upload fails with it, and nothing more is sent.
+            let counter = Counter()
+            await #expect(throws: Expired.self) {
+                _ = try await URLSession.shared.upload(
+                    form, with: URLRequest(url: server.url("/redirect/307")),
+                    headers: .fresh { _ in
+                        if counter.next() > 1 { throw Expired() }
+                        return [:]
+                    })
+            }
+            #expect(try await server.log().map(\.path) == ["/redirect/307"])
+        }
+
+        // MARK: Validation
+
+        @Test(arguments: [413, 500])
+        func anUnacceptableStatusThrowsWithTheResponseAndItsBody(status: Int) async throws {
+            let server = try UploadServer()
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession.shared.upload(
+                    form, with: URLRequest(url: server.url("/status/\(status)")), acceptableStatusCodes: 200..<300)
+            }
+            guard case .unacceptableStatus(status, let body) = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(String(decoding: body, as: UTF8.self) == "the server says no\nsecond line\n")
+            #expect(error.response?.statusCode == status && error.category == .status)
+            #expect(error.description.contains("answered \(status)"), "\(error)")
+            // Without validation, the default, the response is the answer.
+            let (_, response) = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url("/status/\(status)")))
+            #expect((response as? HTTPURLResponse)?.statusCode == status)
+        }
+
+        @Test func anAcceptableStatusIsTheAnswer() async throws {
+            let server = try UploadServer()
+            let (data, response) = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url("/status/201")), acceptableStatusCodes: 200..<300)
+            #expect((response as? HTTPURLResponse)?.statusCode == 201)
+            #expect(String(decoding: data, as: UTF8.self) == "the server says no\nsecond line\n")
+        }
+
+        // MARK: Progress
+
+        /// A `Progress` observed from another task, as a view model would, with no lock of the caller's: it only
+        /// rises, never passes its total, and ends at the form's length.
+        @Test(arguments: strategies.map(\.0) + ["resumable"])
+        func aProgressIsKeptUpToDateForAnyTaskToRead(name: String) async throws {
+            let strategy = try #require((Self.strategies + [("resumable", .resumable)]).first { $0.0 == name }?.1)
+            let server = try UploadServer()
+            let progress = Progress(totalUnitCount: 0)
+            let upload = Task { [form] in
+                try await URLSession.shared.upload(
+                    form, with: URLRequest(url: server.url("/slow")), strategy: strategy, progress: progress)
+            }
+            let watcher = Task { () -> [Int64] in
+                var seen: [Int64] = []
+                while !progress.isFinished && !Task.isCancelled {
+                    seen.append(progress.completedUnitCount)
+                    try? await Task.sleep(nanoseconds: 2_000_000)
+                }
+                seen.append(progress.completedUnitCount)
+                return seen
+            }
+            let (data, _) = try await upload.value
+            let seen = await watcher.value
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
+            let total = Int64(form.contentLength!)
+            #expect(progress.totalUnitCount == total && progress.completedUnitCount == total)
+            #expect(progress.fractionCompleted == 1)
+            #expect(seen == seen.sorted(), "only rises")
+            #expect(seen.allSatisfy { $0 <= total })
+            #expect(Set(seen).count > 2, "seen in between: \(Set(seen).sorted())")
+        }
+
+        /// A stream of unknown length: indeterminate (-1) until it is known, then the form's length.
+        @Test func aProgressOfAStreamOfUnknownLengthLearnsItsTotal() async throws {
+            let server = try UploadServer()
+            var form = MultipartFormData()
+            form.append(InputStream(data: Data(count: 200_000)), name: "pipe", fileName: "pipe.bin")
+            let progress = Progress(totalUnitCount: 0)
+            #expect(form.contentLength == nil)
+            let (data, _) = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url()), progress: progress)
+            let seen = try server.seen(in: data)
+            #expect(progress.totalUnitCount == Int64(seen.bytes) && progress.completedUnitCount == Int64(seen.bytes))
+        }
+    }
+}
+
+/// A count that a `@Sendable` closure takes the next of.
+final class Counter: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = Lock()
+    private var value = 0
+
+    func next() -> Int {
+        lock.withLock {
+            value += 1
+            return value
+        }
+    }
+}
+
+/// Values recorded from `@Sendable` closures, in order.
+final class Recorded<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = Lock()
+    private var list: [Value] = []
+
+    func append(_ value: Value) {
+        lock.withLock { list.append(value) }
+    }
+
+    var values: [Value] { lock.withLock { list } }
+}
