@@ -16,7 +16,8 @@ extension CommandLineTests {
         return (body.count, try sha256sum(expected))
     }
 
-    private func savedStates() -> [URL] {
+    /// The state files `-C -` left in the test's state directory.
+    func savedStates() -> [URL] {
         let states = directory.path("state/multipart")
         return ((try? FileManager.default.contentsOfDirectory(at: states, includingPropertiesForKeys: nil)) ?? [])
             .filter { $0.pathExtension == "json" }

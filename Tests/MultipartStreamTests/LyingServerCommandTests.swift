@@ -17,12 +17,6 @@ extension CommandLineTests {
         return (body.count, try sha256sum(expected))
     }
 
-    private func stateFiles() -> [URL] {
-        let states = directory.path("state/multipart")
-        return ((try? FileManager.default.contentsOfDirectory(at: states, includingPropertiesForKeys: nil)) ?? [])
-            .filter { $0.pathExtension == "json" }
-    }
-
     private func lyingRun(_ server: DraftServer, _ scenario: String) throws -> Run {
         try run([
             "-sS", "-C", "-", "--retry", "2", "--retry-delay", "0.01", "--boundary", "Lies", "-F", "file=@lie.bin",
@@ -45,7 +39,7 @@ extension CommandLineTests {
         #expect(patches.count == 1 && patches.first?.complete == "?0", "\(log)")
         #expect(!log.contains { $0.method == "DELETE" }, "an upload the server calls complete is not deleted")
         #expect(try server.forms().isEmpty)
-        #expect(stateFiles().isEmpty)
+        #expect(savedStates().isEmpty)
     }
 
     /// The whole form went in one append that the server answered `?0` at the end; the empty last append (`?1`) is
@@ -75,7 +69,7 @@ extension CommandLineTests {
         let log = try server.log()
         #expect(!log.contains { $0.method == "DELETE" }, "\(log)")
         #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
-        #expect(stateFiles().isEmpty)
+        #expect(savedStates().isEmpty)
     }
 
     /// A `Location` that cannot be requested is the server's breach at creation: nothing is sent there, nothing is
@@ -91,7 +85,7 @@ extension CommandLineTests {
             let result = try lyingRun(server, scenario)
             #expect(result.status == 4, "\(result.stderr)")
             #expect(result.stderr.contains("cannot be requested: \(flaw)"), "\(result.stderr)")
-            #expect(stateFiles().isEmpty, "nothing unusable is saved")
+            #expect(savedStates().isEmpty, "nothing unusable is saved")
         }
         let log = try server.log()
         #expect(log.filter { $0.method == "POST" }.count == 2, "each run created, and stopped there")

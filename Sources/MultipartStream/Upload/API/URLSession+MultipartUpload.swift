@@ -95,7 +95,9 @@ extension URLSession {
         return try await upload(
             form, with: request, strategy: strategy, headers: headers, acceptableStatusCodes: acceptableStatusCodes
         ) { sent in
-            if let total = sent.totalBytes { progress.totalUnitCount = Int64(clamping: total) }
+            if let total = sent.totalBytes.map({ Int64(clamping: $0) }), total != progress.totalUnitCount {
+                progress.totalUnitCount = total
+            }
             progress.completedUnitCount = Int64(clamping: sent.bytesSent)
         }
     }
