@@ -220,6 +220,20 @@ import Testing
         }
     }
 
+    /// A relative `Location` is resolved against the request's URL without the caller's user and password, which
+    /// are not the server's to put in the upload's URL: a request to `http://ada:pw@host/` still creates its upload.
+    @Test func aRelativeLocationDoesNotTakeTheCallersUserAndPassword() {
+        let base = URL(string: "http://ada:pw@127.0.0.1:8080/s/x")!
+        for location in ["/u/1", "u/1", "//127.0.0.1:8080/u/1"] {
+            let response = HTTPURLResponse(
+                url: base, statusCode: 201, httpVersion: "HTTP/1.1",
+                headerFields: ["Location": location, "Upload-Complete": "?0"])!
+            let parsed = ResumableUpload.Answer(response).location
+            #expect(parsed?.user == nil && parsed?.host == "127.0.0.1", "\(location): \(String(describing: parsed))")
+            #expect(parsed?.flawAsServerChosen == nil)
+        }
+    }
+
     // MARK: Numbers at their edges
 
     /// Each number a server gives, at 0, 1, the form's length, `UInt64.max` and just past them, in every answer the

@@ -211,7 +211,8 @@ extension ResumableUpload {
         var statusCode: Int
         /// `Upload-Limit`, when present and a dictionary (an `OPTIONS` answer from a server that speaks the draft).
         var limits: Limits?
-        /// `Location`, resolved against the request's URL.
+        /// `Location`, resolved against the request's URL without its user and password: those are the caller's,
+        /// and ride to the upload only under the origin rule, never inside the server's URL.
         var location: URL?
         /// `Upload-Offset`, a non-negative structured-field integer.
         var offset: UInt64?
@@ -252,7 +253,8 @@ extension ResumableUpload {
                 statusCode: response.statusCode,
                 limits: field(Header.limit).flatMap(Limits.init(field:)),
                 location: field(Header.location).flatMap {
-                    URL(string: $0.trimmingCharacters(in: .whitespaces), relativeTo: response.url)?.absoluteURL
+                    URL(string: $0.trimmingCharacters(in: .whitespaces), relativeTo: response.url?.removingUserInfo)?
+                        .absoluteURL
                 },
                 offset: field(Header.offset).flatMap(StructuredField.integer).flatMap { UInt64(exactly: $0) },
                 isComplete: field(Header.complete).flatMap(StructuredField.boolean)
