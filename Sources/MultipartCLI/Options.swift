@@ -16,7 +16,7 @@ struct Options: Equatable {
     var headers: [Header] = []
     var method: String?
     var boundary: String?
-    var strategy = Strategy.automatic
+    var strategy: Strategy?
     /// Bytes per second, from `--limit-rate`.
     var rateLimit: Int?
     /// `-o`: the response body, or without a URL the encoded body; `-` is standard output.
@@ -155,6 +155,9 @@ struct Options: Equatable {
         if rateLimit != nil, strategy == .file {
             throw UsageError(
                 "--limit-rate paces the streamed body; --strategy file sends a file URLSession reads itself")
+        }
+        if strategy != nil, resumes {
+            throw UsageError("--strategy chooses how a plain upload sends its body; -C - streams it, resuming")
         }
         if (stateDirectory != nil || abandons) && !resumes {
             throw UsageError("\(abandons ? "--abandon" : "--state-dir") is about saved uploads, which only -C - makes")

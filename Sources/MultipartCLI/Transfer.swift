@@ -115,7 +115,7 @@ struct Transfer {
         let (form, request) = (form, request)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         let strategy: MultipartUploadStrategy =
-            switch (options.resumes, options.strategy, pacing) {
+            switch (options.resumes, options.strategy ?? .automatic, pacing) {
             case (true, _, _): .resumable(resumption(log: log), pacing: pacing)
             case (false, .file, _): .file
             case (false, _, let pacing?): .stream(pacing: pacing)

@@ -53,6 +53,8 @@ import Testing
         (["--form-string", "novalue", "-o", "-"], "expected name=value"),
         (["-F", "a=@-", "-F", "b=<-", "-o", "-"], "standard input can be read once"),
         (["-F", "a=1", "--", "-v"], "not an http or https URL: -v"),
+        // An option that would do nothing is refused, as the library's strategies cannot carry it (#43).
+        (["-F", "a=1", "-C", "-", "--strategy", "file", "http://a.example/"], "--strategy chooses how a plain upload"),
         // curl 7.88 refuses a type that is not major/minor, rather than send `Content-Type: ` empty or half.
         (["-F", "a=@f.txt;type=", "http://a.example/"], "a=@f.txt;type=: Illegally formatted content-type field!"),
         (["-F", "a=<f.txt;type=text", "http://a.example/"], "Illegally formatted content-type field!"),
