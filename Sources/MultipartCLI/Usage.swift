@@ -67,7 +67,8 @@ let usage = """
       --strategy stream|file|automatic             automatic (the default) streams the body, or sends a small
                                                    form of fields as bytes; stream always streams; file
                                                    writes it to a temporary file first and sends that; each
-                                                   sends the exact Content-Length, e.g. --strategy file
+                                                   sends the exact Content-Length; not with -C -, which
+                                                   streams, e.g. --strategy file
       --limit-rate RATE                            bytes per second, K, M or G suffixes (1024s), not with
                                                    --strategy file, e.g. --limit-rate 500K
       -k, --insecure                               refused: URLSession on Linux cannot skip certificate checks
