@@ -22,7 +22,7 @@ extension URLSessionSuites {
             var form = MultipartFormData()
             form.append("Ada", name: "author")
             try form.append(
-                fileURL: directory.file("photo.jpg", contents: Data([UInt8].random(count: 3 << 20, using: &generator))),
+                fileURL: directory.file("photo.jpg", contents: Data([UInt8].random(count: 1 << 20, using: &generator))),
                 name: "photo")
             self.form = form
         }
@@ -139,6 +139,10 @@ extension URLSessionSuites {
         func aProgressIsKeptUpToDateForAnyTaskToRead(name: String) async throws {
             let strategy = try #require((Self.strategies + [("resumable", .resumable)]).first { $0.0 == name }?.1)
             let server = try UploadServer()
+            // Larger than loopback's socket buffers, so that the slow server's reading paces what is handed out.
+            var form = MultipartFormData()
+            try form.append(
+                fileURL: directory.file("large.bin", contents: Data(count: 3 << 20)), name: "large")
             let progress = Progress(totalUnitCount: 0)
             let upload = Task { [form] in
                 try await URLSession.shared.upload(
