@@ -5,9 +5,10 @@ import Foundation
 #endif
 
 extension MultipartFormData {
-    /// The name of a saved upload's state: one for each request as it is sent (the method URLSession sends, the URL without user and password) and form shape (each part's name,
-    /// file name and file path), so that the same upload run again finds it, changed contents and all, and other
-    /// uploads to the same URL do not. `nil` for a form that cannot be resumed in another process: one with a stream.
+    /// The name of a saved upload's state: one for each request as it is sent (the method URLSession sends, the URL
+    /// without user and password) and form shape (each part's name, file name and file path), so that the same
+    /// upload run again finds it, changed contents and all, and other uploads to the same URL do not. `nil` for a
+    /// form that cannot be resumed in another process: one with a stream.
     func savedUploadKey(for request: URLRequest) -> String? {
         guard bodyParts.allSatisfy(\.body.isRebuildable) else { return nil }
         var digest = SHA256()

@@ -42,4 +42,12 @@ extension Optional where Wrapped == MultipartHeaders {
         guard let self else { return request }
         return try await self.apply(to: request)
     }
+
+    /// `request` as the whole form goes out in one request: with the form's method (POST for `URLRequest(url:)`'s
+    /// GET), which the hook is shown, and the fresh headers.
+    func applyToWholeForm(_ request: URLRequest) async throws -> URLRequest {
+        var sent = request
+        sent.httpMethod = request.formMethod
+        return try await apply(to: sent)
+    }
 }

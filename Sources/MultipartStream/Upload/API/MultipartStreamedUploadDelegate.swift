@@ -116,9 +116,9 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let resolved = RedirectPolicy.resolving(
-            request, location: response.value(forHTTPHeaderField: "Location"), against: task.currentRequest?.url)
-        let proposal = RedirectPolicy.proposal(resolved, leaving: task.originalRequest?.url)
+        let proposal = RedirectPolicy.proposal(
+            request, to: response.value(forHTTPHeaderField: "Location"), from: task.currentRequest?.url,
+            leaving: task.originalRequest?.url)
         switch RedirectPolicy.decide(
             statusCode: response.statusCode, answer: proposal, sent: task.currentRequest, canResend: false)
         {

@@ -11,7 +11,8 @@ import Foundation
 /// ```swift
 /// try await URLSession.shared.upload(form, with: request)                                  // .automatic
 /// try await URLSession.shared.upload(form, with: request, strategy: .stream(pacing: .init(bytesPerSecond: 1 << 20)))
-/// try await URLSession.shared.upload(form, with: request, strategy: .resumable(MultipartResumption(maximumAttempts: 8)))
+/// try await URLSession.shared.upload(
+///     form, with: request, strategy: .resumable(MultipartResumption(maximumAttempts: 8)))
 /// ```
 public struct MultipartUploadStrategy: Sendable {
     /// The way of sending, with what it carries.

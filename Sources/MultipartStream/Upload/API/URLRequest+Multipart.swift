@@ -32,8 +32,8 @@ extension URLRequest {
     /// chunked framing, no `100-continue`" and leaves out of the request: the body goes out raw with its length, as
     /// servers that ignore or refuse chunked bodies (Django, PHP-FPM, S3) need. A 301, 302 or 303 answer turns the
     /// request into a GET, and Linux URLSession keeps the `Content-Length` on it: give the session a delegate that
-    /// removes it in `willPerformHTTPRedirection`, or upload with `URLSession.upload(_:with:strategy:headers:acceptableStatusCodes:progress:)`,
-    /// which does.
+    /// removes it in `willPerformHTTPRedirection`, or upload with
+    /// `URLSession.upload(_:with:strategy:headers:acceptableStatusCodes:progress:)`, which does.
     ///
     /// - Parameter form: The form to stream; a new body stream is made from it each time this is called.
     public mutating func setMultipartFormData(_ form: MultipartFormData) {

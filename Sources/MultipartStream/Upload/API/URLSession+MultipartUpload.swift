@@ -11,8 +11,8 @@ extension URLSession {
     /// `Content-Length` and no chunked framing on every platform. Cancelling the surrounding task cancels the upload
     /// at once and closes the file being read, and throws `CancellationError`. A part that fails while streaming
     /// throws its ``MultipartError``, and so does a 2xx that came before the whole body was handed out
-    /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``). See <doc:HandlingErrors>
-    /// for everything it throws.
+    /// (``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)``). See
+    /// <doc:HandlingErrors> for everything it throws.
     ///
     /// The uploads of one session run on one private session made from its configuration, and share its
     /// connections. This session's delegate is asked as URLSession asks it about its own tasks, on this session's
@@ -72,11 +72,11 @@ extension URLSession {
         return reply
     }
 
-    /// `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), keeping `progress` up to date: its
-    /// `totalUnitCount` is the form's length (-1 while a stream's length is unknown) and its `completedUnitCount`
-    /// the bytes handed to URLSession, only rising, reaching `totalUnitCount` once. A `Progress` is safe to read from
-    /// any thread or task, and observable where the platform observes it (`UIProgressView.observedProgress`,
-    /// SwiftUI's `ProgressView(_:)`, KVO on Apple platforms).
+    /// `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), keeping `progress` up to
+    /// date: its `totalUnitCount` is the form's length (-1 while a stream's length is unknown) and its
+    /// `completedUnitCount` the bytes handed to URLSession, only rising, reaching `totalUnitCount` once. A `Progress`
+    /// is safe to read from any thread or task, and observable where the platform observes it
+    /// (`UIProgressView.observedProgress`, SwiftUI's `ProgressView(_:)`, KVO on Apple platforms).
     ///
     /// ```swift
     /// let progress = Progress(totalUnitCount: 0)  // the upload sets the total
@@ -126,9 +126,7 @@ extension URLSession {
                 refresh: refresh, progress: progress
             ).run()
         }
-        var sent = request
-        sent.httpMethod = request.formMethod
-        sent = try await refresh.apply(to: sent)
+        let sent = try await refresh.applyToWholeForm(request)
         let reply = try await sendWhole(form, with: sent, strategy: strategy, refresh: refresh, progress: progress)
         // A 401 to a request whose token the hook has refreshed since: sent once more with the fresh one.
         guard let refresh, (reply.1 as? HTTPURLResponse)?.statusCode == 401 else { return reply }
@@ -189,15 +187,15 @@ extension URLSession {
     /// A suspended upload task for `form` (call `resume()`); `completionHandler` gets the response as
     /// `dataTask(with:completionHandler:)` would, or the error, a ``MultipartError`` when a part failed.
     ///
-    /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves
-    /// none) and removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is
-    /// called as in `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), and this session's delegate
+    /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves none) and
+    /// removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is called as in
+    /// `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), and this session's delegate
     /// is asked on its `delegateQueue` as there, with the same rule for credentials on redirects. Cancelling the task
     /// stops reading at once and closes any open file. A task never resumed keeps neither this session nor its
-    /// connections alive. A task is made before its first byte and cannot be replaced: it cannot resume, nor
-    /// refresh its headers, and on Linux a 307/308 redirect fails it with
-    /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``. A form holding a stream of unknown
-    /// length fails it with ``MultipartError/Reason/lengthUnknown``.
+    /// connections alive. A task is made before its first byte and cannot be replaced: it cannot resume, nor refresh
+    /// its headers, and on Linux a 307/308 redirect fails it with
+    /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``. A form holding a stream of unknown length
+    /// fails it with ``MultipartError/Reason/lengthUnknown``.
     ///
     /// - Parameters:
     ///   - request: The URL, method (POST when it is GET) and other headers.

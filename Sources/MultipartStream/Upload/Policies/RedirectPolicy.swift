@@ -31,18 +31,22 @@ package enum RedirectPolicy {
         return request
     }
 
-    /// The request URLSession proposes for a redirect to `location`, with the URL that `location` names resolved
-    /// against `base` (the URL the 3xx answers) by RFC 3986. swift-corelibs-foundation resolves a network-path
-    /// reference (`//host:port/path`) by changing only the host and port of `base`, so that its user and password
-    /// ride along to the other origin, and a relative path from the root whatever the base's path.
-    static func resolving(_ proposed: URLRequest, location: String?, against base: URL?) -> URLRequest {
-        guard let location, let base,
-            let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: base)?.absoluteURL,
-            target.scheme != nil, target.host != nil
-        else { return proposed }
+    /// The request URLSession proposes for a redirect to `location` from `sent` (the URL the 3xx answers), as the
+    /// caller's delegate is shown it: its URL resolved by RFC 3986, then the ``proposal(_:leaving:)`` of it.
+    /// swift-corelibs-foundation resolves a network-path reference (`//host:port/path`) by changing only the host
+    /// and port of `sent`, so that its user and password ride along to the other origin, and a relative path from
+    /// the root whatever the base's path.
+    static func proposal(_ proposed: URLRequest, to location: String?, from sent: URL?, leaving first: URL?)
+        -> URLRequest
+    {
         var request = proposed
-        request.url = target
-        return request
+        if let location, let sent,
+            let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: sent)?.absoluteURL,
+            target.scheme != nil, target.host != nil
+        {
+            request.url = target
+        }
+        return proposal(request, leaving: first)
     }
 
     /// What to do once the caller's delegate has answered.

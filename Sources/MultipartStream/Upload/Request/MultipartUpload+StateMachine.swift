@@ -338,8 +338,7 @@ extension MultipartUpload {
         /// follow with `proposed`.
         func redirectMet(proposed: URLRequest, location: String?, from sent: URL?) -> RedirectMetAction {
             guard role.followsRedirects else { return .keepResponse }
-            let resolved = RedirectPolicy.resolving(proposed, location: location, against: sent)
-            return .ask(RedirectPolicy.proposal(resolved, leaving: origin))
+            return .ask(RedirectPolicy.proposal(proposed, to: location, from: sent, leaving: origin))
         }
 
         /// The caller's delegate answered a redirect with `answer` (or `nil`), after a `statusCode` answer to

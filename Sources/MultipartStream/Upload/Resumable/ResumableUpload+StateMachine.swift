@@ -480,16 +480,12 @@ extension ResumableUpload {
             if answer.isComplete == true {
                 // The application's answer, whatever its status, only for the append that said `?1` and handed out
                 // the form's last byte: a server cannot have completed a form the client has not. Any other claim
-                // is a breach, and the upload it calls complete is not deleted.
+                // is a breach (and `handle` deletes nothing the server calls complete).
                 guard let contentLength else {
-                    return finish(.fail(MultipartError(.completedBeforeEnd(bytesSent: resource.sent)), deleting: nil))
+                    return fail(MultipartError(.completedBeforeEnd(bytesSent: resource.sent)))
                 }
-                guard end >= contentLength, resource.sent >= contentLength,
-                    answer.offset ?? contentLength == contentLength
-                else {
-                    let claim = MultipartError.Reason.completionClaimedEarly(
-                        offset: answer.offset, bytesSent: resource.sent, contentLength: contentLength)
-                    return finish(.fail(MultipartError(claim), deleting: nil))
+                guard handedOutWholeForm(end: end, resource), answer.offset ?? contentLength == contentLength else {
+                    return fail(completionClaimedEarly(answer, resource))
                 }
                 return finish(.answer(reply))
             }
@@ -532,12 +528,10 @@ extension ResumableUpload {
                     return fail(MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode)))
                 }
                 if (200..<300).contains(answer.statusCode), end >= contentLength ?? .max,
-                    resource.sent < contentLength ?? .max
+                    !handedOutWholeForm(end: end, resource)
                 {
                     // An application answer to the last append before its last byte was handed out.
-                    let claim = MultipartError.Reason.completionClaimedEarly(
-                        offset: answer.offset, bytesSent: resource.sent, contentLength: contentLength)
-                    return fail(MultipartError(claim))
+                    return fail(completionClaimedEarly(answer, resource))
                 }
                 if end < contentLength ?? .max, (200..<300).contains(answer.statusCode) {
                     // A success for a part that was sent as incomplete: where the server stands says how it went.
@@ -550,6 +544,19 @@ extension ResumableUpload {
                 // An application answer from a server that does not echo `Upload-Complete`, or a refusal.
                 return finish(.answer(reply))
             }
+        }
+
+        /// Whether the append up to `end` said `?1` (it reaches the form's end) and handed out the form's last byte:
+        /// the only append whose answer may be the application's.
+        private func handedOutWholeForm(end: UInt64, _ resource: Resource) -> Bool {
+            guard let contentLength else { return false }
+            return end >= contentLength && resource.sent >= contentLength
+        }
+
+        /// The breach of an answer that calls the upload complete before ``handedOutWholeForm(end:_:)``.
+        private func completionClaimedEarly(_ answer: Answer, _ resource: Resource) -> MultipartError {
+            MultipartError(
+                .completionClaimedEarly(offset: answer.offset, bytesSent: resource.sent, contentLength: contentLength))
         }
 
         private mutating func offsetAnswered(
@@ -568,11 +575,7 @@ extension ResumableUpload {
                 return giveUp(because: unexpected)
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
-            if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
-                // The application has the form (or, with every byte and no word, may have it), but its answer went
-                // with the connection: the server keeps the whole form, never deleted.
-                return finish(.fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)), deleting: nil))
-            }
+            if let lost = answerLost(answer, at: offset) { return lost }
             var course = course
             if let settling = course.settling, settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true
             {
@@ -584,6 +587,14 @@ extension ResumableUpload {
             // append with `?1` completes it.
             course.settling = nil
             return acknowledge(offset, answer: answer, resource, course)
+        }
+
+        /// A `HEAD` that says the server has the whole form: complete (`?1`), or every byte and no word either way, as
+        /// version 6 may. The application has it (or may have it), but its answer went with the connection, and the
+        /// upload is never deleted. `nil` for any other offset.
+        private mutating func answerLost(_ answer: Answer, at offset: UInt64) -> Action? {
+            guard answer.isComplete == true || offset == contentLength && answer.isComplete == nil else { return nil }
+            return finish(.fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)), deleting: nil))
         }
 
         /// The first answer about a saved upload: start over when the server no longer has it, or has less of it
@@ -803,9 +814,7 @@ extension ResumableUpload {
                 return stop(because: failure, resource, course, at: resource.acknowledged)
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
-            if answer.isComplete == true || offset == contentLength && answer.isComplete == nil {
-                return finish(.fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)), deleting: nil))
-            }
+            if let lost = answerLost(answer, at: offset) { return lost }
             return stop(because: failure, resource, course, at: offset)
         }
 

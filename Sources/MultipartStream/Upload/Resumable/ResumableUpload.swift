@@ -151,9 +151,7 @@ struct ResumableUpload {
                     }
                 }
                 // The form's own request gets the fresh headers too, as each request of the protocol does.
-                var sent = request
-                sent.httpMethod = request.formMethod
-                let fresh = try await refresh.apply(to: sent)
+                let fresh = try await refresh.applyToWholeForm(request)
                 let (upload, result) = whole.makeUpload(.wholeForm(.stream), progress: progress)
                 defer { policy.events?(.bodySent(bytes: upload.furthestHandedOut)) }
                 return try await session.perform(fresh, upload, answeredTo: result)
