@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStreamTestSupport
 import Testing
 
 @testable import MultipartStream
@@ -60,6 +61,47 @@ import Testing
             #expect(proposal.value(forHTTPHeaderField: name) == nil, "\(name) to \(target)")
         }
         #expect(proposal.value(forHTTPHeaderField: "X-Tag") == "kept", "other headers stay")
+    }
+
+    /// Random redirects, as a lying server writes them and as Linux URLSession proposes them (the first URL with only
+    /// the host and port changed, its user and password kept): whatever the `Location`, a request that leaves the
+    /// first URL's origin carries no credential, neither a header nor a user and password in its URL, and one that
+    /// stays keeps the first URL's user and password.
+    @Test func randomRedirectsNeverCarryACredentialToAnotherOrigin() {
+        var generator = SeededGenerator(seed: 45)
+        let firsts = [
+            "http://ada:pw@127.0.0.1:8080/a/b", "http://ada@127.0.0.1:8080/", "https://u:p%40x@h.example/up",
+            "http://127.0.0.1:8080/plain", "http://ada:pw@[::1]:9/x",
+        ]
+        let locations = [
+            "//127.0.0.1:9090/landed", "//127.0.0.1:8080/landed", "/landed", "landed", "../../x", "?q=1", "#f",
+            "http://127.0.0.1:8080/y", "http://evil.example/", "https://127.0.0.1:8080/z", "//eve:pw@evil.example/",
+            "http://eve:pw@127.0.0.1:8080/", "ftp://h/x", "", " ", "http://", "//", "%zz", "http://[::1]:9/x",
+        ]
+        var checked = 0
+        for _ in 0..<5_000 {
+            let first = url(firsts.randomElement(using: &generator)!)
+            let location = locations.randomElement(using: &generator)!
+            // What Linux URLSession proposes for a scheme-relative `Location`: the first URL, host and port swapped.
+            var components = URLComponents(url: first, resolvingAgainstBaseURL: false)!
+            components.host = ["127.0.0.1", "evil.example", "h.example"].randomElement(using: &generator)!
+            components.port = [nil, 8080, 9090].randomElement(using: &generator)!
+            var proposed = URLRequest(url: components.url ?? first)
+            proposed.setValue("Basic c2VjcmV0", forHTTPHeaderField: "Authorization")
+            proposed.setValue("s=1", forHTTPHeaderField: "Cookie")
+            let sent = Bool.random(using: &generator) ? first : url("http://127.0.0.1:8080/hop")
+            let shown = RedirectPolicy.proposal(proposed, to: location, from: sent, leaving: first)
+            guard let target = shown.url else { continue }
+            checked += 1
+            if Origin(target) != Origin(first) {
+                #expect(target.user == nil && target.password == nil, "\(first) → \(location): \(target)")
+                #expect(shown.value(forHTTPHeaderField: "Authorization") == nil, "\(first) → \(location)")
+                #expect(shown.value(forHTTPHeaderField: "Cookie") == nil)
+            } else if first.user != nil, target.user == nil {
+                Issue.record("\(first) → \(location): the same origin lost the first URL's user: \(target)")
+            }
+        }
+        #expect(checked > 4_000)
     }
 
     @Test(arguments: ["http://127.0.0.1:8080/elsewhere", "HTTP://127.0.0.1:8080/x?again", "http://127.0.0.1:80/ok"])
