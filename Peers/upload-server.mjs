@@ -23,13 +23,17 @@
 //   /early-drain      answers 200 at once, then reads the whole body and discards it (a lingering close, as nginx
 //                     does), so that the client hands out every byte before its task ends
 //   /log              the list of requests seen so far: [{path, query, method, bytes, contentLength,
-//                     transferEncoding, port, authorization}]
+//                     transferEncoding, port, authorization, cookie, proxyAuthorization}]
+//   /heads            the path of every request whose head arrived (other than /log, /heads and /connections),
+//                     logged before its body is read, so that a request whose body never came counts too
 //   /connections      how many connections are open, the asking one aside, `port` being the client's, so that a test can count connections
 // It never answers `Expect: 100-continue`, as many servers and proxies do not.
 import http from 'node:http';
 import { formDataParts } from './formdata-parts.mjs';
 
 const log = [];
+// The path of every request whose head arrived, before its body is read: a request that never finished counts.
+const heads = [];
 const flakyAnswers = new Map();
 
 // Answers before reading the body, then shuts down its side of the connection and reads no more, keeping the socket
@@ -97,6 +101,12 @@ async function handle(request, response) {
     response.end(JSON.stringify(log));
     return;
   }
+  if (path === '/heads') {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(heads));
+    return;
+  }
+  heads.push(path);
   const query = new URL(request.url, 'http://localhost').searchParams;
   if (path.startsWith('/redirect/') && query.has('early')) {
     answerUnread(request, Number(path.slice('/redirect/'.length)), { location: query.get('to') ?? '/upload' }, '');
@@ -124,6 +134,8 @@ async function handle(request, response) {
     transferEncoding: request.headers['transfer-encoding'] ?? null,
     port: request.socket.remotePort,
     authorization: request.headers['authorization'] ?? null,
+    cookie: request.headers['cookie'] ?? null,
+    proxyAuthorization: request.headers['proxy-authorization'] ?? null,
   });
   if (path === '/silent') {
     return;

@@ -124,6 +124,10 @@ public final class UploadServer: @unchecked Sendable {
         public var port: Int
         /// The `Authorization` header.
         public var authorization: String?
+        /// The `Cookie` header.
+        public var cookie: String?
+        /// The `Proxy-Authorization` header.
+        public var proxyAuthorization: String?
     }
 
     /// Which server this is.
@@ -170,6 +174,12 @@ public final class UploadServer: @unchecked Sendable {
     /// by a test's blocked stream.
     public func log() async throws -> [LoggedRequest] {
         try JSONDecoder().decode([LoggedRequest].self, from: try fetch("/log"))
+    }
+
+    /// The path of every request whose head reached the Node server, logged before its body was read: a request
+    /// whose body failed on the way counts too.
+    public func heads() throws -> [String] {
+        try JSONDecoder().decode([String].self, from: try fetch("/heads"))
     }
 
     /// How many connections the Node server has open, from clients other than the one asking.

@@ -12,6 +12,7 @@ struct Metadata: Encodable {
 /// Where fresh credentials come from.
 struct Tokens: Sendable {
     func current() async throws -> String { "token" }
+    func refresh() async throws {}
 }
 
 /// A view on the main actor, as an app's progress bar is.

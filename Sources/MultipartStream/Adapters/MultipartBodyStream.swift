@@ -42,6 +42,9 @@ public final class MultipartBodyStream: InputStream, NSCopying {
         case buffered(AppendBuffer, Range<UInt64>)
         /// A body that `writeEncodedData(to:)` wrote, `length` bytes long: the `.file` upload strategy's.
         case encodedFile(URL, length: UInt64)
+        /// No body: the stream fails with this error when opened, so that the request that reads it fails (its
+        /// temporary body could not be written, or the form cannot be sent on this session).
+        case failing(MultipartError)
     }
 
     private enum State {
@@ -93,6 +96,8 @@ public final class MultipartBodyStream: InputStream, NSCopying {
             contentLength = UInt64(range.count)
         case .encodedFile(_, let length):
             contentLength = length
+        case .failing:
+            contentLength = 0
         }
         self.pacing = pacing
         self.progressHandler = progressHandler
@@ -187,6 +192,8 @@ public final class MultipartBodyStream: InputStream, NSCopying {
             return .open(EncodedFileReader(url: url, length: length))
         case .buffered(let buffer, let range):
             return .open(BufferedBytesReader(buffer, range: range))
+        case .failing(let error):
+            return .failed(error)
         }
     }
 

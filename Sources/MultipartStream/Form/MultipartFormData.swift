@@ -103,6 +103,14 @@ public struct MultipartFormData: Sendable {
     /// The index of the first part whose length is unknown until it is read (a stream appended without one), if any.
     var partOfUnknownLength: Int? { bodyParts.firstIndex { $0.body.length == nil } }
 
+    /// What sending the form a second time meets, where it cannot be sent again: its first one-shot `InputStream`
+    /// part, named, as the error a second read of it gives.
+    var resendFailure: MultipartError? {
+        bodyParts.firstIndex { !$0.body.isReplayable }.map { index in
+            MultipartError(.streamAlreadyConsumed, partIndex: index, partName: bodyParts[index].name)
+        }
+    }
+
     /// The delimiters' bytes: `\r\n--boundary\r\n` before each part and `\r\n--boundary--\r\n` at the end, less
     /// the first CRLF.
     private var framingLength: UInt64 {

@@ -61,12 +61,13 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         var stream: MultipartBodyStream?
         var progress: ProgressCoalescer?
         var data = Data()
-        /// Why the task cannot succeed, decided before it ended: a redirect it could not follow, or a 2xx that came
-        /// before the body was handed out.
-        var failure: MultipartError?
-        /// A challenge was cancelled for want of a credential: the 401 or 407 is the answer, as Apple's URLSession
-        /// gives it, though Linux URLSession ends the task as cancelled.
+        /// A redirect the task could not follow.
+        var stopReason: MultipartError?
+        /// A challenge was cancelled for want of a credential.
         var gaveUpChallenge = false
+        /// The stream's count when the latest answer's head arrived, and whether it had handed out its last byte:
+        /// a server cannot have read more before it answered.
+        var atResponse: (handedOut: UInt64, lastByte: Bool)?
     }
 
     /// A delegate that calls `completion` once for every task of its session, and `progress` as body bytes go out.
@@ -125,12 +126,13 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         case .follow(let request):
             completionHandler(request)
         case .fail(let error):
-            record(error, for: task)
+            stop(task, because: error)
             completionHandler(nil)
         case .resend:
             // Not asked for: this task is the caller's, and cannot be replaced.
-            record(
-                MultipartError(.redirectNotFollowed(statusCode: response.statusCode, location: request.url)), for: task)
+            stop(
+                task,
+                because: MultipartError(.redirectNotFollowed(statusCode: response.statusCode, location: request.url)))
             completionHandler(nil)
         case .keepResponse:
             completionHandler(nil)
@@ -153,30 +155,22 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     }
 
     /// Starts the answer's body afresh (Linux URLSession hands over a 401's body before the answer that follows it)
-    /// and notes a 2xx whose head came before the whole body was handed out.
+    /// and notes how much of the body was handed out when the answer's head came.
     public func urlSession(
         _ session: URLSession,
         dataTask: URLSessionDataTask,
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
+        let stream = modifyTasks { tasks in tasks[ObjectIdentifier(dataTask)]?.stream }
+        // Read outside the lock, once: the stream may still be read while this runs. A stream of unknown length is
+        // whole once it handed out its last byte: at its end, or closed after it (a stream closed early still has
+        // bytes to give).
+        let count = stream.map { ($0.bytesRead, !$0.hasBytesAvailable) }
         modifyTasks { tasks in
             guard var exchange = tasks[ObjectIdentifier(dataTask)] else { return }
             exchange.data = Data()
-            if exchange.failure == nil, let stream = exchange.stream,
-                let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status)
-            {
-                // Read once: the stream may still be read while this runs.
-                let sent = stream.bytesRead
-                // A stream of unknown length is whole once it handed out its last byte: at its end, or closed after
-                // it (a stream closed early still has bytes to give).
-                let isShort = stream.contentLength.map { sent < $0 } ?? stream.hasBytesAvailable
-                if isShort {
-                    exchange.failure = MultipartError(
-                        .answeredBeforeBodySent(
-                            statusCode: status, bytesSent: sent, contentLength: stream.contentLength))
-                }
-            }
+            exchange.atResponse = count
             tasks[ObjectIdentifier(dataTask)] = exchange
         }
         completionHandler(.allow)
@@ -189,25 +183,32 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         }
     }
 
-    /// Hands the task's outcome to `completion`: a failed part's ``MultipartError`` before URLSession's own error.
+    /// Hands the task's outcome to `completion`, judged as every upload's request is: a failed part's
+    /// ``MultipartError`` before URLSession's own error, and a 2xx that came before the whole body a failure.
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let exchange = modifyTasks { tasks in tasks.removeValue(forKey: ObjectIdentifier(task)) } ?? Exchange()
-        if let progress = exchange.progress, let stream = exchange.stream {
-            if error == nil, exchange.failure == nil { progress.settle(at: stream.bytesRead) }
+        let stream = exchange.stream
+        let atEnd = stream.map { ($0.bytesRead, !$0.hasBytesAvailable) } ?? (0, true)
+        let handedOut = exchange.atResponse ?? atEnd
+        let outcome = RequestOutcome(
+            bodyFailure: stream.flatMap { $0.streamStatus == .error ? $0.streamError as? MultipartError : nil },
+            stopReason: exchange.stopReason, response: task.response, error: error,
+            gaveUpChallenge: exchange.gaveUpChallenge, handedOut: handedOut.handedOut,
+            // A body that is not the form's (another stream) is not counted: it is taken as whole.
+            bodyEnd: stream == nil ? 0 : stream?.contentLength, handedOutLastByte: handedOut.lastByte,
+            formLength: stream?.contentLength, received: exchange.data)
+        let verdict = outcome.verdict
+        if let progress = exchange.progress {
+            if case .success = verdict { progress.settle(at: atEnd.0) }
             progress.finish()
         }
-        let streamError = exchange.stream.flatMap { $0.streamStatus == .error ? $0.streamError : nil }
-        let status = (task.response as? HTTPURLResponse)?.statusCode
-        if exchange.gaveUpChallenge, error != nil, status == 401 || status == 407 {
-            completion(task, exchange.data, task.response, nil)
-        } else if let failure = streamError ?? exchange.failure ?? error {
-            completion(task, nil, task.response, failure)
-        } else {
-            completion(task, exchange.data, task.response, nil)
+        switch verdict {
+        case .success(let (data, response)): completion(task, data, response, nil)
+        case .failure(let failure): completion(task, nil, task.response, failure)
         }
     }
 
-    private func record(_ failure: MultipartError, for task: URLSessionTask) {
-        modifyTasks { tasks in tasks[ObjectIdentifier(task), default: Exchange()].failure = failure }
+    private func stop(_ task: URLSessionTask, because reason: MultipartError) {
+        modifyTasks { tasks in tasks[ObjectIdentifier(task), default: Exchange()].stopReason = reason }
     }
 }

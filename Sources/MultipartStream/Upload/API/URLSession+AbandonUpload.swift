@@ -29,7 +29,9 @@ extension URLSession {
         guard let record = state.record else { return false }
         let upload = ResumableUpload(
             form: form, request: request, session: self, policy: resumption, pacing: nil,
-            refresh: headers, progress: nil)
+            requests: RequestMaker(
+                hook: headers, origin: request.url, trustsOtherOrigins: resumption.credentialsToOtherOrigins),
+            progress: nil)
         await upload.delete(
             URL(string: record.uploadURL), version: ResumableUpload.InteropVersion(rawValue: record.interopVersion))
         state.remove()

@@ -37,10 +37,13 @@ extension URLSession {
     ///     always reads the parts as they are sent (`.stream(pacing:)` paced); `.file` writes the body to a temporary
     ///     file first; `.resumable(policy)` streams and, against a server that speaks the resumable-upload draft,
     ///     sends only what the server lacks after a dropped connection.
-    ///   - headers: ``MultipartHeaders/fresh(_:)``: headers to set on each request the upload sends, asked just
-    ///     before each: the form's own, a resend after a redirect, a resend after a 401 (once, when the headers it
-    ///     gives then differ from the ones the 401 answered), and each request of a resumable upload. An error it
-    ///     throws fails the upload with that error. `nil` (the default) sends the request's own headers.
+    ///   - headers: ``MultipartHeaders`` (`.fresh { request, reason in [...] }`): headers to set on each request
+    ///     the upload sends, asked just before each and told why (``MultipartHeaders/Reason``): the form's own, the
+    ///     request after a redirect, a resend after a 401 (once, when the headers it gives then differ from the ones
+    ///     the 401 answered; a form with a one-shot part throws ``MultipartError/Reason/streamAlreadyConsumed``
+    ///     instead), and each request of a resumable upload. They are judged as the request's own headers:
+    ///     credentials never reach another origin. An error it throws fails the upload with that error. `nil` (the
+    ///     default) sends the request's own headers.
     ///   - acceptableStatusCodes: The statuses that count as success; any other throws
     ///     ``MultipartError/Reason/unacceptableStatus(statusCode:body:)`` with the response
     ///     (``MultipartError/response``). `nil` (the default) returns every response, whatever its status, as
@@ -112,49 +115,25 @@ extension URLSession {
     ) async throws -> (Data, URLResponse) {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
         if let appendError = form.appendError { throw appendError }
-        var form = form
-        var spools: [URL] = []
-        defer { for file in spools { try? FileManager.default.removeItem(at: file) } }
-        if form.contentLength == nil, strategy.resumption == nil {
-            // Every strategy but `.resumable` sends an exact Content-Length before the first byte.
-            (form, spools) = try await form.spooled()
-        }
         let progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
-        if let policy = strategy.resumption {
-            return try await ResumableUpload(
-                form: form, request: request, session: self, policy: policy, pacing: strategy.pacing,
-                refresh: refresh, progress: progress
-            ).run()
-        }
-        let sent = try await refresh.applyToWholeForm(request)
-        let reply = try await sendWhole(form, with: sent, strategy: strategy, refresh: refresh, progress: progress)
-        // A 401 to a request whose token the hook has refreshed since: sent once more with the fresh one.
-        guard let refresh, (reply.1 as? HTTPURLResponse)?.statusCode == 401 else { return reply }
-        let again = try await refresh.apply(to: sent)
-        guard again.allHTTPHeaderFields != sent.allHTTPHeaderFields else { return reply }
-        return try await sendWhole(form, with: again, strategy: strategy, refresh: refresh, progress: progress)
-    }
-
-    /// One upload of the whole form with `request`, resends after redirects included.
-    private func sendWhole(
-        _ form: MultipartFormData, with request: URLRequest, strategy: MultipartUploadStrategy,
-        refresh: MultipartHeaders?, progress: ProgressCoalescer?
-    ) async throws -> (Data, URLResponse) {
-        let body: UploadBody
+        let requests = RequestMaker(
+            hook: refresh, origin: request.url,
+            trustsOtherOrigins: strategy.resumption?.credentialsToOtherOrigins ?? false)
+        let body: WholeFormUpload.Body
         switch strategy.kind {
-        case .file: body = .file(try await Self.writeTemporaryFile(of: form))
-        case .automatic: body = .automatic(for: form)
-        case .stream, .resumable: body = .stream
+        case .resumable(let policy, let pacing):
+            return try await ResumableUpload(
+                form: form, request: request, session: self, policy: policy, pacing: pacing, requests: requests,
+                progress: progress
+            ).run()
+        case .automatic: body = .automatic
+        case .stream: body = .stream
+        case .file: body = .file
         }
-        if Task.isCancelled {
-            if let file = body.temporaryFile { try? FileManager.default.removeItem(at: file) }
-            throw CancellationError()
-        }
-        let result = PendingResponse()
-        let upload = MultipartUpload(
-            form: form, role: .wholeForm(body), callerSession: self, origin: request.url, pacing: strategy.pacing,
-            refresh: refresh, progress: progress, completion: result.resolve)
-        return try await perform(request, upload, answeredTo: result)
+        return try await WholeFormUpload(
+            form: form, request: request, session: self, body: body, pacing: strategy.pacing, requests: requests,
+            progress: progress
+        ).run()
     }
 
     /// Runs `upload`, whose completion resolves `result`, and returns its answer. Cancelling the surrounding task
@@ -212,20 +191,26 @@ extension URLSession {
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> URLSessionUploadTask {
-        // What keeps the body from being sent goes into the form's appendError: the task fails with it when resumed.
-        var form = form
-        if configuration.identifier != nil {
-            form.appendError = MultipartError(.backgroundSession)
-        } else if form.appendError == nil, let index = form.partOfUnknownLength {
-            // A task's `Content-Length` is set before it starts, and nothing would remove a spool of a task that
-            // never does.
-            form.appendError = MultipartError(.lengthUnknown, partIndex: index, partName: form.bodyParts[index].name)
-        }
-        let body =
-            strategy.writesFile && form.appendError == nil
-            ? UploadBody.fileToWrite(Self.temporaryBodyURL()) : .stream
+        // What keeps the body from being sent fails the task when it is resumed: its body stream fails with it.
+        let refusal: MultipartError? =
+            if configuration.identifier != nil {
+                MultipartError(.backgroundSession)
+            } else if let appendError = form.appendError {
+                appendError
+            } else if let index = form.partOfUnknownLength {
+                // A task's `Content-Length` is set before it starts, and nothing would remove a spool of a task that
+                // never does.
+                MultipartError(.lengthUnknown, partIndex: index, partName: form.bodyParts[index].name)
+            } else {
+                nil
+            }
+        let body: UploadBody =
+            if let refusal { .failed(refusal) } else if strategy.writesFile {
+                .fileToWrite(WholeFormUpload.temporaryBodyURL())
+            } else { .stream }
         let upload = MultipartUpload(
-            form: form, role: .callerTask(body), callerSession: self, origin: request.url, pacing: strategy.pacing,
+            form: form, role: .callerTask(body), callerSession: self,
+            requests: RequestMaker(hook: nil, origin: request.url), pacing: strategy.pacing,
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in
             switch result {
@@ -235,26 +220,5 @@ extension URLSession {
         }
         // This session is alive (it is `self`), so there is a task.
         return upload.makeUploadTask(for: request)!
-    }
-
-    /// A new name in the temporary directory, with the process's identifier: whose a file left there is shows.
-    private static func temporaryBodyURL() -> URL {
-        let name = "MultipartStream-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).multipart"
-        return FileManager.default.temporaryDirectory.appendingPathComponent(name)
-    }
-
-    /// Writes the body on a dispatch queue: a long blocking write must not hold a thread of the cooperative pool.
-    private static func writeTemporaryFile(of form: MultipartFormData) async throws -> URL {
-        let url = temporaryBodyURL()
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async {
-                do {
-                    try form.writeEncodedData(to: url)
-                    continuation.resume(returning: url)
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-        }
     }
 }

@@ -33,12 +33,17 @@ package enum RedirectPolicy {
 
     /// The request URLSession proposes for a redirect to `location` from `sent` (the URL the 3xx answers), as the
     /// caller's delegate is shown it: its URL resolved by RFC 3986, then the ``proposal(_:leaving:)`` of it.
-    /// swift-corelibs-foundation resolves a network-path reference (`//host:port/path`) by changing only the host
-    /// and port of `sent`, so that its user and password ride along to the other origin, and a relative path from
-    /// the root whatever the base's path.
     static func proposal(_ proposed: URLRequest, to location: String?, from sent: URL?, leaving first: URL?)
         -> URLRequest
     {
+        proposal(resolving(proposed, to: location, from: sent), leaving: first)
+    }
+
+    /// The request URLSession proposes for a redirect to `location` from `sent`, its URL resolved by RFC 3986.
+    /// swift-corelibs-foundation resolves a network-path reference (`//host:port/path`) by changing only the host
+    /// and port of `sent`, so that its user and password ride along to the other origin, and a relative path from
+    /// the root whatever the base's path.
+    static func resolving(_ proposed: URLRequest, to location: String?, from sent: URL?) -> URLRequest {
         var request = proposed
         if let location, let sent,
             let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: sent)?.absoluteURL,
@@ -46,7 +51,7 @@ package enum RedirectPolicy {
         {
             request.url = target
         }
-        return proposal(request, leaving: first)
+        return request
     }
 
     /// What to do once the caller's delegate has answered.

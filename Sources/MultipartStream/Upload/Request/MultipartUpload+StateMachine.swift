@@ -7,15 +7,27 @@ import Foundation
 extension MultipartUpload {
     /// The decisions of one upload across its tasks, without I/O: every event (a task made, a body asked for, a
     /// redirect or challenge answered, a cancel, the task's end) goes in, and the action the shell carries out comes
-    /// out. The fixed facts (the role, the form's length) are given once.
+    /// out. The fixed facts (the role, the form's length) are given once. It holds values only: the shell keeps the
+    /// body streams and tells it what they handed out (``BodyCount``).
     struct StateMachine {
+        /// What the current task's body streams handed out, read by the shell: the machine never touches a stream.
+        struct BodyCount {
+            /// Bytes the latest stream handed out (the one the last request read).
+            var last: UInt64 = 0
+            /// The most bytes any of the task's streams handed out: a resend may hand out fewer than the request
+            /// before it, which the server may have read.
+            var furthest: UInt64 = 0
+            /// The first stream's failure, naming the part; URLSession only says the upload was aborted.
+            var failure: MultipartError?
+        }
+
         /// The current task's exchange: what it was given and what came back.
         struct Exchange {
             /// Tasks started after the first one, to send the form again.
             var resends: Int
             var task: URLSessionTask?
-            /// Every body stream the task was given; the last is the one the last request read.
-            var streams: [MultipartBodyStream] = []
+            /// How many body streams the task was given.
+            var streamsMade = 0
             /// The response's body: a 401's or a redirect's is dropped when the next response begins.
             var received = Data()
             /// Body bytes URLSession reported sent, where it reads the body itself.
@@ -37,14 +49,13 @@ extension MultipartUpload {
             /// The body bytes handed out: what URLSession reported sent where it reads the body itself, else what
             /// the latest stream handed out (the one the last request read; after a 301-303 the first request's,
             /// since the GET reads none).
-            func bodyBytesHandedOut(countedByURLSession: Bool) -> UInt64 {
-                countedByURLSession ? fileBytesSent : streams.last?.bytesRead ?? 0
+            func bodyBytesHandedOut(_ count: BodyCount, countedByURLSession: Bool) -> UInt64 {
+                countedByURLSession ? fileBytesSent : count.last
             }
 
-            /// The most body bytes any of the task's streams handed out: a resend may hand out fewer than the
-            /// request before it, which the server may have read.
-            func furthestBodyBytes(countedByURLSession: Bool) -> UInt64 {
-                countedByURLSession ? fileBytesSent : streams.lazy.map(\.bytesRead).max() ?? 0
+            /// The most body bytes any of the task's streams handed out.
+            func furthestBodyBytes(_ count: BodyCount, countedByURLSession: Bool) -> UInt64 {
+                countedByURLSession ? fileBytesSent : count.furthest
             }
         }
 
@@ -56,8 +67,9 @@ extension MultipartUpload {
             /// The task was stopped so that the form goes again with this request, once it ends; `statusCode` is
             /// the redirect's.
             case awaitingResend(URLRequest, statusCode: Int, Exchange)
-            /// The task was stopped by a redirect that cannot be followed, and the upload fails with this reason.
-            case stopping(MultipartError, Exchange)
+            /// The task was stopped (a redirect that cannot be followed, the headers hook's error), and the upload
+            /// fails with this reason.
+            case stopping(any Error, Exchange)
             /// The caller cancelled; the task ends by itself.
             case cancelled(Exchange)
             /// The caller has been told; `furthest` is how far into the form the upload's bodies reached.
@@ -68,18 +80,18 @@ extension MultipartUpload {
         let contentLength: UInt64
         /// The form's `Content-Type`.
         let contentType: String
-        /// The first request's URL: the caller's credentials go to its origin and nowhere else by themselves.
-        let origin: URL?
         /// The first byte of the form the body holds, and how many bytes it holds.
         let bodyStart: UInt64
         let bodyLength: UInt64
         /// The body the role sends; a file to write is written once its task asks for it (``Exchange/written``).
         let body: UploadBody
+        /// Why the form cannot be sent again, where it cannot: its one-shot part, named.
+        let oneShot: MultipartError?
         private(set) var state = State.idle
 
-        init(role: Role, contentLength: UInt64, contentType: String, origin: URL?) {
+        init(role: Role, contentLength: UInt64, contentType: String, oneShot: MultipartError? = nil) {
             self.role = role
-            self.origin = origin
+            self.oneShot = oneShot
             self.contentLength = contentLength
             self.contentType = contentType
             body = role.body
@@ -206,7 +218,7 @@ extension MultipartUpload {
         /// or on Linux a reused connection that died).
         func bodyRequested() -> BodyAction {
             if role.sendsBodyOnce, case .sending(let exchange) = state,
-                exchange.streams.count > exchange.answeredChallenges
+                exchange.streamsMade > exchange.answeredChallenges
             {
                 // A part of a resumable upload must not go out twice at the same offset: that resend fails, and
                 // the upload asks the server instead; unless the server refused it for want of a credential,
@@ -253,16 +265,16 @@ extension MultipartUpload {
         }
 
         /// A body stream was made for the current task.
-        mutating func streamMade(_ stream: MultipartBodyStream) -> StreamMadeAction {
+        mutating func streamMade() -> StreamMadeAction {
             switch state {
             case .idle:
                 // The body of a data task's request, made before its task.
-                state = .sending(Exchange(resends: 0, streams: [stream]))
+                state = .sending(Exchange(resends: 0, streamsMade: 1))
                 return .hand
             case .finished:
                 return .close
             case .sending, .awaitingResend, .stopping, .cancelled:
-                modifyExchange { $0.streams.append(stream) }
+                modifyExchange { $0.streamsMade += 1 }
                 if case .cancelled = state { return .close }
                 return .hand
             }
@@ -285,12 +297,13 @@ extension MultipartUpload {
             return .report(bodyStart + sent)
         }
 
-        /// How far into the form the upload's bodies reached: the most of it a server can have, as the bound of a
-        /// resumable upload's offsets and the count its stall watch reads.
-        var furthestHandedOut: UInt64 {
+        /// How far into the form the upload's bodies reached, the task's streams having handed out `count`: the
+        /// most of it a server can have, as the bound of a resumable upload's offsets and the count its stall watch
+        /// reads.
+        func furthestHandedOut(_ count: BodyCount) -> UInt64 {
             switch state {
             case .finished(let furthest): furthest
-            default: exchange.map(furthestHandedOut) ?? bodyStart
+            default: exchange.map { furthestHandedOut(by: $0, count) } ?? bodyStart
             }
         }
 
@@ -306,12 +319,13 @@ extension MultipartUpload {
 
         // MARK: Response
 
-        /// A response began; a 401's or a redirect's body comes before the response that counts.
-        mutating func responseBegan() {
+        /// A response began, the task's streams having handed out `count`; a 401's or a redirect's body comes
+        /// before the response that counts.
+        mutating func responseBegan(_ count: BodyCount = BodyCount()) {
             let (start, countedByURLSession) = (bodyStart, body.isReadByURLSession)
             modifyExchange {
                 $0.received = Data()
-                $0.bytesAtResponse = start + $0.bodyBytesHandedOut(countedByURLSession: countedByURLSession)
+                $0.bytesAtResponse = start + $0.bodyBytesHandedOut(count, countedByURLSession: countedByURLSession)
             }
         }
 
@@ -327,9 +341,10 @@ extension MultipartUpload {
         }
 
         enum RedirectMetAction: Equatable {
-            /// Ask the caller's delegate about this request: URLSession's, without the caller's credentials when it
-            /// leaves the first request's origin (the delegate may put them back on purpose).
-            case ask(URLRequest)
+            /// Make this request, URLSession's with its URL resolved by RFC 3986, into the next one (the headers
+            /// hook, the origin rule: ``RequestMaker``), then ask the caller's delegate about it (it may put
+            /// credentials back on purpose).
+            case make(URLRequest)
             /// Answer `nil` at once: the 3xx is the answer.
             case keepResponse
         }
@@ -338,7 +353,14 @@ extension MultipartUpload {
         /// follow with `proposed`.
         func redirectMet(proposed: URLRequest, location: String?, from sent: URL?) -> RedirectMetAction {
             guard role.followsRedirects else { return .keepResponse }
-            return .ask(RedirectPolicy.proposal(proposed, to: location, from: sent, leaving: origin))
+            return .make(RedirectPolicy.resolving(proposed, to: location, from: sent))
+        }
+
+        /// The redirect's request could not be made (the headers hook failed with `error`): the task stops, and the
+        /// upload fails with that error.
+        mutating func redirectFailed(because error: any Error) {
+            guard case .sending(let exchange) = state else { return }
+            state = .stopping(error, exchange)
         }
 
         /// The caller's delegate answered a redirect with `answer` (or `nil`), after a `statusCode` answer to
@@ -352,7 +374,12 @@ extension MultipartUpload {
             case .keepResponse:
                 return .refuse
             case .resend(let request):
-                state = .awaitingResend(request, statusCode: statusCode, exchange)
+                // Known before any request goes out: a one-shot part was read by this request already.
+                if let oneShot {
+                    state = .stopping(oneShot, exchange)
+                } else {
+                    state = .awaitingResend(request, statusCode: statusCode, exchange)
+                }
                 return .refuse
             case .fail(let error):
                 state = .stopping(error, exchange)
@@ -387,7 +414,7 @@ extension MultipartUpload {
         enum CancelAction {
             /// Close these streams and cancel the task, if there is one yet; end progress when it is the upload's
             /// own (not one request's of a resumable upload, whose progress goes on).
-            case cancel(URLSessionTask?, streams: [MultipartBodyStream], endsProgress: Bool)
+            case cancel(URLSessionTask?, endsProgress: Bool)
             /// Nothing: cancelled or finished already.
             case none
         }
@@ -402,7 +429,7 @@ extension MultipartUpload {
             case .cancelled, .finished: return .none
             }
             state = .cancelled(exchange)
-            return .cancel(exchange.task, streams: exchange.streams, endsProgress: role.finishesProgress)
+            return .cancel(exchange.task, endsProgress: role.finishesProgress)
         }
 
         // MARK: The task's end
@@ -411,7 +438,6 @@ extension MultipartUpload {
         /// it is the upload's), remove the temporary file if there is one, and tell the caller.
         struct Finish {
             var result: Result<(Data, URLResponse), any Error>
-            var closing: [MultipartBodyStream]
             /// The form's bytes handed out to the last request, counted from the form's first byte: the count the
             /// verdict read.
             var bytesSent: UInt64
@@ -421,24 +447,25 @@ extension MultipartUpload {
 
         enum EndAction {
             /// Close the task's streams and send the form again with this request, on a new task.
-            case resend(URLRequest, closing: [MultipartBodyStream])
+            case resend(URLRequest)
             case finish(Finish)
             /// Nothing: the caller has been told.
             case none
         }
 
-        /// The current task ended with `error` and `response`.
-        mutating func taskEnded(error: (any Error)?, response: URLResponse?) -> EndAction {
+        /// The current task ended with `error` and `response`, its streams having handed out `count`.
+        mutating func taskEnded(error: (any Error)?, response: URLResponse?, body count: BodyCount = BodyCount())
+            -> EndAction
+        {
             let exchange: Exchange
-            var stopReason: MultipartError?
+            var stopReason: (any Error)?
             var isCancelled = false
             switch state {
             case .idle: exchange = Exchange(resends: 0)
             case .sending(let running): exchange = running
-            case .awaitingResend(let request, let statusCode, let running)
-            where error == nil && Self.streamFailure(of: running) == nil:
+            case .awaitingResend(let request, let statusCode, let running) where error == nil && count.failure == nil:
                 state = .sending(Exchange(resends: running.resends + 1, resending: (request, statusCode)))
-                return .resend(request, closing: running.streams)
+                return .resend(request)
             case .awaitingResend(_, _, let running): exchange = running
             case .stopping(let reason, let running):
                 exchange = running
@@ -448,11 +475,18 @@ extension MultipartUpload {
                 isCancelled = true
             case .finished: return .none
             }
-            let result: Result<(Data, URLResponse), any Error> =
-                isCancelled
-                ? .failure(URLError(.cancelled))
-                : verdict(error: error, response: response, exchange: exchange, stopReason: stopReason)
-            return .finish(finish(result, exchange: exchange))
+            var outcome = RequestOutcome(
+                bodyFailure: count.failure, stopReason: stopReason, isCancelled: isCancelled, response: response,
+                error: error, gaveUpChallenge: exchange.gaveUpChallenge,
+                // What was handed out when the answer's head arrived, not by the task's end: a server that answers
+                // at once and then drains the body unread (a lingering close) gets all of it afterwards. After a
+                // 301-303 the count is the first request's: a server that redirected without reading the form never
+                // got it either.
+                handedOut: exchange.bytesAtResponse ?? bytesHandedOut(by: exchange, count),
+                bodyEnd: bodyStart + bodyLength, formLength: contentLength, received: exchange.received)
+            if case .failed(let failure) = exchange.written { outcome.bodyFailure = failure }
+            if let http = response as? HTTPURLResponse { outcome.takesEarlySuccess = role.takesEarlySuccess(http) }
+            return .finish(finish(outcome.verdict, exchange: exchange, count))
         }
 
         /// The resend could not start: the caller's fresh headers failed with `error`, or (`nil`) the caller's
@@ -460,8 +494,8 @@ extension MultipartUpload {
         /// not followed.
         mutating func resendFailed(because error: (any Error)? = nil) -> EndAction {
             if case .cancelled(let exchange) = state, exchange.task == nil {
-                // Cancelled while the fresh headers were asked: no task will end, so the upload ends here.
-                return .finish(finish(.failure(URLError(.cancelled)), exchange: exchange))
+                // Cancelled before the resend's task was made: no task will end, so the upload ends here.
+                return .finish(finish(.failure(URLError(.cancelled)), exchange: exchange, BodyCount()))
             }
             guard case .sending(let exchange) = state, exchange.task == nil, let resending = exchange.resending
             else { return .none }
@@ -469,64 +503,26 @@ extension MultipartUpload {
                 error
                 ?? MultipartError(
                     .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
-            return .finish(finish(.failure(failure), exchange: exchange))
+            return .finish(finish(.failure(failure), exchange: exchange, BodyCount()))
         }
 
-        private mutating func finish(_ result: Result<(Data, URLResponse), any Error>, exchange: Exchange) -> Finish {
-            state = .finished(furthest: furthestHandedOut(by: exchange))
+        private mutating func finish(
+            _ result: Result<(Data, URLResponse), any Error>, exchange: Exchange, _ count: BodyCount
+        ) -> Finish {
+            state = .finished(furthest: furthestHandedOut(by: exchange, count))
             return Finish(
-                result: result, closing: exchange.streams, bytesSent: bytesHandedOut(by: exchange),
-                endsProgress: role.finishesProgress, removing: body.temporaryFile)
+                result: result, bytesSent: bytesHandedOut(by: exchange, count), endsProgress: role.finishesProgress,
+                removing: body.temporaryFile)
         }
 
-        /// The form's bytes the exchange's body handed out, from the form's first byte. Read before the streams
-        /// close.
-        private func bytesHandedOut(by exchange: Exchange) -> UInt64 {
-            bodyStart + exchange.bodyBytesHandedOut(countedByURLSession: body.isReadByURLSession)
+        /// The form's bytes the exchange's body handed out, from the form's first byte.
+        private func bytesHandedOut(by exchange: Exchange, _ count: BodyCount) -> UInt64 {
+            bodyStart + exchange.bodyBytesHandedOut(count, countedByURLSession: body.isReadByURLSession)
         }
 
         /// How far into the form any of the exchange's bodies reached, from the form's first byte.
-        private func furthestHandedOut(by exchange: Exchange) -> UInt64 {
-            bodyStart + exchange.furthestBodyBytes(countedByURLSession: body.isReadByURLSession)
-        }
-
-        /// Why a body stream failed, naming the part; URLSession only says the upload was aborted.
-        private static func streamFailure(of exchange: Exchange) -> (any Error)? {
-            exchange.streams.lazy.compactMap { $0.streamStatus == .error ? $0.streamError : nil }.first
-        }
-
-        /// What the caller is told: the first reason in this order that applies.
-        private func verdict(
-            error: (any Error)?,
-            response: URLResponse?,
-            exchange: Exchange,
-            stopReason: MultipartError?
-        ) -> Result<(Data, URLResponse), any Error> {
-            if case .failed(let bodyFailure) = exchange.written { return .failure(bodyFailure) }
-            if let streamFailure = Self.streamFailure(of: exchange) { return .failure(streamFailure) }
-            if let stopReason { return .failure(stopReason) }
-            let http = response as? HTTPURLResponse
-            if let http, error != nil, exchange.gaveUpChallenge, http.statusCode == 401 || http.statusCode == 407 {
-                // The upload cancelled the challenge for want of a credential: the response is the answer, as
-                // Apple's URLSession gives it. Any other error after a 401's headers (a reset) is a failure.
-                return .success((exchange.received, http))
-            }
-            if let error { return .failure(error) }
-            // What was handed out when the answer's head arrived, not by the task's end: a server that answers at
-            // once and then drains the body unread (a lingering close) gets all of it afterwards.
-            let bytesSent = exchange.bytesAtResponse ?? bytesHandedOut(by: exchange)
-            if let http, (200..<300).contains(http.statusCode), bytesSent < bodyStart + bodyLength,
-                !role.takesEarlySuccess(http)
-            {
-                // The server cannot have read bytes it was never given: it answered without the form. After a
-                // 301-303 the count is the first request's: a server that redirected without reading the form
-                // never got it either.
-                let reason = MultipartError.Reason.answeredBeforeBodySent(
-                    statusCode: http.statusCode, bytesSent: bytesSent, contentLength: contentLength)
-                return .failure(MultipartError(reason))
-            }
-            if let response { return .success((exchange.received, response)) }
-            return .failure(URLError(.badServerResponse))
+        private func furthestHandedOut(by exchange: Exchange, _ count: BodyCount) -> UInt64 {
+            bodyStart + exchange.furthestBodyBytes(count, countedByURLSession: body.isReadByURLSession)
         }
 
         /// Changes the current exchange, in whichever state holds it. The state is emptied while the exchange

@@ -9,14 +9,13 @@ import Foundation
 ///
 /// The shell of its ``StateMachine``: every event goes through ``modify(_:)``, the one place that takes the lock,
 /// and the action that comes back is carried out after it is released: making tasks and streams, writing the
-/// temporary file, asking the caller's delegate (``CallerDelegate``), reporting progress, closing, telling the
-/// caller.
+/// temporary file, making a redirect's request (``RequestMaker``), asking the caller's delegate
+/// (``CallerDelegate``), reporting progress, closing, telling the caller. The machine holds values; the shell keeps
+/// the streams and tells the machine what they handed out.
 final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
-    // @unchecked: `machine` is guarded by `lock`, which only `modify` takes; the rest are constants.
+    // @unchecked: `machine` and `streams` are guarded by `lock`; the rest are constants.
     typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
 
-    /// The form; its `appendError` is also why no body can be sent (a background session), and then every stream
-    /// fails with it.
     private let form: MultipartFormData
     /// Where an append of a form of unknown length reads its bytes, held in memory since the form cannot be read
     /// again.
@@ -26,34 +25,36 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     private let progress: ProgressCoalescer?
     /// How fast the form's streams hand out bytes.
     private let pacing: MultipartPacing?
-    /// The caller's fresh headers, asked again before a resend after a redirect.
-    private let refresh: MultipartHeaders?
+    /// Makes a redirect's request: the caller's fresh headers, then the origin rule.
+    private let requests: RequestMaker
     /// The caller's session and its delegate, which decides redirects and challenges first.
     let caller: CallerDelegate
     private let completion: Completion
 
     private let lock = Lock()
     private var machine: StateMachine
+    /// The current task's body streams; the last is the one the last request read.
+    private var streams: [MultipartBodyStream] = []
 
     init(
         form: MultipartFormData,
         buffered: AppendBuffer? = nil,
         role: Role,
         callerSession: URLSession,
-        origin: URL?,
+        requests: RequestMaker,
         pacing: MultipartPacing? = nil,
-        refresh: MultipartHeaders? = nil,
         progress: ProgressCoalescer?,
         completion: @escaping Completion
     ) {
         self.form = form
         self.buffered = buffered
         self.pacing = pacing
-        self.refresh = refresh
+        self.requests = requests
         // A form of unknown length goes out only in appends of bytes held in memory, which end where they end.
         let end: UInt64 = if case .append(_, let end) = role { end } else { 0 }
         contentLength = form.contentLength ?? end
-        machine = StateMachine(role: role, contentLength: contentLength, contentType: form.contentType, origin: origin)
+        machine = StateMachine(
+            role: role, contentLength: contentLength, contentType: form.contentType, oneShot: form.resendFailure)
         caller = CallerDelegate(callerSession)
         self.progress = progress
         self.completion = completion
@@ -62,6 +63,27 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// Applies an event to the machine under the lock, and returns its action for the caller to carry out.
     private func modify<Action>(_ event: (inout StateMachine) -> Action) -> Action {
         lock.withLock { event(&machine) }
+    }
+
+    /// What the current task's streams handed out, read outside the lock.
+    private func bodyCount() -> StateMachine.BodyCount {
+        let streams: [MultipartBodyStream] = lock.withLock { self.streams }
+        let failure = streams.lazy.compactMap { stream -> MultipartError? in
+            stream.streamStatus == .error ? stream.streamError as? MultipartError : nil
+        }.first
+        return StateMachine.BodyCount(
+            last: streams.last?.bytesRead ?? 0, furthest: streams.map(\.bytesRead).max() ?? 0, failure: failure)
+    }
+
+    /// Closes the current task's streams, which closes the file being read; `forgetting` them once their counts
+    /// are of no more use (the machine has its last count, or a new task starts), else they still count.
+    private func closeStreams(forgetting: Bool) {
+        for stream in lock.withLock({ () -> [MultipartBodyStream] in
+            defer { if forgetting { streams = [] } }
+            return streams
+        }) {
+            stream.close()
+        }
     }
 
     // MARK: Tasks
@@ -110,9 +132,10 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// cancels a task on the queue that reads the body, which a caller stream blocked in `read` holds until it
     /// returns, so the task is cancelled from another thread.
     func cancel() {
-        guard case .cancel(let task, let streams, let endsProgress) = modify({ $0.cancel() }) else { return }
+        guard case .cancel(let task, let endsProgress) = modify({ $0.cancel() }) else { return }
         if endsProgress { progress?.finish() }
-        for stream in streams { stream.close() }
+        // Still counted: how far they reached bounds what the server may say it has.
+        closeStreams(forgetting: false)
         if let task {
             DispatchQueue.global().async { task.cancel() }
         }
@@ -154,11 +177,13 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
             stream = MultipartBodyStream(
                 .encodedFile(url, length: contentLength), progressHandler: progress.map { $0.report })
         case .failing(let error):
-            var failing = form
-            failing.appendError = error
-            stream = failing.makeBodyStream()
+            stream = MultipartBodyStream(.failing(error))
         }
-        if case .close = modify({ $0.streamMade(stream) }) { stream.close() }
+        let made = lock.withLock {
+            streams.append(stream)
+            return machine.streamMade()
+        }
+        if case .close = made { stream.close() }
         return stream
     }
 
@@ -170,20 +195,23 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// How far into the form the upload's bodies reached, from the form's first byte: the most of it a server can
     /// have.
     var furthestHandedOut: UInt64 {
-        modify { $0.furthestHandedOut }
+        let count = bodyCount()
+        return modify { $0.furthestHandedOut(count) }
     }
 
     // MARK: Response
 
     func receivedResponse() {
-        modify { $0.responseBegan() }
+        let count = bodyCount()
+        modify { $0.responseBegan(count) }
     }
 
     func received(_ data: Data) {
         modify { $0.received(data) }
     }
 
-    /// The caller's delegate decides first, as it would for its own tasks, on the request the machine shows it.
+    /// The redirect's request is made as every request is (``RequestMaker``: the fresh headers, then the origin
+    /// rule); then the caller's delegate decides, as it would for its own tasks, on that request.
     func redirect(
         task: URLSessionTask,
         response: HTTPURLResponse,
@@ -193,13 +221,32 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         let sent = task.currentRequest ?? task.originalRequest
         let location = response.value(forHTTPHeaderField: "Location")
         guard
-            case .ask(let proposal) = modify({ $0.redirectMet(proposed: proposed, location: location, from: sent?.url) }
+            case .make(let resolved) = modify({
+                $0.redirectMet(proposed: proposed, location: location, from: sent?.url)
+            }
             )
         else { return answer(nil) }
-        caller.redirect(response, to: proposal, task: task) { request in
-            switch self.modify({ $0.redirectAnswered(statusCode: response.statusCode, answer: request, sent: sent) }) {
-            case .follow(let request): answer(request)
-            case .refuse: answer(nil)
+        let ask: @Sendable (URLRequest) -> Void = { proposal in
+            self.caller.redirect(response, to: proposal, task: task) { request in
+                switch self.modify({ $0.redirectAnswered(statusCode: response.statusCode, answer: request, sent: sent) }
+                )
+                {
+                case .follow(let request): answer(request)
+                case .refuse: answer(nil)
+                }
+            }
+        }
+        guard requests.asksHook else {
+            // Nothing to wait for: made here, on URLSession's queue, as URLSession's own redirects are.
+            return ask(requests.judged(resolved))
+        }
+        // The hook may wait: asked off URLSession's queue. A cancel meanwhile cancels the task, which then ends.
+        Task {
+            do {
+                ask(try await requests.make(resolved, for: .redirect(response)))
+            } catch {
+                modify { $0.redirectFailed(because: error) }
+                answer(nil)
             }
         }
     }
@@ -236,18 +283,12 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
 
     /// The task ended: send the form again, or tell the caller, as the machine says.
     func taskCompleted(_ task: URLSessionTask, error: (any Error)?) {
-        switch modify({ $0.taskEnded(error: error, response: task.response) }) {
-        case .resend(let request, let streams):
-            for stream in streams { stream.close() }
-            guard let refresh else { return resend(request) }
-            // The hook is asked off URLSession's queue; a cancel meanwhile cancels the task as soon as it is made.
-            Task {
-                do {
-                    resend(try await refresh.apply(to: request))
-                } catch {
-                    if case .finish(let finish) = modify({ $0.resendFailed(because: error) }) { self.finish(finish) }
-                }
-            }
+        let count = bodyCount()
+        switch modify({ $0.taskEnded(error: error, response: task.response, body: count) }) {
+        case .resend(let request):
+            // Made already, when the redirect was met: the fresh headers were asked then.
+            closeStreams(forgetting: true)
+            resend(request)
         case .finish(let finish):
             self.finish(finish)
         case .none:
@@ -262,7 +303,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     }
 
     private func finish(_ finish: StateMachine.Finish) {
-        for stream in finish.closing { stream.close() }
+        closeStreams(forgetting: true)
         progress?.settle(at: finish.bytesSent)
         if finish.endsProgress { progress?.finish() }
         caller.unpin()

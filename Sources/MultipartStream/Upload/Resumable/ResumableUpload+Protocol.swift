@@ -146,42 +146,33 @@ extension ResumableUpload {
             }
         }
 
-        /// The request of this step, from the caller's `request` (its URL, headers and method where they apply):
-        /// no body of its own, and the draft's headers in `version`. An append's body and length are the upload's to add. A
-        /// request to an upload resource on another origin than the caller's request carries none of its
-        /// `Authorization`, `Cookie` and `Proxy-Authorization` unless `credentialsToOtherOrigins`: the server chose
-        /// that URL, as it chooses a redirect's.
-        func request(
-            from request: URLRequest,
-            version: InteropVersion,
-            location: URL?,
-            contentLength: UInt64?,
-            contentType: String,
-            credentialsToOtherOrigins: Bool = false
-        ) -> URLRequest {
-            let first = request.url
+        /// What the hook is told this step's request is.
+        var reason: MultipartHeaders.ResumableStep {
+            switch self {
+            case .detect: .discovery
+            case .create: .creation
+            case .append(let offset, _): .append(offset: offset)
+            case .askOffset: .offset
+            case .delete: .cleanUp
+            }
+        }
+
+        /// The caller's `request` (its URL, headers and method where they apply) aimed where this step goes, with
+        /// no body of its own: what the headers hook and the origin rule are applied to before ``frame(_:version:contentLength:contentType:)``.
+        func target(of request: URLRequest, location: URL?) -> URLRequest {
             var request = request
             request.httpBody = nil
             request.httpBodyStream = nil
             request.removeBodyHeaders()
-            request.setValue(String(version.rawValue), forHTTPHeaderField: Header.interopVersion)
             switch self {
             case .detect:
                 request.httpMethod = "OPTIONS"
             case .create:
                 // The form's request, announcing its length and sending none of it yet.
                 request.httpMethod = request.formMethod
-                request.setValue(StructuredField.boolean(false), forHTTPHeaderField: Header.complete)
-                // A form of unknown length says its length with the append that completes it.
-                request.setValue(contentLength.map(String.init), forHTTPHeaderField: Header.length)
-                request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-                request.httpBody = Data()
-            case .append(let offset, let end):
+            case .append:
                 request.url = location
                 request.httpMethod = "PATCH"
-                request.setValue(String(offset), forHTTPHeaderField: Header.offset)
-                let completes = contentLength.map { end >= $0 } ?? false
-                request.setValue(StructuredField.boolean(completes), forHTTPHeaderField: Header.complete)
             case .askOffset:
                 request.url = location
                 request.httpMethod = "HEAD"
@@ -189,7 +180,27 @@ extension ResumableUpload {
                 request.url = location
                 request.httpMethod = "DELETE"
             }
-            return credentialsToOtherOrigins ? request : RedirectPolicy.proposal(request, leaving: first)
+            return request
+        }
+
+        /// Sets the draft's fields of this step in `version` on `request`, last, so that nothing else changes them.
+        /// An append's body and length are the upload's to add.
+        func frame(_ request: inout URLRequest, version: InteropVersion, contentLength: UInt64?, contentType: String) {
+            request.setValue(String(version.rawValue), forHTTPHeaderField: Header.interopVersion)
+            switch self {
+            case .create:
+                request.setValue(StructuredField.boolean(false), forHTTPHeaderField: Header.complete)
+                // A form of unknown length says its length with the append that completes it.
+                request.setValue(contentLength.map(String.init), forHTTPHeaderField: Header.length)
+                request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+                request.httpBody = Data()
+            case .append(let offset, let end):
+                request.setValue(String(offset), forHTTPHeaderField: Header.offset)
+                let completes = contentLength.map { end >= $0 } ?? false
+                request.setValue(StructuredField.boolean(completes), forHTTPHeaderField: Header.complete)
+            case .detect, .askOffset, .delete:
+                break
+            }
         }
 
         /// The draft's fields `request` (this step's) carries, by name, with an append's `Content-Length`: what

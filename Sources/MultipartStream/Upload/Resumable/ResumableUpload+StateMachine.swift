@@ -94,6 +94,9 @@ extension ResumableUpload {
             case cancelled
             /// The saved state could not be written.
             case keepFailed(any Error)
+            /// The caller's headers hook failed (its error, or a header it gave that cannot be sent) before the
+            /// request went out: neither the form's failure nor the server's word, so a saved upload is kept.
+            case headersFailed(any Error)
         }
 
         /// The upload resource, once created.
@@ -273,12 +276,17 @@ extension ResumableUpload {
                 return .cancel(deleting: savesState ? nil : location)
             case .keepFailed(let error):
                 return fail(error)
+            case .headersFailed(let error):
+                return ended(by: error, formsOwn: false)
             case .answered(let answer, let reply, let handedOut):
                 let action = answered(answer, reply, handedOut: handedOut)
                 // An upload the server says it holds complete is never deleted, whatever else its answer says.
                 return answer.isComplete == true ? action.sparingUpload : action
             case .failed(let error, let handedOut):
-                guard Self.isConnectionFailure(error, during: state) else { return ended(by: error) }
+                guard Self.isConnectionFailure(error, during: state) else {
+                    // A MultipartError of a request is the form's own: a part that changed or could not be read.
+                    return ended(by: error, formsOwn: error is MultipartError)
+                }
                 switch state {
                 case .detecting(let course): return retry(State.detecting, course, because: error)
                 case .creating(let course): return retry(State.creating, course, because: error)
@@ -355,8 +363,8 @@ extension ResumableUpload {
         /// the connection's) ends this run. An upload whose state is saved is kept for the next run, unless the form
         /// itself failed (a part that changed or could not be read), which no run can send: the failure is not the
         /// server's word that the upload is over.
-        private mutating func ended(by error: any Error) -> Action {
-            guard savesState, !(error is MultipartError), let resource, let course else { return fail(error) }
+        private mutating func ended(by error: any Error, formsOwn: Bool) -> Action {
+            guard savesState, !formsOwn, let resource, let course else { return fail(error) }
             if case .askingFinalOffset(_, _, let failure) = state {
                 return stop(because: failure, resource, course, at: resource.acknowledged)
             }

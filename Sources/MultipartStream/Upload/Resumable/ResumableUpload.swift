@@ -17,8 +17,8 @@ struct ResumableUpload {
     let session: URLSession
     let policy: MultipartResumption
     let pacing: MultipartPacing?
-    /// The caller's fresh headers, for every request of the protocol and the whole form's.
-    var refresh: MultipartHeaders? = nil
+    /// Makes every request of the protocol, and the whole form's: the caller's fresh headers, the origin rule.
+    let requests: RequestMaker
     let progress: ProgressCoalescer?
 
     func run() async throws -> Reply {
@@ -106,6 +106,9 @@ struct ResumableUpload {
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
                     action = resumption.handle(.cancelled)
+                case (.failure(let failure as HeadersFailure), _):
+                    reason = failure.error.localizedDescription
+                    action = resumption.handle(.headersFailed(failure.error))
                 case (.failure(let error), let handedOut):
                     reason = error.localizedDescription
                     action = resumption.handle(.failed(error, handedOut: handedOut))
@@ -139,22 +142,12 @@ struct ResumableUpload {
             case .sendWhole:
                 policy.events?(.notResumable)
                 state?.remove()
-                var whole = self
-                var spools: [URL] = []
-                defer { for file in spools { try? FileManager.default.removeItem(at: file) } }
-                if form.contentLength == nil {
-                    // A plain request needs the length before its first byte.
-                    (whole.form, spools) = try await form.spooled()
-                    if let length = whole.form.contentLength {
-                        policy.events?(.spooled(contentLength: length))
-                        progress?.lengthFound(length)
-                    }
-                }
-                // The form's own request gets the fresh headers too, as each request of the protocol does.
-                let fresh = try await refresh.applyToWholeForm(request)
-                let (upload, result) = whole.makeUpload(.wholeForm(.stream), progress: progress)
-                defer { policy.events?(.bodySent(bytes: upload.furthestHandedOut)) }
-                return try await session.perform(fresh, upload, answeredTo: result)
+                let events = policy.events
+                return try await WholeFormUpload(
+                    form: form, request: request, session: session, body: .stream, pacing: pacing,
+                    requests: requests, progress: progress, spooled: { events?(.spooled(contentLength: $0)) },
+                    bodySent: { events?(.bodySent(bytes: $0)) }
+                ).run()
             case .answer(let reply):
                 state?.remove()
                 return reply
@@ -255,7 +248,7 @@ struct ResumableUpload {
             request = try await self.request(
                 for: step, version: version, to: location, contentLength: contentLength, timeout: timeout)
         } catch {
-            return (.failure(error), 0)
+            return (.failure(HeadersFailure(error: error)), 0)
         }
         let role: MultipartUpload.Role =
             switch step {
@@ -293,21 +286,29 @@ struct ResumableUpload {
     {
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, buffered: buffered, role: role, callerSession: session, origin: request.url, pacing: pacing,
-            refresh: refresh, progress: progress, completion: result.resolve)
+            form: form, buffered: buffered, role: role, callerSession: session, requests: requests, pacing: pacing,
+            progress: progress, completion: result.resolve)
         return (upload, result)
     }
 
-    /// The request of `step`, with the caller's URL, headers and method where they apply, and the fresh headers.
+    /// The request of `step`, made as every request is (``RequestMaker``): the caller's URL, headers and method
+    /// where they apply, the fresh headers, the origin rule (the server chose the upload's URL, as it chooses a
+    /// redirect's), then the draft's fields.
     private func request(
         for step: Step, version: InteropVersion, to location: URL?, contentLength: UInt64?, timeout: TimeInterval?
     ) async throws -> URLRequest {
-        var request = step.request(
-            from: request, version: version, location: location, contentLength: contentLength,
-            contentType: form.contentType,
-            credentialsToOtherOrigins: policy.credentialsToOtherOrigins)
-        if let timeout { request.timeoutInterval = timeout }
-        return try await refresh.apply(to: request)
+        var target = step.target(of: request, location: location)
+        if let timeout { target.timeoutInterval = timeout }
+        let contentType = form.contentType
+        return try await requests.make(target, for: .resumable(step.reason)) {
+            step.frame(&$0, version: version, contentLength: contentLength, contentType: contentType)
+        }
+    }
+
+    /// The headers hook failed for a request of the protocol: not the form's failure nor the server's word, so a
+    /// saved upload is kept.
+    struct HeadersFailure: Error {
+        let error: any Error
     }
 
     /// Runs `perform`; for an append under the policy's stall rule, ends it as stalled when `upload` hands out its

@@ -41,8 +41,8 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         isSingleUse = singleUse
         machine = StateMachine(singleUse: singleUse, idleTimeout: Self.nanoseconds(registry.idleTimeout))
         super.init()
-        // A background configuration only reaches here for a form that fails when resumed (its appendError says
-        // why); such a session cannot carry stream uploads.
+        // A background configuration only reaches here for a task whose body fails when resumed, saying why; such a
+        // session cannot carry stream uploads.
         let configuration = callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
         madeSession = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
     }

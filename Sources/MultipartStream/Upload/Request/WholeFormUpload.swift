@@ -1,0 +1,106 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The whole form in one request, the one driver of every upload that sends it so: the plain upload
+/// (`.automatic`, `.stream`, `.file`) and a resumable upload's fallback to a server without the draft. It spools a
+/// part of unknown length first (or refuses it, where the part says so), sends the form's own request, follows what
+/// ``MultipartUpload`` follows, and retries once after a 401 when the headers hook gives other headers for it.
+struct WholeFormUpload {
+    /// How the body reaches URLSession.
+    enum Body {
+        /// Bytes in memory for a small form held in memory, else a stream (``UploadBody/automatic(for:)``).
+        case automatic
+        case stream
+        /// A temporary file written first.
+        case file
+    }
+
+    var form: MultipartFormData
+    /// The caller's request.
+    let request: URLRequest
+    let session: URLSession
+    let body: Body
+    let pacing: MultipartPacing?
+    let requests: RequestMaker
+    let progress: ProgressCoalescer?
+    /// Told the spooled form's length, when a part of unknown length was spooled.
+    var spooled: (@Sendable (UInt64) -> Void)? = nil
+    /// Told how far into the form the last request's body reached.
+    var bodySent: (@Sendable (UInt64) -> Void)? = nil
+
+    /// Sends the form; its answer, whatever the status.
+    ///
+    /// - Throws: ``MultipartError``: ``MultipartError/Reason/lengthUnknown`` for a part that may not spool, a part's
+    ///   failure, an early answer, a redirect not followed, and a retry after a 401 that a one-shot part keeps from
+    ///   going out (``MultipartError/Reason/streamAlreadyConsumed``, naming it); the headers hook's error;
+    ///   `CancellationError`; URLSession's error.
+    func run() async throws -> (Data, URLResponse) {
+        var upload = self
+        var spools: [URL] = []
+        defer { for file in spools { try? FileManager.default.removeItem(at: file) } }
+        if form.contentLength == nil {
+            // A plain request needs its exact length before the first byte.
+            (upload.form, spools) = try await form.spooled()
+            if let length = upload.form.contentLength {
+                spooled?(length)
+                progress?.lengthFound(length)
+            }
+        }
+        var caller = request
+        caller.httpMethod = request.formMethod
+        let sent = try await requests.make(caller, for: .initial)
+        let reply = try await upload.send(sent)
+        guard requests.asksHook, let unauthorized = reply.1 as? HTTPURLResponse, unauthorized.statusCode == 401 else {
+            return reply
+        }
+        // Once more after a 401, where the hook gives other headers for it (a refreshed token).
+        let again = try await requests.make(caller, for: .unauthorized(unauthorized))
+        guard again.allHTTPHeaderFields != sent.allHTTPHeaderFields else { return reply }
+        if let oneShot = upload.form.resendFailure { throw oneShot }
+        return try await upload.send(again)
+    }
+
+    /// One request of the whole form, resends after redirects included.
+    private func send(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        let uploadBody: UploadBody
+        switch body {
+        case .file: uploadBody = .file(try await Self.writeTemporaryFile(of: form))
+        case .automatic: uploadBody = .automatic(for: form)
+        case .stream: uploadBody = .stream
+        }
+        if Task.isCancelled {
+            if let file = uploadBody.temporaryFile { try? FileManager.default.removeItem(at: file) }
+            throw CancellationError()
+        }
+        let result = PendingResponse()
+        let upload = MultipartUpload(
+            form: form, role: .wholeForm(uploadBody), callerSession: session, requests: requests, pacing: pacing,
+            progress: progress, completion: result.resolve)
+        defer { bodySent?(upload.furthestHandedOut) }
+        return try await session.perform(request, upload, answeredTo: result)
+    }
+
+    /// A new name in the temporary directory, with the process's identifier: whose a file left there is shows.
+    static func temporaryBodyURL() -> URL {
+        let name = "MultipartStream-\(ProcessInfo.processInfo.processIdentifier)-\(UUID().uuidString).multipart"
+        return FileManager.default.temporaryDirectory.appendingPathComponent(name)
+    }
+
+    /// Writes the body on a dispatch queue: a long blocking write must not hold a thread of the cooperative pool.
+    private static func writeTemporaryFile(of form: MultipartFormData) async throws -> URL {
+        let url = temporaryBodyURL()
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                do {
+                    try form.writeEncodedData(to: url)
+                    continuation.resume(returning: url)
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+}
