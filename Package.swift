@@ -6,6 +6,10 @@ let package = Package(
     // Swift concurrency's own floor. APIs newer than it are behind `@available` where they are used.
     platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6), .visionOS(.v1)],
     products: [
+        // The form, its reader and `MultipartBodyStream`, the encoders and chunks: Foundation only, no URLSession,
+        // so a server-side program that streams a form through another HTTP client links no libcurl.
+        .library(name: "MultipartForm", targets: ["MultipartForm"]),
+        // URLSession uploads (async, tasks, resumable, saved state) on top of the form, which it re-exports.
         .library(name: "MultipartStream", targets: ["MultipartStream"]),
         // `swift run multipart -F name=value -F 'file=@photo.jpg' URL`: curl's -F, streaming from disk.
         .executable(name: "multipart", targets: ["MultipartCLI"]),
@@ -13,11 +17,16 @@ let package = Package(
         .library(name: "MultipartStreamTestSupport", targets: ["MultipartStreamTestSupport"]),
     ],
     targets: [
-        .target(name: "MultipartStream"),
+        .target(name: "MultipartForm"),
+        .target(name: "MultipartStream", dependencies: ["MultipartForm"]),
         .target(name: "MultipartStreamTestSupport", dependencies: ["MultipartStream"]),
         .executableTarget(name: "MultipartCLI", dependencies: ["MultipartStream"]),
+        // The form alone: no network, no server.
+        .testTarget(name: "MultipartFormTests", dependencies: ["MultipartForm", "MultipartStreamTestSupport"]),
+        .testTarget(name: "MultipartStreamTests", dependencies: ["MultipartStream", "MultipartStreamTestSupport"]),
+        // The `multipart` command, run as a process.
         .testTarget(
-            name: "MultipartStreamTests",
+            name: "MultipartCommandTests",
             dependencies: ["MultipartStream", "MultipartStreamTestSupport", "MultipartCLI"]
         ),
     ],

@@ -65,6 +65,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "MultipartForm", package: "MultipartStream"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
             ],
             path: "Sources/DocSnippets",

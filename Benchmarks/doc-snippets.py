@@ -11,7 +11,8 @@ declare any of them again. An HTML comment right above a block, `<!-- snippet: C
 that scope (for a `request` that is another client's type, say). Leading imports go to the top of its file.
 `#sourceLocation` makes a compiler error name the Markdown file and line.
 
-A block under `<!-- manifest -->` holds a recipe's Package.swift lines: it is not compiled but checked. Each package
+A block under `<!-- manifest -->` holds a recipe's Package.swift lines: it is not compiled but checked; a recipe
+whose manifest names the `MultipartForm` product is compiled without `import MultipartStream`. Each package
 it names must be one the Benchmarks package depends on, at the version it says; each product it names must be a
 dependency of the DocSnippets target; and the next Swift block (the recipe) must import exactly the modules of those
 products, no more and no fewer.
@@ -109,8 +110,8 @@ def check_manifest(where, code, recipe):
             sys.exit(f"{where}: the recipe depends on {url} from {version}; the Benchmarks package has "
                      f"{packages.get(url, 'no such package')}")
     named = set(name for name, _ in PRODUCT_LINE.findall(text))
-    if not named:
-        return  # the package alone, as the README's "Add it" shows it
+    if named <= {"MultipartForm", "MultipartStream"}:
+        return  # this package's products alone, as the README's "Add it" shows them
     if not named <= products:
         sys.exit(f"{where}: the recipe names {sorted(named)}; DocSnippets depends on {sorted(products)}")
     if recipe is None:
@@ -128,10 +129,13 @@ def main():
     for doc in DOCS:
         relative = doc.relative_to(ROOT)
         found = list(blocks(doc))
+        form_only = False
         for position, (first_line, code, prelude, manifest) in enumerate(found):
             if manifest:
                 recipe = found[position + 1][1] if position + 1 < len(found) else None
                 check_manifest(f"{relative}:{first_line}", code, recipe)
+                # A recipe for the form alone is compiled without MultipartStream, which would hide a need of it.
+                form_only = "MultipartForm" in set(name for name, _ in PRODUCT_LINE.findall("\n".join(code)))
                 manifests += 1
                 continue
             leading = 0
@@ -149,7 +153,11 @@ def main():
                 + body
                 + "\n#sourceLocation()\n    }\n}\n"
             )
-            text = HEADER.format(doc=relative) + "\n".join(hoisted) + "\n\n" + function
+            header = HEADER.format(doc=relative)
+            if form_only:
+                header = header.replace("import MultipartStream\n", "")
+                form_only = False
+            text = header + "\n".join(hoisted) + "\n\n" + function
             (OUT / f"{name}.swift").write_text(text)
             count += 1
     print(f"doc-snippets: {count} Swift blocks from {len(DOCS)} documents in {OUT.relative_to(ROOT)}, "

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 mkdir -p .build
 swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name MultipartFuzz -package-name MultipartFuzz \
-    $(find Sources/MultipartStream -name "*.swift") Fuzz/FuzzMultipart.swift -o .build/fuzz-multipart
+    $(find Sources/MultipartForm -name "*.swift") Fuzz/FuzzMultipart.swift -o .build/fuzz-multipart
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cp Fuzz/corpus/* "$work/"

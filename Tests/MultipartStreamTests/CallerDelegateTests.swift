@@ -1,6 +1,8 @@
 import Foundation
+import MultipartStreamTestSupport
 import Testing
 
+@testable import MultipartForm
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)

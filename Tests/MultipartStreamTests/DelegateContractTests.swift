@@ -2,6 +2,7 @@ import Foundation
 import MultipartStreamTestSupport
 import Testing
 
+@testable import MultipartForm
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)

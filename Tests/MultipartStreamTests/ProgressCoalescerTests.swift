@@ -1,5 +1,6 @@
 import Testing
 
+@testable import MultipartForm
 @testable import MultipartStream
 
 /// ``ProgressCoalescer``: the one place an upload's progress is bounded, and settled at the count a request ended

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import MultipartForm
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)

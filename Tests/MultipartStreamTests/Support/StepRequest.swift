@@ -1,5 +1,6 @@
 import Foundation
 
+@testable import MultipartForm
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)

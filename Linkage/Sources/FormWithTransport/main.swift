@@ -1,0 +1,1 @@
+../FormOnly/main.swift

@@ -1,0 +1,111 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+#if os(Linux)
+    /// Whether the tests run on Linux, for the few that need /proc, tmpfs mounts, runuser or util-linux's `script`.
+    public let isLinux = true
+#else
+    /// Whether the tests run on Linux, for the few that need /proc, tmpfs mounts, runuser or util-linux's `script`.
+    public let isLinux = false
+#endif
+
+/// Descriptors of this process open on files under a directory, from `/proc/self/fd`.
+public enum OpenDescriptors {
+    /// How many there are now.
+    public static func count(under directory: URL) -> Int {
+        let prefix = directory.resolvingSymlinksInPath().path + "/"
+        #if os(Linux)
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return entries.filter { entry in
+                let link = "/proc/self/fd/\(entry)"
+                return (try? FileManager.default.destinationOfSymbolicLink(atPath: link))?.hasPrefix(prefix) == true
+            }.count
+        #else
+            // Darwin: ask each open descriptor for its path.
+            return (0..<getdtablesize()).filter { descriptor in
+                var path = [CChar](repeating: 0, count: Int(MAXPATHLEN))
+                guard fcntl(descriptor, F_GETPATH, &path) == 0 else { return false }
+                return String(cString: path).hasPrefix(prefix)
+            }.count
+        #endif
+    }
+}
+
+/// The `.file` strategy's temporary bodies and the spools of streams of unknown length of this process
+/// (`MultipartStream-PID-*.multipart` and `.spool` in the temporary directory): another test run on the machine makes
+/// its own meanwhile.
+public enum TemporaryBodies {
+    private static let prefix = "MultipartStream-\(ProcessInfo.processInfo.processIdentifier)-"
+
+    /// Their names now.
+    public static func names() throws -> Set<String> {
+        Set(
+            try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+                .filter { $0.hasPrefix(prefix) && ($0.hasSuffix(".multipart") || $0.hasSuffix(".spool")) })
+    }
+
+    /// Descriptors of this process open on one of them.
+    public static func openCount() -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.filter { entry in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")
+            else { return false }
+            return target.contains("/\(prefix)") && target.hasSuffix(".multipart")
+        }.count
+    }
+}
+
+/// This process's sockets, resident memory and descriptor limit, from `/proc/self` and `getrlimit`.
+public enum ProcessDescriptors {
+    /// Open sockets: connections, and the socket pairs that each URLSession's libcurl handle holds.
+    public static func sockets() -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.filter {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)"))?.hasPrefix("socket:")
+                == true
+        }.count
+    }
+
+    /// Open descriptors by kind: `socket`, `pipe`, `file`, and each anonymous inode (`anon_inode:[eventfd]`,
+    /// `[eventpoll]`, `[timerfd]`: libdispatch's and libcurl's event loops).
+    public static func kinds() -> [String: Int] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        var kinds: [String: Int] = [:]
+        for entry in entries {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)")
+            else { continue }
+            let kind =
+                if target.hasPrefix("anon_inode:") { target } else if target.hasPrefix("socket:") {
+                    "socket"
+                } else if target.hasPrefix("pipe:") { "pipe" } else { "file" }
+            kinds[kind, default: 0] += 1
+        }
+        return kinds
+    }
+
+    /// Resident memory in bytes.
+    public static func residentBytes() -> Int {
+        let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+
+    /// Runs `body` with the soft limit of open descriptors at most `limit`, as under `ulimit -n`, then restores it.
+    public static func withSoftLimit<T>(_ limit: UInt, _ body: () async throws -> T) async throws -> T {
+        #if os(Linux)
+            let resource = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+            let resource = RLIMIT_NOFILE
+        #endif
+        var saved = rlimit()
+        guard getrlimit(resource, &saved) == 0 else { return try await body() }
+        var lowered = saved
+        lowered.rlim_cur = min(saved.rlim_cur, rlim_t(limit))
+        setrlimit(resource, &lowered)
+        defer { setrlimit(resource, &saved) }
+        return try await body()
+    }
+}

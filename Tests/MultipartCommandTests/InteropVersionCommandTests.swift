@@ -1,0 +1,218 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartForm
+@testable import MultipartStream
+
+/// `multipart -C -` against servers that each speak one interop version of the draft (`Peers/draft-server.py`), as
+/// a user types it: the version found, the draft's rules of that version, and what a saved upload keeps of it.
+extension CommandLineTests {
+    /// A 3 MB file, and the form `multipart` sends of it with `boundary`.
+    private func blobForm(boundary: String, seed: UInt64) throws -> (bytes: Int, sha256: String) {
+        var generator = SeededGenerator(seed: seed)
+        _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
+        let body = try run(["-s", "--boundary", boundary, "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let expected = try directory.file("expected-\(boundary).multipart", contents: body)
+        return (body.count, try sha256sum(expected))
+    }
+
+    /// The state files `-C -` left in the test's state directory.
+    func savedStates() -> [URL] {
+        let states = directory.path("state/multipart")
+        return ((try? FileManager.default.contentsOfDirectory(at: states, includingPropertiesForKeys: nil)) ?? [])
+            .filter { $0.pathExtension == "json" }
+    }
+
+    /// A drop after half, against a server of each version: found by asking the newest first, then resumed in that
+    /// version (HEAD, then the rest); the form arrives once and whole, never as a plain POST.
+    @Test(arguments: [6, 7, 8, 9])
+    func eachVersionIsFoundAndADropIsResumedInIt(version: Int) throws {
+        let form = try blobForm(boundary: "Version\(version)", seed: UInt64(version))
+        let server = try DraftServer(version: version)
+        let result = try run([
+            "-s", "-C", "-", "--retry", "3", "--boundary", "Version\(version)", "-F", "file=@blob.bin", "-o",
+            "answer.json", server.url(scenario: "head-503").absoluteString,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
+        let log = try server.log()
+        let probes = Array(repeating: "OPTIONS", count: 10 - version)
+        #expect(log.map(\.method) == probes + ["POST", "PATCH", "HEAD", "HEAD", "PATCH"], "\(log)")
+        #expect(log.prefix(probes.count).map(\.version) == (version...9).reversed().map { String($0) })
+        #expect(log.dropFirst(probes.count).allSatisfy { $0.version == String(version) }, "\(log)")
+        #expect(log.first { $0.method == "POST" }?.bytes == 0, "the creation carries none of the form")
+        #expect(log.last?.offset == String(form.bytes / 2), "only the rest, from the server's offset")
+        if version >= 8 {
+            #expect(log.last?.interims == 1, "the 104 before the final answer was passed over")
+        }
+        #expect(savedStates().isEmpty)
+    }
+
+    @Test func aServerThatSpeaksNoVersionGetsTheFormOncePlain() throws {
+        let form = try blobForm(boundary: "NoVersion", seed: 5)
+        let server = try DraftServer(version: 5)
+        let result = try run([
+            "-s", "-C", "-", "--boundary", "NoVersion", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url().absoluteString,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let log = try server.log()
+        #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"], "\(log)")
+        #expect(log.last?.bytes == form.bytes && log.last?.complete == nil, "the whole form, as a plain request")
+        #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
+    }
+
+    /// The next run speaks the version the upload was made in, without asking again.
+    @Test func aSavedUploadIsResumedInTheVersionItWasMadeIn() throws {
+        let form = try blobForm(boundary: "SavedSeven", seed: 7)
+        let server = try DraftServer(version: 7)
+        let arguments = [
+            "-S", "-C", "-", "--retry", "0", "--boundary", "SavedSeven", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "patch-503").absoluteString,
+        ]
+        #expect(try run(arguments).status == 4)
+        let state = try #require(savedStates().first)
+        let record = try JSONSerialization.jsonObject(with: Data(contentsOf: state)) as? [String: Any]
+        #expect(record?["interopVersion"] as? Int == 7)
+        let firstRun = try server.log().count
+        let second = try run(arguments)
+        #expect(second.status == 0, "\(second.stderr)")
+        let resumed = try server.log().dropFirst(firstRun)
+        // Saved moments ago: asked twice, until the offset stops growing, then the rest; never an OPTIONS.
+        #expect(resumed.map(\.method) == ["HEAD", "HEAD", "PATCH"], "\(resumed)")
+        #expect(resumed.allSatisfy { $0.version == "7" })
+        #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
+    }
+
+    /// Past the server's `max-age`, the saved upload is not asked about nor deleted: a new one starts, and says so.
+    @Test func aSavedUploadPastItsMaxAgeStartsOverWithoutARequestToIt() throws {
+        let form = try blobForm(boundary: "Expired", seed: 9)
+        let server = try DraftServer()
+        let arguments = [
+            "-S", "-C", "-", "--retry", "0", "--boundary", "Expired", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "patch-503").absoluteString,
+        ]
+        #expect(try run(arguments).status == 4)
+        let state = try #require(savedStates().first)
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        var record = try decoder.decode(SavedUpload.self, from: Data(contentsOf: state))
+        let expires = try #require(record.expires).timeIntervalSinceNow
+        #expect((3_500...3_600).contains(expires), "max-age=3600 from the server's answer: \(expires)")
+        // An hour and a second later, as the clock would have it.
+        record.expires = Date().addingTimeInterval(-1)
+        try SavedUpload.encoder.encode(record.sealed()).write(to: state)
+        let firstRun = try server.log().count
+        // The new upload meets the same 503 after half, which a retry mends.
+        var retrying = arguments
+        retrying[4] = "1"
+        let second = try run(retrying)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stderr.contains("its max-age) has passed: starting over"), "\(second.stderr)")
+        let rerun = try server.log().dropFirst(firstRun)
+        #expect(!rerun.contains { $0.path == "/u/1" }, "\(rerun)")
+        #expect(rerun.map(\.method) == ["OPTIONS", "POST", "PATCH", "HEAD", "PATCH"], "\(rerun)")
+        #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
+        #expect(savedStates().isEmpty)
+    }
+
+    /// Version 6 may answer the last append with a 2xx and no `Upload-Complete`; from 7 on that is a breach, which
+    /// deletes the upload rather than report a success the server never said.
+    @Test(arguments: [(6, Int32(0)), (7, 4), (9, 4)])
+    func aFinalAnswerWithoutUploadCompleteIsTheAnswerOnlyInVersion6(version: Int, status: Int32) throws {
+        _ = try blobForm(boundary: "NoField", seed: 11)
+        let server = try DraftServer(version: version)
+        let result = try run([
+            "-sS", "-C", "-", "--boundary", "NoField", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "complete-no-field").absoluteString,
+        ])
+        #expect(result.status == status, "\(result.stderr)")
+        let log = try server.log()
+        if status == 0 {
+            #expect(!log.contains { $0.method == "DELETE" })
+        } else {
+            #expect(result.stderr.contains("no Upload-Complete, which its version of the draft requires"))
+            #expect(log.last?.method == "DELETE", "\(log)")
+        }
+        #expect(savedStates().isEmpty)
+    }
+
+    /// A 413 is retried smaller, but never under `min-append-size`: the server would refuse that too.
+    @Test func appendsKeepToMinAppendSizeThrough413s() throws {
+        let form = try blobForm(boundary: "MinAppend", seed: 13)
+        let server = try DraftServer()
+        let result = try run([
+            "-s", "-C", "-", "--retry", "8", "--retry-delay", "0", "--boundary", "MinAppend", "-F", "file=@blob.bin",
+            "-o", "answer.json", server.url(scenario: "too-large-min").absoluteString,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
+        let appends = try server.log().filter { $0.method == "PATCH" && $0.bytes <= 120_000 }
+        #expect(appends.count > 20, "\(appends.count)")
+        #expect(appends.dropLast().allSatisfy { $0.bytes >= 100_000 && $0.complete == "?0" }, "\(appends)")
+    }
+
+    @Test func limitsNoAppendCanKeepEndTheUploadBeforeAnyByte() throws {
+        _ = try blobForm(boundary: "Conflict", seed: 17)
+        let server = try DraftServer()
+        let result = try run([
+            "-sS", "-C", "-", "--boundary", "Conflict", "-F", "file=@blob.bin",
+            server.url(scenario: "conflicting-limits")
+                .absoluteString,
+        ])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("appends of at least 2000 bytes"), "\(result.stderr)")
+        #expect(try server.log().map(\.method) == ["OPTIONS"])
+    }
+}
+
+/// A state file changed by hand or by a disk is never half-trusted.
+extension CommandLineTests {
+    /// The record changed as an attacker with write access to it, or a failing disk, would change it; each is
+    /// ignored with a warning, nothing goes to the recorded upload, and the server ends up with exactly one fresh
+    /// encoding of the form.
+    @Test(arguments: [
+        ("a boundary of the same length", "\"boundary\" : \"KeptTamper\"", "\"boundary\" : \"KeptTampeR\""),
+        // JSON writes `/` as `\/`.
+        ("the upload URL moved to another upload", #"\/u\/1""#, #"\/u\/77""#),
+        ("the upload URL moved to another path", #"\/u\/1""#, #"\/admin\/users\/1""#),
+        ("one character of the offset", "\"acknowledged\" : 1", "\"acknowledged\" : 2"),
+    ])
+    func aTamperedStateFileIsIgnoredAndNothingGoesToTheRecordedUpload(
+        tampering: String, original: String, replacement: String
+    ) throws {
+        var generator = SeededGenerator(seed: 23)
+        _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
+        let body = try run(["-s", "--boundary", "KeptTamper", "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let expected = try directory.file("expected.multipart", contents: body)
+        let server = try DraftServer()
+        var arguments = [
+            "-S", "-C", "-", "--retry", "0", "--boundary", "KeptTamper", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "patch-503").absoluteString,
+        ]
+        #expect(try run(arguments).status == 4)
+        let states = directory.path("state/multipart")
+        let state = try #require(
+            try FileManager.default.contentsOfDirectory(at: states, includingPropertiesForKeys: nil).first {
+                $0.pathExtension == "json"
+            })
+        let text = try String(contentsOf: state, encoding: .utf8)
+        #expect(text.contains(original), "\(tampering): \(text)")
+        try text.replacingOccurrences(of: original, with: replacement).write(
+            to: state, atomically: true, encoding: .utf8)
+
+        let firstRun = try server.log().count
+        arguments[4] = "1"
+        let second = try run(arguments)
+        #expect(second.status == 0, "\(tampering): \(second.stderr)")
+        #expect(
+            second.stderr.contains("warning: ignoring the state file") && second.stderr.contains("checksum"),
+            "\(tampering): \(second.stderr)")
+        let rerun = try server.log().dropFirst(firstRun)
+        #expect(rerun.first?.method == "OPTIONS", "\(tampering): \(rerun)")
+        #expect(
+            !rerun.contains { ["/u/1", "/u/77", "/admin/users/1"].contains($0.path) }, "\(tampering): \(rerun)")
+        #expect(try server.forms() == [DraftServer.Form(bytes: body.count, sha256: try sha256sum(expected))])
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartForm
+@testable import MultipartStream
+
+/// `multipart -C -`, as typed first, against a draft server whose answers lie (`Peers/draft-server.py`'s `lie-*`,
+/// `empty-413`, `complete-then-drop` and `location-*` scenarios): the process never traps, never exits 0 for a form
+/// the server cannot have, never deletes an upload the server says it holds whole, and never saves a URL it cannot
+/// request.
+extension CommandLineTests {
+    private func lyingServerForm(seed: UInt64) throws -> (bytes: Int, sha256: String) {
+        var generator = SeededGenerator(seed: seed)
+        _ = try directory.file("lie.bin", contents: Data([UInt8].random(count: 300_000, using: &generator)))
+        let body = try run(["-s", "--boundary", "Lies", "-F", "file=@lie.bin", "-o", "-"]).stdout
+        let expected = try directory.file("expected-lies.multipart", contents: body)
+        return (body.count, try sha256sum(expected))
+    }
+
+    private func lyingRun(_ server: DraftServer, _ scenario: String) throws -> Run {
+        try run([
+            "-sS", "-C", "-", "--retry", "2", "--retry-delay", "0.01", "--boundary", "Lies", "-F", "file=@lie.bin",
+            "-o", "answer.json", "-w", "%{http_code}", server.url(scenario: scenario).absoluteString,
+        ])
+    }
+
+    /// A completion claimed for an append sent as `?0` (100,000 of 300,000 bytes), in each version: the form's length
+    /// as the offset, a negative offset, none at all.
+    @Test(arguments: [6, 7, 8, 9], ["lie-complete-length", "lie-complete-negative", "lie-complete-none"])
+    func aCompletionBeforeTheLastByteIsABreachNotASuccess(version: Int, scenario: String) throws {
+        _ = try lyingServerForm(seed: 44)
+        let server = try DraftServer(version: version)
+        let result = try lyingRun(server, scenario)
+        #expect(result.status == 4, "\(result.stderr)")
+        #expect(result.stderr.contains("called the upload complete"), "\(result.stderr)")
+        #expect(result.stderr.contains("not its last byte with Upload-Complete: ?1"), "\(result.stderr)")
+        let log = try server.log()
+        let patches = log.filter { $0.method == "PATCH" }
+        #expect(patches.count == 1 && patches.first?.complete == "?0", "\(log)")
+        #expect(!log.contains { $0.method == "DELETE" }, "an upload the server calls complete is not deleted")
+        #expect(try server.forms().isEmpty)
+        #expect(savedStates().isEmpty)
+    }
+
+    /// The whole form went in one append that the server answered `?0` at the end; the empty last append (`?1`) is
+    /// refused with 413. Before, `size - 1` with `size == 0` trapped (signal 4).
+    @Test func a413ToTheEmptyLastAppendIsTheAnswerNotATrap() throws {
+        let form = try lyingServerForm(seed: 45)
+        let server = try DraftServer()
+        let result = try lyingRun(server, "empty-413")
+        // The server's refusal, as any HTTP error is under -C -: exit 4, not a signal.
+        #expect(result.status == 4, "\(result.stderr)")
+        #expect(result.stderr.contains("answered HTTP 413"), "\(result.stderr)")
+        #expect(String(decoding: result.stdout, as: UTF8.self) == "413")
+        let patches = try server.log().filter { $0.method == "PATCH" }
+        #expect(patches.map(\.bytes) == [form.bytes, 0], "\(patches)")
+        #expect(patches.map(\.complete) == ["?1", "?1"])
+    }
+
+    /// The server processed the whole form and the answer was lost; `HEAD` says `?1` at the full length. The error
+    /// says so, and no `DELETE` goes to an upload the server holds whole.
+    @Test func anUploadTheServerHoldsWholeIsNeverDeleted() throws {
+        let form = try lyingServerForm(seed: 46)
+        let server = try DraftServer()
+        let result = try lyingRun(server, "complete-then-drop")
+        #expect(result.status == 4, "\(result.stderr)")
+        #expect(result.stderr.contains("the server has all \(form.bytes) bytes of the form"), "\(result.stderr)")
+        #expect(result.stderr.contains("not deleted"), "\(result.stderr)")
+        let log = try server.log()
+        #expect(!log.contains { $0.method == "DELETE" }, "\(log)")
+        #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
+        #expect(savedStates().isEmpty)
+    }
+
+    /// A `Location` that cannot be requested is the server's breach at creation: nothing is sent there, nothing is
+    /// saved, and the next run does not fail on a saved URL (it asks again, and meets the same breach).
+    @Test(arguments: [
+        ("location-no-host", "it has no host"), ("location-userinfo", "it holds a user or password"),
+        ("location-ftp", "its scheme is not http or https"), ("location-huge", "it is longer than 8192 bytes"),
+    ])
+    func aLocationThatCannotBeRequestedIsABreachAtCreation(scenario: String, flaw: String) throws {
+        _ = try lyingServerForm(seed: 47)
+        let server = try DraftServer()
+        for _ in 0..<2 {
+            let result = try lyingRun(server, scenario)
+            #expect(result.status == 4, "\(result.stderr)")
+            #expect(result.stderr.contains("cannot be requested: \(flaw)"), "\(result.stderr)")
+            #expect(savedStates().isEmpty, "nothing unusable is saved")
+        }
+        let log = try server.log()
+        #expect(log.filter { $0.method == "POST" }.count == 2, "each run created, and stopped there")
+        #expect(!log.contains { ["PATCH", "HEAD", "DELETE"].contains($0.method) }, "\(log.map(\.method))")
+    }
+}
