@@ -125,6 +125,15 @@ public final class MultipartBodyStream: InputStream, NSCopying {
         progress.withLock { handedOut }
     }
 
+    /// Why the stream failed, naming the part, or `nil` while it has not: ``streamError`` typed, for the upload
+    /// layer's verdict.
+    package var failure: MultipartError? {
+        lock.withLock {
+            if case .failed(let error) = visibleState { return error }
+            return nil
+        }
+    }
+
     // MARK: Opening and closing
 
     /// Opens the stream; opening it again after bytes were read starts over from the first byte if the form is
@@ -329,12 +338,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
     }
 
     /// The ``MultipartError`` that failed the stream, or `nil`.
-    public override var streamError: Error? {
-        lock.withLock {
-            if case .failed(let error) = visibleState { return error }
-            return nil
-        }
-    }
+    public override var streamError: Error? { failure }
 
     /// Always false: the body is produced on demand, not held in a buffer.
     public override func getBuffer(

@@ -191,7 +191,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         let atEnd = stream.map { ($0.bytesRead, !$0.hasBytesAvailable) } ?? (0, true)
         let handedOut = exchange.atResponse ?? atEnd
         let outcome = RequestOutcome(
-            bodyFailure: stream.flatMap { $0.streamStatus == .error ? $0.streamError as? MultipartError : nil },
+            bodyFailure: stream?.failure,
             stopReason: exchange.stopReason, response: task.response, error: error,
             gaveUpChallenge: exchange.gaveUpChallenge, handedOut: handedOut.handedOut,
             // A body that is not the form's (another stream) is not counted: it is taken as whole.

@@ -68,11 +68,9 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// What the current task's streams handed out, read outside the lock.
     private func bodyCount() -> StateMachine.BodyCount {
         let streams: [MultipartBodyStream] = lock.withLock { self.streams }
-        let failure = streams.lazy.compactMap { stream -> MultipartError? in
-            stream.streamStatus == .error ? stream.streamError as? MultipartError : nil
-        }.first
         return StateMachine.BodyCount(
-            last: streams.last?.bytesRead ?? 0, furthest: streams.map(\.bytesRead).max() ?? 0, failure: failure)
+            last: streams.last?.bytesRead ?? 0, furthest: streams.map(\.bytesRead).max() ?? 0,
+            failure: streams.lazy.compactMap(\.failure).first)
     }
 
     /// Closes the current task's streams, which closes the file being read; `forgetting` them once their counts
