@@ -19,6 +19,9 @@ package enum RedirectPolicy {
     /// URL, which libcurl would send as `Authorization: Basic`. A user and password written in `first` are the
     /// origin's, as those headers are: a request to the same origin whose URL names none carries them again.
     static func proposal(_ proposed: URLRequest, leaving first: URL?) -> URLRequest {
+        // The first URL itself (every upload's first request): nothing to judge, and no origin to parse twice, which
+        // every small upload would pay for.
+        if proposed.url == first { return proposed }
         var request = proposed
         guard let origin = Origin(first), Origin(proposed.url) == origin else {
             for name in credentialHeaders { request.setValue(nil, forHTTPHeaderField: name) }

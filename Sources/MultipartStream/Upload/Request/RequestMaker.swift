@@ -43,10 +43,7 @@ struct RequestMaker: Sendable {
     /// this is all of it, and needs no wait.
     func judged(_ request: URLRequest, framing: (inout URLRequest) -> Void = { _ in }) -> URLRequest {
         var request = request
-        if request.url == origin {
-            // The first URL itself (every upload's first request): nothing to judge, and no URL to parse twice, which
-            // every small upload would pay for.
-        } else if !trustsOtherOrigins {
+        if !trustsOtherOrigins {
             request = RedirectPolicy.proposal(request, leaving: origin)
         } else if let origin, origin.user != nil, let url = request.url, url.user == nil {
             // Trusted: the first URL's user and password go wherever the upload goes, as its headers do.
