@@ -143,15 +143,22 @@ extension URLSession {
         _ upload: MultipartUpload,
         answeredTo result: PendingResponse
     ) async throws -> (Data, URLResponse) {
-        // Made on a dispatch thread: making a task waits for URLSession's queue, which a caller stream blocked in
-        // another upload's `read` may hold, and the concurrency pool's few threads must not wait with it. This
-        // session is alive (it is `self`), so there is a task.
-        let task = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: upload.makeTask(for: request)!) }
-        }
         do {
             return try await withTaskCancellationHandler {
-                try await result.value { task.resume() }
+                try await result.value {
+                    // Made and resumed on a dispatch thread: making a task waits for URLSession's queue, which a
+                    // caller stream blocked in another upload's `read` may hold, and the concurrency pool's few
+                    // threads must not wait with it. In one hop, not a hop there and one back: a small upload's
+                    // time is mostly such hops. A cancel before the task exists is kept by the upload, which
+                    // cancels the task as it is made.
+                    DispatchQueue.global().async {
+                        // No task only when the caller's session is gone, which this suspended call keeps alive.
+                        guard let task = upload.makeTask(for: request) else {
+                            return result.resolve(.failure(URLError(.cancelled)))
+                        }
+                        task.resume()
+                    }
+                }
             } onCancel: {
                 upload.cancel()
                 // Answer now: URLSession handles the cancel on the queue that reads the body, which a caller stream

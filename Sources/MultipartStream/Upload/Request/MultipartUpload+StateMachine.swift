@@ -148,10 +148,12 @@ extension MultipartUpload {
         private func prepared(_ request: URLRequest) -> URLRequest {
             guard body.carriesForm else { return request }
             var request = request
-            request.httpMethod = request.formMethod
-            request.httpBodyStream = nil
+            // Each only when it changes something: on Linux every write copies the request.
+            let method = request.formMethod
+            if request.httpMethod != method { request.httpMethod = method }
+            if request.httpBodyStream != nil { request.httpBodyStream = nil }
             let contentType = role.sendsBodyOnce ? ResumableUpload.partialUploadType : contentType
-            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+            request.updateValue(contentType, forHTTPHeaderField: "Content-Type")
             if let bytes = body.bytes {
                 request.setBody(bytes)
             } else {
