@@ -47,6 +47,13 @@ public enum TemporaryBodies {
                 .filter { $0.hasPrefix(prefix) && ($0.hasSuffix(".multipart") || $0.hasSuffix(".spool")) })
     }
 
+    /// Whether every one made since `before` (``names()`` then) is gone, waiting up to `timeout` seconds for it:
+    /// tests that run beside the caller make and remove their own, so only one left behind stays past the wait.
+    public static func noneLeft(since before: Set<String>, within timeout: Double = 10) async throws -> Bool {
+        try await Stopwatch.wait(atMost: timeout) { try !names().subtracting(before).isEmpty }
+        return try names().subtracting(before).isEmpty
+    }
+
     /// Descriptors of this process open on one of them.
     public static func openCount() -> Int {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []

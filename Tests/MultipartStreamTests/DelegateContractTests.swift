@@ -121,7 +121,7 @@ extension URLSessionSuites {
                 return
             }
             #expect(error.part?.name == "doc")
-            #expect(try TemporaryBodies.names() == before, "no partial body file left")
+            #expect(try await TemporaryBodies.noneLeft(since: before), "no partial body file left")
             #expect(try await server.log().isEmpty, "nothing was sent")
         }
 

@@ -115,7 +115,7 @@ extension URLSessionSuites {
             #expect(
                 reports.values.last
                     == MultipartUploadProgress(bytesSent: UInt64(expected.bytes), totalBytes: UInt64(expected.bytes)))
-            #expect(try TemporaryBodies.names() == before, "the spool is removed")
+            #expect(try await TemporaryBodies.noneLeft(since: before), "the spool is removed")
         }
 
         @Test func aResumableUploadToAServerWithoutTheDraftSpoolsIt() async throws {
