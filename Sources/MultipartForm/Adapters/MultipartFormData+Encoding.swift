@@ -69,6 +69,13 @@ extension MultipartFormData {
     /// - Throws: ``MultipartError``: the ``appendError``, a part that failed to read,
     ///   ``MultipartError/Reason/outputFileExists(_:)`` or ``MultipartError/Reason/outputWriteFailed(_:errno:)``.
     public func writeEncodedData(to fileURL: URL) throws(MultipartError) {
+        _ = try writeEncodedData(to: fileURL, until: { false })
+    }
+
+    /// ``writeEncodedData(to:)`` that stops early, removing the partial file, once `stop` says so: asked before each
+    /// write, which is at most ``BufferSize/copy`` bytes, or 64 MiB copied by the kernel. Returns whether it wrote the
+    /// whole body.
+    package func writeEncodedData(to fileURL: URL, until stop: () -> Bool) throws(MultipartError) -> Bool {
         if let appendError { throw appendError }
         guard fileURL.isFileURL else { throw MultipartError(.notAFileURL(fileURL)) }
         let descriptor: Int32
@@ -78,12 +85,18 @@ extension MultipartFormData {
             throw MultipartError(
                 error.code == EEXIST ? .outputFileExists(fileURL) : .outputWriteFailed(fileURL, errno: error.code))
         }
+        let whole: Bool
         do throws(MultipartError) {
-            try writeBody(to: descriptor, at: fileURL)
+            whole = try writeBody(to: descriptor, at: fileURL, until: stop)
         } catch {
             POSIX.close(descriptor)
             try? POSIX.unlink(fileURL.path)
             throw error
+        }
+        guard whole else {
+            POSIX.close(descriptor)
+            try? POSIX.unlink(fileURL.path)
+            return false
         }
         do throws(POSIX.Failure) {
             try POSIX.closeAfterWriting(descriptor)
@@ -91,11 +104,16 @@ extension MultipartFormData {
             try? POSIX.unlink(fileURL.path)
             throw MultipartError(.outputWriteFailed(fileURL, errno: error.code))
         }
+        return true
     }
 
     /// Writes the body to `descriptor`, from the first byte to the last; failures to write name `fileURL`. Also how
-    /// the `multipart` command writes to standard output, devices and its temporary files.
-    package func writeBody(to descriptor: Int32, at fileURL: URL) throws(MultipartError) {
+    /// the `multipart` command writes to standard output, devices and its temporary files. Returns `false`, having
+    /// written part of it, when `stop` (asked before each write) said to stop.
+    @discardableResult
+    package func writeBody(
+        to descriptor: Int32, at fileURL: URL, until stop: () -> Bool = { false }
+    ) throws(MultipartError) -> Bool {
         let reader = try MultipartReader(self)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: BufferSize.copy, alignment: 1)
         defer { buffer.deallocate() }
@@ -106,6 +124,7 @@ extension MultipartFormData {
             let kernelCopies = false
         #endif
         while true {
+            if stop() { return false }
             #if os(Linux)
                 if kernelCopies, let copied = try reader.copyFileBody(to: descriptor, writing: fileURL) {
                     if copied > 0 { continue }
@@ -116,7 +135,7 @@ extension MultipartFormData {
             #endif
             let count = try reader.read(into: buffer, stoppingAtFileBody: kernelCopies)
             if count == 0 {
-                if reader.isAtEnd { return }
+                if reader.isAtEnd { return true }
                 continue
             }
             do throws(POSIX.Failure) {

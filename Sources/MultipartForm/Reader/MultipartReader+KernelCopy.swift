@@ -3,8 +3,13 @@
     import Glibc
 
     extension MultipartReader {
-        /// Copies the rest of the file part the reader is in straight to `descriptor` with `copy_file_range(2)`,
-        /// the kernel moving the bytes. The file is opened, checked and finished as ``read(into:)`` does it.
+        /// The most one kernel copy moves: its writer can stop between two (a cancelled upload's temporary body) in
+        /// the time 64 MiB takes, about 0.1 s here, where one copy of a whole 1 GiB file held it for seconds.
+        static let chunk = 64 << 20
+
+        /// Copies the next bytes of the file part the reader is in, at most ``chunk``, straight to `descriptor` with
+        /// `copy_file_range(2)`, the kernel moving the bytes. The file is opened, checked and finished as
+        /// ``read(into:)`` does it.
         ///
         /// - Returns: The bytes copied; `nil` when the reader is not in a file body, or when the kernel cannot copy
         ///   between these two files (a pipe, a device, another file system on an old kernel) and nothing was
@@ -23,11 +28,12 @@
                 guard case .file(let file, _) = openBody else { return nil }
                 var sourceOffset = Int64(offset)
                 copying: while UInt64(sourceOffset) < length {
-                    let wanted = Int(min(length - UInt64(sourceOffset), 1 << 30))
+                    let wanted = Int(min(length - UInt64(sourceOffset), UInt64(Self.chunk)))
                     let count = copyFileRange(file.descriptor, &sourceOffset, descriptor, nil, wanted, 0)
                     switch count {
                     case 1...:
                         copied += count
+                        break copying
                     case 0:
                         throw .fileSizeChanged(url, expected: length, actual: (try? file.currentLength()) ?? 0)
                     default:

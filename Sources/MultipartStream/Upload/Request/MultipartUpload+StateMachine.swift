@@ -422,6 +422,12 @@ extension MultipartUpload {
         }
 
         /// The caller cancelled.
+        /// Whether the upload was cancelled: a temporary body being written stops.
+        var isCancelled: Bool {
+            if case .cancelled = state { return true }
+            return false
+        }
+
         mutating func cancel() -> CancelAction {
             let exchange: Exchange
             switch state {

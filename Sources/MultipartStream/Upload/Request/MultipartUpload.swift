@@ -157,7 +157,8 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         case .writeFile(let url):
             var failure: MultipartError?
             do throws(MultipartError) {
-                try form.writeEncodedData(to: url)
+                // A cancel stops the write at its next chunk; the task it was for is ending.
+                _ = try form.writeEncodedData(to: url, until: { [self] in modify { $0.isCancelled } })
             } catch {
                 failure = error
             }

@@ -90,17 +90,67 @@ struct WholeFormUpload {
     }
 
     /// Writes the body on a dispatch queue: a long blocking write must not hold a thread of the cooperative pool.
+    /// A cancel answers at once; the write stops at its next chunk and removes what it wrote.
     private static func writeTemporaryFile(of form: MultipartFormData) async throws -> URL {
         let url = temporaryBodyURL()
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .utility).async {
-                do {
-                    try form.writeEncodedData(to: url)
-                    continuation.resume(returning: url)
-                } catch {
-                    continuation.resume(throwing: error)
+        let writing = TemporaryBodyWrite()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                guard writing.begin(continuation) else { return }
+                DispatchQueue.global(qos: .utility).async {
+                    let result: Result<URL, any Error>
+                    do throws(MultipartError) {
+                        let whole = try form.writeEncodedData(to: url, until: writing.isCancelled)
+                        result = whole ? .success(url) : .failure(CancellationError())
+                    } catch {
+                        result = .failure(error)
+                    }
+                    writing.end(result)
                 }
             }
+        } onCancel: {
+            writing.cancel()
         }
+    }
+}
+
+/// A temporary body being written, which its upload's cancel answers before the write has stopped.
+private final class TemporaryBodyWrite: @unchecked Sendable {
+    // @unchecked: both are guarded by `lock`.
+    private let lock = Lock()
+    private var continuation: CheckedContinuation<URL, any Error>?
+    private var cancelled = false
+
+    /// Keeps `continuation` for the write's end; `false`, having answered it, when the upload was cancelled first.
+    func begin(_ continuation: CheckedContinuation<URL, any Error>) -> Bool {
+        let cancelled = lock.withLock {
+            if !self.cancelled { self.continuation = continuation }
+            return self.cancelled
+        }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+        return !cancelled
+    }
+
+    @Sendable func isCancelled() -> Bool {
+        lock.withLock { cancelled }
+    }
+
+    func cancel() {
+        let waiting = lock.withLock {
+            cancelled = true
+            defer { continuation = nil }
+            return continuation
+        }
+        waiting?.resume(throwing: CancellationError())
+    }
+
+    /// The write ended: hands its result over, or removes the file nobody waits for any more.
+    func end(_ result: Result<URL, any Error>) {
+        let waiting = lock.withLock {
+            defer { continuation = nil }
+            return continuation
+        }
+        if let waiting { return waiting.resume(with: result) }
+        if case .success(let url) = result { try? FileManager.default.removeItem(at: url) }
     }
 }
