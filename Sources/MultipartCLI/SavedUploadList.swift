@@ -3,7 +3,8 @@ import MultipartStream
 
 extension Command {
     /// `--list-saved`: a line on standard output for each saved upload `-C -` would resume, oldest first, once those
-    /// past their lifetime are removed. Nothing is sent.
+    /// past their lifetime are removed. Nothing is sent, so the offset is the last one the server acknowledged: a run
+    /// killed in the middle of an append had sent more, which the next run asks the server for.
     static func listSavedUploads(_ options: Options) -> ExitStatus {
         let directory = options.stateDirectoryURL
         let log = ResumableUploadLog(silent: options.silent)
@@ -12,8 +13,8 @@ extension Command {
         let now = Date()
         for upload in uploads {
             print(
-                "\(upload.method) \(upload.url): the server had \(upload.bytesAcknowledged) of \(upload.contentLength) "
-                    + "bytes (\(ResumableUploadLog.percent(upload.bytesAcknowledged, of: upload.contentLength))), saved \(duration(now.timeIntervalSince(upload.saved))) "
+                "\(upload.method) \(upload.url): the server last acknowledged \(upload.bytesAcknowledged) of "
+                    + "\(upload.contentLength) bytes (\(ResumableUploadLog.percent(upload.bytesAcknowledged, of: upload.contentLength))), saved \(duration(now.timeIntervalSince(upload.saved))) "
                     + "ago, removed in \(duration(upload.expires.timeIntervalSince(now))); \(upload.stateFile.path)")
         }
         return .success

@@ -55,9 +55,10 @@ let usage = """
                                                    $XDG_STATE_HOME/multipart, else ~/.local/state/multipart)
       --abandon                                    with -C -: give up the saved upload of this form to URL,
                                                    deleting it on the server and here, instead of sending it
-      --list-saved                                 list the saved uploads (URL, offset, age, when each is
-                                                   removed), once those past their lifetime (the server's
-                                                   max-age, else 7 days) are removed; with --state-dir DIR
+      --list-saved                                 list the saved uploads (URL, the offset the server last
+                                                   acknowledged, age, when each is removed), once those past
+                                                   their lifetime (the server's max-age, else 7 days) are
+                                                   removed; with --state-dir DIR
       --speed-limit BYTES, -Y                      with --speed-time: an attempt slower than BYTES a second
       --speed-time S, -y                           for S seconds has stalled (defaults 1 and 30 when only one
                                                    is given): exit 4, or with -C - a resume, e.g. -y 10

@@ -119,7 +119,9 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case fileSizeChanged(URL, expected: UInt64, actual: UInt64)
         /// The file has its appended length but is not the file appended: replaced (renamed over, or a link put in
         /// its place) or modified since. Seen from its device, inode, and modification and change times, so a
-        /// change within one tick of the file system's clock of the previous one goes unseen.
+        /// change within one tick of the file system's clock of the previous one goes unseen. A `chmod` or `chown`
+        /// moves the change time too, and fails the part: the change time is what catches a same-length rewrite
+        /// whose writer put the old modification time back, and it cannot tell that from a change of permissions.
         case fileChanged(URL)
         /// Reading the file failed; `errno` says why.
         case fileReadFailed(URL, errno: Int32)
@@ -245,7 +247,15 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         switch (part?.index, part?.name) {
         case (let index?, let name?): subject = "part \(index) (\"\(name)\")"
         case (let index?, nil): subject = "part \(index)"
-        default: subject = "form"
+        // Said under the error's category, so that a refused status does not read as a fault of the form.
+        default:
+            switch category {
+            case .file, .form, .stream: subject = "form"
+            case .upload: subject = "upload"
+            case .resumable: subject = "resumable upload"
+            case .status: subject = "response"
+            case .output: subject = "output"
+            }
         }
         guard let storedUnderlying else { return "\(subject): \(reason)" }
         return "\(subject): \(reason): \(storedUnderlying.localizedDescription)"
@@ -281,7 +291,8 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .fileVanished(let url): "\(url.path) was removed after it was appended"
         case .fileSizeChanged(let url, let expected, let actual):
             "\(url.path) is \(actual) bytes now, \(expected) when it was appended"
-        case .fileChanged(let url): "\(url.path) was replaced or modified after it was appended"
+        case .fileChanged(let url):
+            "\(url.path) was replaced, modified, or had its permissions or owner changed after it was appended"
         case .fileReadFailed(let url, let code): "reading \(url.path) failed: \(POSIX.errnoText(code))"
         case .streamEndedEarly(let expected, let received):
             "stream ended after \(received) of its declared \(expected) bytes"

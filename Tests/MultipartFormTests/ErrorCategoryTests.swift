@@ -34,8 +34,45 @@ import Testing
         #expect(error?.part == MultipartError.Part(index: 1, name: "photo"))
         #expect(error?.category == .file)
         #expect(error?.description.hasPrefix("part 1 (\"photo\"): ") == true)
-        let whole = MultipartError(.resumeFailed(retries: 2, bytesAcknowledged: 5, contentLength: 9))
+        let whole = MultipartError(.bodyTooLong(partLength: UInt64.max))
         #expect(whole.part == nil && whole.description.hasPrefix("form: "))
+    }
+
+    /// A 413 is the server's answer, not a fault of the form: a description without a part says its category.
+    @Test(arguments: [
+        (MultipartError.Reason.unacceptableStatus(statusCode: 413, body: Data()), "response: the server answered 413"),
+        (.resumeFailed(retries: 2, bytesAcknowledged: 5, contentLength: 9), "resumable upload: "),
+        (.lengthUnknown, "upload: "),
+        (.tooLargeForMemory(1), "output: "),
+        (.invalidBoundary("a\r\n"), "form: "),
+    ])
+    func aDescriptionWithoutAPartSaysItsCategory(reason: MultipartError.Reason, prefix: String) {
+        #expect(MultipartError(reason).description.hasPrefix(prefix), "\(MultipartError(reason).description)")
+    }
+
+    /// Every reason the type declares has a row in the article that says what raises each: a new case without one
+    /// fails here, as `.fileVanished` once was in no article and a `switch` on `.fileNotFound` missed it.
+    @Test func everyReasonIsInTheArticle() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let source = try String(
+            contentsOf: root.appending(path: "Sources/MultipartForm/MultipartError.swift"), encoding: .utf8)
+        let article = try String(
+            contentsOf: root.appending(path: "Sources/MultipartStream/MultipartStream.docc/HandlingErrors.md"),
+            encoding: .utf8)
+        let reasons = source.components(separatedBy: "public enum Reason")[1]
+            .components(separatedBy: "extension MultipartError.Reason")[0]
+            .split(separator: "\n")
+            .compactMap { line -> String? in
+                let line = line.trimmingCharacters(in: .whitespaces)
+                guard line.hasPrefix("case ") else { return nil }
+                return String(line.dropFirst(5).prefix { $0.isLetter || $0.isNumber })
+            }
+        #expect(reasons.count >= 55, "\(reasons)")
+        for reason in reasons {
+            #expect(
+                article.contains("| ``MultipartError/Reason/\(reason)"), "\(reason) has no row in HandlingErrors.md")
+        }
     }
 
     @Test func theUnderlyingErrorIsKeptNotItsDescription() {

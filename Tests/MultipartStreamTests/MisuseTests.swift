@@ -42,7 +42,9 @@ extension URLSessionSuites {
                 }
                 #expect(url == file)
                 #expect(error.part?.name == "doc")
-                #expect(error.description.contains("was replaced or modified after it was appended"))
+                #expect(
+                    error.description.contains(
+                        "was replaced, modified, or had its permissions or owner changed after it was appended"))
             }
         }
 
@@ -112,6 +114,37 @@ extension URLSessionSuites {
                 Issue.record("\(String(describing: stream.streamError))")
                 return
             }
+        }
+
+        /// A change of permissions (or owner) mid-read moves the file's change time, which the identity check reads
+        /// as a change: the same check is what catches a same-length rewrite whose writer put the old mtime back.
+        /// So it fails the part, as Reliability.md and `.fileChanged` say.
+        @Test func aFileWhosePermissionsChangeWhileItIsReadFails() throws {
+            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 1 << 20))
+            let stream = try form(with: file).makeBodyStream()
+            stream.open()
+            var buffer = [UInt8](repeating: 0, count: 1_024)
+            #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
+            let changed = { () -> Int in
+                var info = stat()
+                _ = stat(file.path, &info)
+                return info.st_ctim.tv_sec * 1_000_000_000 + info.st_ctim.tv_nsec
+            }
+            // chmod until the change time moves: two within one tick of the file system's clock read the same.
+            let before = changed()
+            var mode: mode_t = 0o600
+            while changed() == before {
+                #expect(chmod(file.path, mode) == 0)
+                mode = mode == 0o600 ? 0o644 : 0o600
+            }
+            var last = 0
+            repeat { last = stream.read(&buffer, maxLength: buffer.count) } while last > 0
+            #expect(last == -1)
+            guard case .fileChanged = (stream.streamError as? MultipartError)?.reason else {
+                Issue.record("\(String(describing: stream.streamError))")
+                return
+            }
+            #expect(stream.streamError?.localizedDescription.contains("permissions") == true)
         }
 
         @Test func anUnchangedFileStillStreams() throws {

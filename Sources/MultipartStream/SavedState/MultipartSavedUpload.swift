@@ -9,7 +9,8 @@ public struct MultipartSavedUpload: Sendable, Equatable {
     public var url: String
     /// The form's length.
     public var contentLength: UInt64
-    /// The bytes the server had said it has when the state was last saved.
+    /// The last offset the server acknowledged (in an answer to an append or a `HEAD`) when the state was last saved.
+    /// A run killed during an append had sent more, which the server may hold: the next run asks it.
     public var bytesAcknowledged: UInt64
     /// When the upload was created.
     public var created: Date
