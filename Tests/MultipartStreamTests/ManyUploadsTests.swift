@@ -208,8 +208,8 @@ extension URLSessionSuites {
             }
             try await Stopwatch.wait(atMost: 10, polling: 0.02) { OpenDescriptors.count(under: directory.url) > 0 }
             #expect(OpenDescriptors.count(under: directory.url) == 0, "a cancelled upload left its file open")
-            try await Stopwatch.wait(atMost: 10, polling: 0.02) { try TemporaryBodies.names() != bodiesBefore }
-            #expect(try TemporaryBodies.names() == bodiesBefore, "a cancelled upload left its temporary file")
+            #expect(
+                try await TemporaryBodies.noneLeft(since: bodiesBefore), "a cancelled upload left its temporary file")
             #expect(TemporaryBodies.openCount() == 0)
             session.finishTasksAndInvalidate()
             // Once the private session has closed (0.2 s after its last upload here), so have its connections.

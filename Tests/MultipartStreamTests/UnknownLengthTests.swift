@@ -130,7 +130,7 @@ extension URLSessionSuites {
             #expect(
                 events.all.contains(.notResumable)
                     && !events.all.contains { if case .streaming = $0 { true } else { false } })
-            #expect(try TemporaryBodies.names().isEmpty)
+            #expect(try TemporaryBodies.spools().isEmpty)
         }
 
         @Test func aStreamThatMayNotBeSpooledFailsBeforeAnyOfItIsRead() async throws {
@@ -176,7 +176,7 @@ extension URLSessionSuites {
                 Issue.record("\(failing)")
                 return
             }
-            #expect(try TemporaryBodies.names().isEmpty)
+            #expect(try TemporaryBodies.spools().isEmpty)
             #expect(try await server.log().isEmpty, "nothing sent")
         }
 
@@ -189,12 +189,12 @@ extension URLSessionSuites {
             let (stuckForm, request) = (form, URLRequest(url: server.url()))
             let upload = Task { try await URLSession(configuration: .ephemeral).upload(stuckForm, with: request) }
             try await Task.sleep(nanoseconds: 300_000_000)
-            #expect(try TemporaryBodies.names().count == 1, "copying, blocked in the stream")
+            #expect(try TemporaryBodies.spools().count == 1, "copying, blocked in the stream")
             let cancelled = Stopwatch()
             upload.cancel()
             await #expect(throws: CancellationError.self) { try await upload.value }
             #expect(cancelled.seconds < 2, "returned at once")
-            #expect(try TemporaryBodies.names().isEmpty, "the spool is removed at once")
+            #expect(try TemporaryBodies.spools().isEmpty, "the spool is removed at once")
         }
 
         // MARK: Streamed to a server that speaks the draft
@@ -232,7 +232,7 @@ extension URLSessionSuites {
             #expect(patches.map(\.complete) == ["?0", "?0", "?0", "?1"])
             #expect(log[1].length == nil, "created without a length")
             #expect(events.all.contains(.streaming(appendSize: 100_000)))
-            #expect(try TemporaryBodies.names().isEmpty, "no spool")
+            #expect(try TemporaryBodies.spools().isEmpty, "no spool")
             #expect(reports.values.first?.totalBytes == nil, "no length while the stream runs")
             #expect(
                 reports.values.last
