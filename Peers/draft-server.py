@@ -35,6 +35,7 @@ Scenarios (the default answers as the draft's examples do; the others change one
                         request whose client is gone drains); a newer PATCH to the upload takes over, and the
                         older one stops
   max-append            OPTIONS says max-append-size=100000
+  max-append-drop       as max-append, and the second PATCH keeps half its bytes and drops the connection
   too-large             a PATCH of more than 120000 bytes is refused with 413, its body read and dropped
   stall                 the first PATCH of the server's first upload keeps 1 MiB, then stops reading without closing,
                         until the next request to the upload comes (or 20 s), then drops
@@ -66,6 +67,7 @@ Scenarios that lie (a server's answers are untrusted input; the client must neit
   location-no-host      the creation answers Location: http:///u/ID (no host)
   location-userinfo     the creation answers Location: http://u:p@127.0.0.1:PORT/u/ID
   location-ftp          the creation answers Location: ftp://127.0.0.1:PORT/u/ID
+  location-https-plain  the creation answers Location: https://127.0.0.1:PORT/u/ID, on the port that speaks plain HTTP
   location-huge         the creation answers a Location of 100,000 characters
   redirect-away         OPTIONS and POST to the start URL answer 307 with the scheme-relative Location
                         //127.0.0.1:ALT/s/default (another origin); the upload is then created on the first port
@@ -223,7 +225,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(200, {"Allow": "OPTIONS, GET, POST"})
         scenario = self.path.split("/")[-1]
         limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000",
-                 "max-append": "max-append-size=100000",
+                 "max-append": "max-append-size=100000", "max-append-drop": "max-append-size=100000",
                  "min-append": "min-append-size=100000, max-append-size=1000000",
                  "conflicting-limits": "min-append-size=2000, max-append-size=1000",
                  "too-large-min": "min-append-size=100000",
@@ -260,6 +262,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "location-no-host": f"http:///u/{upload_id}",
             "location-userinfo": f"http://u:p@127.0.0.1:{port}/u/{upload_id}",
             "location-ftp": f"ftp://127.0.0.1:{port}/u/{upload_id}",
+            "location-https-plain": f"https://127.0.0.1:{port}/u/{upload_id}",
             "location-huge": f"http://127.0.0.1:{port}/u/{upload_id}?" + "a" * 100000,
         }.get(scenario, f"http://127.0.0.1:{port}/u/{upload_id}")}
         if scenario != "creation-201":
@@ -348,6 +351,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         keep = None
         if patch == 1 and scenario in ("incomplete-204", "head-503", "patch-503"):
             keep = left // 2
+        elif scenario == "max-append-drop" and patch == 2:
+            keep = int(self.headers.get("Content-Length") or 0) // 2
         elif scenario == "offset-down" and patch == 1:
             keep = left * 6 // 10
         elif scenario == "offset-down" and patch == 2:

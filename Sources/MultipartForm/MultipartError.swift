@@ -209,7 +209,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// not deleted.
         case completionClaimedEarly(offset: UInt64?, bytesSent: UInt64, contentLength: UInt64?)
         /// The server put the upload at a URL that cannot be requested (`url`, cut to 200 characters), for `flaw`:
-        /// another scheme than http or https, no host, a user or password in it, or a length past 8,192 bytes.
+        /// another scheme than http or https, no host, a user or password in it, a length past 8,192 bytes, or
+        /// `https:` on the host and port that answered the request in plain HTTP.
         /// Nothing of the form went there, and nothing was saved.
         case unusableUploadLocation(String, flaw: String)
         /// The server's `Upload-Length` is not the form's: it holds another upload.

@@ -74,6 +74,16 @@ import Testing
 
     // MARK: Detection: nothing partial before the server says it resumes
 
+    /// What a user reads when an upload gives up on a stall (the underlying error of `.resumeSaved`): a sentence,
+    /// never "The operation could not be completed. (MultipartStream.StallWatch.Stalled error 1.)".
+    @Test func aStallSaysWhatHappenedInWords() {
+        let stalled = StallWatch.Stalled(rule: .init(bytesPerSecond: 1_024, seconds: 30))
+        #expect(
+            stalled.localizedDescription.hasPrefix(
+                "the connection stalled: fewer than 1024 bytes a second went out for 30.0 s"),
+            "\(stalled.localizedDescription)")
+    }
+
     @Test func itStartsByAskingWhetherTheServerSpeaksTheDraft() {
         let resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         expect(resumption.start(), is: .send(.detect))

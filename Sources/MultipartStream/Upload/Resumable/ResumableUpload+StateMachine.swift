@@ -728,10 +728,10 @@ extension ResumableUpload {
             return .send(.askOffset)
         }
 
-        /// Why the upload cannot live at `url`: a URL that cannot be requested, or plain `http:` for an `https:`
-        /// request.
+        /// Why the upload cannot live at `url`: a URL that cannot be requested, one that asks for TLS where the server
+        /// answered plain HTTP, or plain `http:` for an `https:` request.
         private func refusal(of url: URL) -> MultipartError? {
-            if let flaw = url.flawAsServerChosen {
+            if let flaw = url.flawAsServerChosen ?? tlsOnAPlainPort(url) {
                 return MultipartError(.unusableUploadLocation(String(url.absoluteString.prefix(200)), flaw: flaw))
             }
             let scheme = url.scheme?.lowercased()
@@ -739,6 +739,17 @@ extension ResumableUpload {
                 return MultipartError(.insecureUploadLocation(url))
             }
             return nil
+        }
+
+        /// Why `url` cannot be what the server speaks: `https:` on the host and port that answered the request in
+        /// plain HTTP. One port does not speak both, so every append would hang in the TLS handshake until it
+        /// stalled, and every rerun's `HEAD` too: refused at creation, nothing is saved.
+        private func tlsOnAPlainPort(_ url: URL) -> String? {
+            guard url.scheme?.lowercased() == "https", let requestURL, requestURL.scheme?.lowercased() == "http",
+                let host = url.host?.lowercased(), host == requestURL.host?.lowercased(),
+                (url.port ?? 443) == (requestURL.port ?? 80)
+            else { return nil }
+            return "it asks for https on the port that answered plain http"
         }
 
         /// The upload expired: create it again from byte 0, once.

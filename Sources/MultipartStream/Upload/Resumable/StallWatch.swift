@@ -7,11 +7,16 @@ import Foundation
 /// whole attempt with it, as curl's `--speed-limit` does.
 package struct StallWatch: Sendable {
     /// The transfer stalled: for an append, a connection failure, as a dropped one is.
-    package struct Stalled: Error, CustomStringConvertible {
+    /// Its `localizedDescription` is its description, not "The operation could not be completed": it is what a
+    /// user reads when an upload gives up, as the underlying error of `.resumeSaved` or `.resumeFailed`.
+    package struct Stalled: LocalizedError, CustomStringConvertible {
         package let rule: MultipartResumption.Stall
         package var description: String {
-            "fewer than \(rule.bytesPerSecond) bytes a second for \(rule.seconds) s: the connection stalled"
+            "the connection stalled: fewer than \(rule.bytesPerSecond) bytes a second went out for \(rule.seconds) s "
+                + "(a network that drops packets, a server that stopped reading, or one that cannot be reached "
+                + "at that address)"
         }
+        package var errorDescription: String? { description }
     }
 
     let rule: MultipartResumption.Stall
