@@ -229,6 +229,31 @@ extension URLSessionSuites {
             #expect(patches.map(\.complete) == ["?0", "?0", "?0", "?1"])
         }
 
+        /// The rate asked is the whole upload's: through 100 kB appends, and with the second dropped half-way and
+        /// sent again, the upload takes at least 0.95 of the form's length over the rate (each request's body once
+        /// started with a read at once, which made it 0.69).
+        @Test(arguments: ["max-append", "max-append-drop"])
+        func pacingHoldsAcrossAppendsAndResends(scenario: String) async throws {
+            let server = try DraftServer()
+            let rate = 300_000
+            let stopwatch = Stopwatch()
+            let (_, response) = try await URLSession(configuration: .ephemeral).upload(
+                form, with: URLRequest(url: server.url(scenario: scenario)),
+                strategy: .resumable(fast, pacing: MultipartPacing(bytesPerSecond: rate)))
+            let seconds = stopwatch.seconds
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try server.forms() == [expected])
+            let patches = try server.log().filter { $0.method == "PATCH" }
+            let rest = Int(form.contentLength!) - 300_000
+            // The dropped one kept half its bytes; the next goes on from there, sending what was in flight again.
+            let sent =
+                scenario == "max-append"
+                ? [100_000, 100_000, 100_000, rest] : [100_000, 50_000, 100_000, rest + 50_000]
+            #expect(patches.map(\.bytes) == sent)
+            let asked = Double(form.contentLength!) / Double(rate)
+            #expect(seconds >= 0.95 * asked, "\(seconds) s for \(asked) s asked: \(seconds / asked)")
+        }
+
         @Test func a413IsAnsweredWithSmallerAppends() async throws {
             let server = try DraftServer()
             let (_, status) = try await upload(server, "too-large")

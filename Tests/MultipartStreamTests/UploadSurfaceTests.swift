@@ -169,6 +169,97 @@ extension URLSessionSuites {
             #expect(Set(seen).count > 2, "seen in between: \(Set(seen).sorted())")
         }
 
+        // MARK: A Progress that tells the truth
+
+        enum Ending: String, CaseIterable {
+            case success, refusedStatus, networkFailure, cancelled
+        }
+
+        /// Finished only when the upload succeeded; cancelled only when it was; a refused status or a refused
+        /// connection leaves it neither (the failure is what the upload throws).
+        @Test(arguments: Ending.allCases)
+        func aProgressIsFinishedOnlyWhenTheUploadSucceeded(ending: Ending) async throws {
+            let server = try UploadServer()
+            var form = MultipartFormData()
+            try form.append(fileURL: directory.file("large.bin", contents: Data(count: 3 << 20)), name: "large")
+            let url =
+                switch ending {
+                case .success: server.url()
+                case .refusedStatus: server.url("/status/500")
+                case .networkFailure: URL(string: "http://127.0.0.1:1/upload")!
+                case .cancelled: server.url("/slow")
+                }
+            let progress = Progress(totalUnitCount: 0)
+            let upload = Task { [form] in
+                try await URLSession.shared.upload(
+                    form, with: URLRequest(url: url), acceptableStatusCodes: 200..<300, progress: progress)
+            }
+            if ending == .cancelled {
+                try await Stopwatch.wait(atMost: 10) { progress.completedUnitCount == 0 }
+                upload.cancel()
+            }
+            let result = await upload.result
+            let total = Int64(form.contentLength!)
+            #expect(progress.totalUnitCount == total)
+            switch ending {
+            case .success:
+                #expect(throws: Never.self) { try result.get() }
+                #expect(progress.isFinished && progress.completedUnitCount == total && !progress.isCancelled)
+            case .refusedStatus, .networkFailure, .cancelled:
+                #expect(throws: (any Error).self) { try result.get() }
+                #expect(!progress.isFinished, "\(progress.completedUnitCount) of \(total)")
+                #expect(progress.completedUnitCount < total)
+                #expect(progress.isCancelled == (ending == .cancelled))
+            }
+        }
+
+        /// `progress.cancel()`, as a Cancel button calls it, cancels the upload: it throws `CancellationError` within
+        /// 1 s, and nothing more is reported.
+        @Test func cancellingTheProgressCancelsTheUpload() async throws {
+            let server = try UploadServer()
+            var form = MultipartFormData()
+            try form.append(fileURL: directory.file("large.bin", contents: Data(count: 8 << 20)), name: "large")
+            let progress = Progress(totalUnitCount: 0)
+            let upload = Task { [form] in
+                try await URLSession.shared.upload(
+                    form, with: URLRequest(url: server.url("/slow")), progress: progress)
+            }
+            try await Stopwatch.wait(atMost: 10) { progress.completedUnitCount == 0 }
+            let stopwatch = Stopwatch()
+            progress.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await upload.value }
+            #expect(stopwatch.seconds < 1, "the upload ended \(stopwatch.seconds) s after the cancel")
+            let count = progress.completedUnitCount
+            #expect(count < Int64(form.contentLength!) && !progress.isFinished)
+            #expect(try await server.log().isEmpty, "no complete form reached the server")
+        }
+
+        /// A resend shows: after a 401 the hook answers, and after a 307, the form goes out again, and the closure's
+        /// values go back to its start rather than sitting at 100%; the Progress ends finished, once.
+        @Test(arguments: ["/auth", "/redirect/307"])
+        func aResendShowsInTheProgress(path: String) async throws {
+            let server = try UploadServer()
+            let reports = ProgressReports()
+            let headers = MultipartHeaders.fresh { _, reason in
+                if case .unauthorized = reason { return ["Authorization": "Basic dTpw"] }
+                return [:]
+            }
+            let (data, _) = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url(path)), headers: headers, acceptableStatusCodes: 200..<300,
+                progress: reports.append)
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
+            let sent = reports.values.map(\.bytesSent)
+            let total = form.contentLength!
+            let firstWhole = try #require(sent.firstIndex(of: total), "\(sent)")
+            #expect(sent[firstWhole...].contains { $0 < total }, "the resend went back: \(sent)")
+            #expect(sent.last == total)
+
+            let progress = Progress(totalUnitCount: 0)
+            _ = try await URLSession.shared.upload(
+                form, with: URLRequest(url: server.url(path)), headers: headers, progress: progress)
+            #expect(progress.isFinished && progress.completedUnitCount == Int64(total))
+        }
+
         /// A stream of unknown length: indeterminate (-1) until it is known, then the form's length.
         @Test func aProgressOfAStreamOfUnknownLengthLearnsItsTotal() async throws {
             let server = try UploadServer()

@@ -18,7 +18,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
     public let contentLength: UInt64?
 
     private let source: Source
-    private let pacing: MultipartPacing?
+    private let pacer: MultipartPacer?
     /// Told the new ``bytesRead`` after each read that handed out bytes, on the reading thread.
     private let progressHandler: (@Sendable (UInt64) -> Void)?
     /// Guards `state`; never held while a read runs, so that `close()` (a cancel) never waits for a caller stream
@@ -28,9 +28,6 @@ public final class MultipartBodyStream: InputStream, NSCopying {
     /// Separate from `lock`: progress must never wait for a state change.
     private let progress = Lock()
     private var handedOut: UInt64 = 0
-    /// When the next paced read may start, in uptime nanoseconds. Touched only by the read under way, of which
-    /// `.reading` allows one at a time.
-    private var nextReadDue: UInt64?
 
     /// Where the bytes come from.
     package enum Source {
@@ -78,10 +75,11 @@ public final class MultipartBodyStream: InputStream, NSCopying {
         }
     }
 
-    /// A stream of `source`; `pacing` and `progressHandler` are fixed here.
+    /// A stream of `source`, paced by `pacer` (an upload's, which all its streams share) and telling
+    /// `progressHandler`, both fixed here.
     package init(
         _ source: Source,
-        pacing: MultipartPacing? = nil,
+        pacer: MultipartPacer? = nil,
         progressHandler: (@Sendable (UInt64) -> Void)? = nil
     ) {
         self.source = source
@@ -99,7 +97,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
         case .failing:
             contentLength = 0
         }
-        self.pacing = pacing
+        self.pacer = pacer
         self.progressHandler = progressHandler
         // swift-corelibs-foundation has no `init()` for subclasses; the empty CF stream behind this one is unused.
         super.init(data: Data())
@@ -117,7 +115,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
 
     /// A copy (as ``copy(with:)``) that tells `progressHandler` its ``bytesRead`` after each read.
     package func copy(progressHandler: (@Sendable (UInt64) -> Void)?) -> MultipartBodyStream {
-        MultipartBodyStream(source, pacing: pacing, progressHandler: progressHandler)
+        MultipartBodyStream(source, pacer: pacer, progressHandler: progressHandler)
     }
 
     /// The bytes handed out by `read` since the stream was (re)opened; safe to read from any thread.
@@ -222,7 +220,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
     /// Fills `buffer` with up to `len` bytes of the body, across part boundaries. Returns 0 only at the end and
     /// -1 on failure, with the reason in `streamError`. With `len` 0 it returns 0 and changes nothing.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        var limit = min(len, pacing?.packetSize ?? len)
+        var limit = min(len, pacer?.pacing.packetSize ?? len)
         // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
         // Without a reader to run, the answer is known at once.
         let (reader, answer): ((any BodyReader)?, Int) = lock.withLock {
@@ -258,7 +256,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
             }
         }
         guard let reader else { return answer }
-        let readStart = pacing.map(waitForTurn)
+        let readStart = pacer?.waitForTurn()
         let result: Result<Int, MultipartError>
         do throws(MultipartError) {
             result = .success(try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit)))
@@ -288,29 +286,10 @@ public final class MultipartBodyStream: InputStream, NSCopying {
             }
         }
         if count > 0 {
-            if let pacing, let readStart { schedule(after: count, startedAt: readStart, pacing) }
+            if let pacer, let readStart { pacer.schedule(after: count, startedAt: readStart) }
             progressHandler?(total)
         }
         return count
-    }
-
-    /// Sleeps until the pacing lets the next read start, and returns when it started.
-    private func waitForTurn(_ pacing: MultipartPacing) -> UInt64 {
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard let due = nextReadDue, due > now else { return now }
-        Thread.sleep(forTimeInterval: Double(due - now) / 1e9)
-        return DispatchTime.now().uptimeNanoseconds
-    }
-
-    /// Makes the next read due `delay` after this one was (scaled for a short read), so that the time spent reading
-    /// and sending counts toward the pause and the rate holds however fast the reads are. Reads that fell behind
-    /// (stalls of the reading thread on a busy machine) may catch up by at most one second, as curl's own limit
-    /// averages over a few seconds, so a slow consumer never gets a longer burst than that.
-    private func schedule(after count: Int, startedAt readStart: UInt64, _ pacing: MultipartPacing) {
-        let pause = UInt64(pacing.delay * 1e9 * Double(count) / Double(pacing.packetSize))
-        let catchUp: UInt64 = 1_000_000_000
-        let earliest = readStart - min(readStart, catchUp)
-        nextReadDue = Swift.max(nextReadDue ?? readStart, earliest) + pause
     }
 
     /// True until the last byte has been handed out, and while failed, so that URLSession reads the -1 instead of
@@ -434,6 +413,6 @@ extension MultipartFormData {
     ///   - pacing: How fast the stream hands out bytes.
     /// - Returns: The stream.
     public func makeBodyStream(startingAt offset: UInt64 = 0, pacing: MultipartPacing) -> MultipartBodyStream {
-        MultipartBodyStream(.form(self, offset: offset, end: nil), pacing: pacing)
+        MultipartBodyStream(.form(self, offset: offset, end: nil), pacer: MultipartPacer(pacing))
     }
 }

@@ -61,7 +61,9 @@ public struct MultipartUploadStrategy: Sendable {
     ///
     /// - Parameters:
     ///   - policy: How the upload retries, notices stalls and keeps its state.
-    ///   - pacing: How fast each request's body goes out; `nil` for as fast as URLSession reads it.
+    ///   - pacing: How fast the upload goes out: one rate for all its requests, across appends, resends and
+    ///     retries, so that the whole upload takes at least its length over the rate; `nil` for as fast as
+    ///     URLSession reads it.
     public static func resumable(_ policy: MultipartResumption, pacing: MultipartPacing? = nil)
         -> MultipartUploadStrategy
     {

@@ -28,7 +28,7 @@ extension URLSession {
         defer { state.lock.release() }
         guard let record = state.record else { return false }
         let upload = ResumableUpload(
-            form: form, request: request, session: self, policy: resumption, pacing: nil,
+            form: form, request: request, session: self, policy: resumption, pacer: nil,
             requests: RequestMaker(
                 hook: headers, origin: request.url, trustsOtherOrigins: resumption.credentialsToOtherOrigins),
             progress: nil)

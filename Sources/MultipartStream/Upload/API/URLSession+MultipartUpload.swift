@@ -49,8 +49,9 @@ extension URLSession {
     ///     (``MultipartError/response``). `nil` (the default) returns every response, whatever its status, as
     ///     URLSession does.
     ///   - progress: Called with the bytes handed to URLSession so far, on URLSession's reading thread, at most 10
-    ///     times a second, only rising, and with 100% once; keep it quick. `nil` for none. To observe progress from
-    ///     UI or another task without a lock, pass a Foundation `Progress` instead.
+    ///     times a second, rising while one body goes out and back where a body sent again starts (a 401, a
+    ///     307/308, a resumable retry); keep it quick. `nil` for none. To observe progress from UI or another task
+    ///     without a lock, or to cancel from it, pass a Foundation `Progress` instead.
     /// - Returns: The response's body and the response.
     /// - Throws: ``MultipartError`` when a part fails, the form has an ``MultipartFormData/appendError``, the
     ///   session is a background one, the server answered before the body was sent, a resumable upload gave up, or
@@ -76,15 +77,19 @@ extension URLSession {
     }
 
     /// `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), keeping `progress` up to
-    /// date: its `totalUnitCount` is the form's length (-1 while a stream's length is unknown) and its
-    /// `completedUnitCount` the bytes handed to URLSession, only rising, reaching `totalUnitCount` once. A `Progress`
-    /// is safe to read from any thread or task, and observable where the platform observes it
-    /// (`UIProgressView.observedProgress`, SwiftUI's `ProgressView(_:)`, KVO on Apple platforms).
+    /// date and true: its `totalUnitCount` is the form's length (-1 while a stream's length is unknown) and its
+    /// `completedUnitCount` the bytes handed to URLSession, back where a resend starts (a 401, a 307/308, a
+    /// resumable retry), and one short of the total until the upload has succeeded: `isFinished` only then.
+    /// Cancelling the upload cancels `progress`, and `progress.cancel()` cancels the upload, which throws
+    /// `CancellationError`, as `URLSessionTask.progress` does on Apple platforms. A failed upload leaves it neither
+    /// finished nor cancelled: await the upload to know how it ended. A `Progress` is safe to read from any thread or
+    /// task, and observable where the platform observes it (`UIProgressView.observedProgress`, SwiftUI's
+    /// `ProgressView(_:)`, KVO on Apple platforms).
     ///
     /// ```swift
     /// let progress = Progress(totalUnitCount: 0)  // the upload sets the total
     /// let upload = Task { try await URLSession.shared.upload(form, with: request, progress: progress) }
-    /// // Elsewhere, any task or the main actor: progress.fractionCompleted
+    /// // Elsewhere, any task or the main actor: progress.fractionCompleted; a Cancel button: progress.cancel()
     /// ```
     public func upload(
         _ form: MultipartFormData,
@@ -95,13 +100,36 @@ extension URLSession {
         progress: Progress
     ) async throws -> (Data, URLResponse) {
         progress.totalUnitCount = form.contentLength.map { Int64(clamping: $0) } ?? -1
-        return try await upload(
-            form, with: request, strategy: strategy, headers: headers, acceptableStatusCodes: acceptableStatusCodes
-        ) { sent in
-            if let total = sent.totalBytes.map({ Int64(clamping: $0) }), total != progress.totalUnitCount {
-                progress.totalUnitCount = total
+        // A task of its own, so that `progress.cancel()`, from any thread, can cancel it.
+        let work = Task {
+            try await upload(
+                form, with: request, strategy: strategy, headers: headers, acceptableStatusCodes: acceptableStatusCodes
+            ) { sent in
+                let total = sent.totalBytes.map { Int64(clamping: $0) }
+                if let total, total != progress.totalUnitCount { progress.totalUnitCount = total }
+                // Every byte handed out is not yet an upload that succeeded: finished only once it has.
+                let count = Int64(clamping: sent.bytesSent)
+                progress.completedUnitCount = total.map { min(count, max($0 - 1, 0)) } ?? count
             }
-            progress.completedUnitCount = Int64(clamping: sent.bytesSent)
+        }
+        let callersHandler = progress.cancellationHandler
+        progress.cancellationHandler = {
+            work.cancel()
+            callersHandler?()
+        }
+        defer { progress.cancellationHandler = callersHandler }
+        if progress.isCancelled { work.cancel() }
+        do {
+            let reply = try await withTaskCancellationHandler {
+                try await work.value
+            } onCancel: {
+                work.cancel()
+            }
+            if progress.totalUnitCount > 0 { progress.completedUnitCount = progress.totalUnitCount }
+            return reply
+        } catch let error as CancellationError {
+            if !progress.isCancelled { progress.cancel() }
+            throw error
         }
     }
 
@@ -123,7 +151,8 @@ extension URLSession {
         switch strategy.kind {
         case .resumable(let policy, let pacing):
             return try await ResumableUpload(
-                form: form, request: request, session: self, policy: policy, pacing: pacing, requests: requests,
+                form: form, request: request, session: self, policy: policy, pacer: pacing.map(MultipartPacer.init),
+                requests: requests,
                 progress: progress
             ).run()
         case .automatic: body = .automatic
@@ -131,7 +160,8 @@ extension URLSession {
         case .file: body = .file
         }
         return try await WholeFormUpload(
-            form: form, request: request, session: self, body: body, pacing: strategy.pacing, requests: requests,
+            form: form, request: request, session: self, body: body, pacer: strategy.pacing.map(MultipartPacer.init),
+            requests: requests,
             progress: progress
         ).run()
     }
@@ -217,7 +247,7 @@ extension URLSession {
             } else { .stream }
         let upload = MultipartUpload(
             form: form, role: .callerTask(body), callerSession: self,
-            requests: RequestMaker(hook: nil, origin: request.url), pacing: strategy.pacing,
+            requests: RequestMaker(hook: nil, origin: request.url), pacer: strategy.pacing.map(MultipartPacer.init),
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in
             switch result {

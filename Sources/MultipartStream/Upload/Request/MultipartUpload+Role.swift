@@ -65,12 +65,13 @@ extension MultipartUpload {
             return false
         }
 
-        /// Whether the upload's end ends its progress; not for one request of a resumable upload, whose progress
-        /// goes on with the next.
+        /// Whether the upload's end ends its progress: only a task handed to the caller, which is the whole upload.
+        /// Not one request of a whole form, which a 401 may send again, nor of a resumable upload: their drivers end
+        /// the progress when they return.
         var finishesProgress: Bool {
             switch self {
-            case .wholeForm, .callerTask: true
-            case .protocolRequest, .resourceRequest, .append: false
+            case .callerTask: true
+            case .wholeForm, .protocolRequest, .resourceRequest, .append: false
             }
         }
     }

@@ -127,6 +127,8 @@ extension MultipartUpload {
             var singleUse: Bool
             /// Whether the upload resumes the task at once, rather than the caller whenever it likes.
             var startsNow: Bool
+            /// Where in the form the task's body starts, for a task that carries one: progress goes back there.
+            var bodyStart: UInt64?
         }
 
         /// The task to make for `request`.
@@ -140,7 +142,8 @@ extension MultipartUpload {
                 kind = .streamedUpload
             }
             return TaskPlan(
-                kind: kind, request: prepared(request), singleUse: role.sendsBodyOnce, startsNow: role.ownsTask)
+                kind: kind, request: prepared(request), singleUse: role.sendsBodyOnce, startsNow: role.ownsTask,
+                bodyStart: body.carriesForm ? bodyStart : nil)
         }
 
         /// `request` as the form's: POST unless it names another method, the body's headers, no body of its own. A

@@ -24,7 +24,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     private let contentLength: UInt64
     private let progress: ProgressCoalescer?
     /// How fast the form's streams hand out bytes.
-    private let pacing: MultipartPacing?
+    private let pacer: MultipartPacer?
     /// Makes a redirect's request: the caller's fresh headers, then the origin rule.
     private let requests: RequestMaker
     /// The caller's session and its delegate, which decides redirects and challenges first.
@@ -42,13 +42,13 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         role: Role,
         callerSession: URLSession,
         requests: RequestMaker,
-        pacing: MultipartPacing? = nil,
+        pacer: MultipartPacer? = nil,
         progress: ProgressCoalescer?,
         completion: @escaping Completion
     ) {
         self.form = form
         self.buffered = buffered
-        self.pacing = pacing
+        self.pacer = pacer
         self.requests = requests
         // A form of unknown length goes out only in appends of bytes held in memory, which end where they end.
         let end: UInt64 = if case .append(_, let end) = role { end } else { 0 }
@@ -91,6 +91,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     func makeTask(for request: URLRequest) -> URLSessionTask? {
         guard let session = caller.session else { return nil }
         let plan = modify { $0.plan(for: request) }
+        if let start = plan.bodyStart { progress?.restart(at: start) }
         var request = plan.request
         if case .data(streamed: true) = plan.kind { request.httpBodyStream = makeStream(modify { $0.bodyRequested() }) }
         let task = PrivateSessions.shared.makeTask(
@@ -168,11 +169,13 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         switch source {
         case .form(let range):
             var report: (@Sendable (UInt64) -> Void)?
+            progress?.restart(at: range.lowerBound)
             if let progress { report = { progress.report(range.lowerBound + $0) } }
             stream = MultipartBodyStream(
                 buffered.map { .buffered($0, range) } ?? .form(form, offset: range.lowerBound, end: range.upperBound),
-                pacing: pacing, progressHandler: report)
+                pacer: pacer, progressHandler: report)
         case .encodedFile(let url):
+            progress?.restart(at: 0)
             stream = MultipartBodyStream(
                 .encodedFile(url, length: contentLength), progressHandler: progress.map { $0.report })
         case .failing(let error):

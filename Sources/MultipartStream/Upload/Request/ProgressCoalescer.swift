@@ -5,8 +5,9 @@ import Foundation
 /// have passed since the last report), and always at 100%, instead of once per 64 KiB read: the one place progress
 /// is coalesced, so a caller that draws each report (the command's bar) redraws at that rate.
 ///
-/// Reports only rise: a resend after a 401 starts again from 0 and is not reported until it passes what was
-/// reported before, so 100% comes exactly once. When a request ends, ``settle(at:)`` reports the count it ended with
+/// Reports rise while one body goes out. A body sent again (a resend after a 401 or a 307/308, a resumable retry from
+/// the server's offset) starts where it starts, at once (``restart(at:)``): a resend shows, rather than sitting at
+/// 100% while the form goes out a second time. When a request ends, ``settle(at:)`` reports the count it ended with
 /// if that was not due yet, so the last report is the count the upload's verdict read. None comes after
 /// ``finish()`` has returned.
 final class ProgressCoalescer: @unchecked Sendable {
@@ -53,6 +54,21 @@ final class ProgressCoalescer: @unchecked Sendable {
             return true
         }
         if isDue { handler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: lock.withLock { totalBytes })) }
+    }
+
+    /// A body starts at `bytesSent` of the form: reported at once where that is not the count reported last, so that
+    /// a resend, which starts below it, shows.
+    func restart(at bytesSent: UInt64) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        calling.lock()
+        defer { calling.unlock() }
+        let moved = lock.withLock {
+            guard !isFinished, bytesSent != reported else { return false }
+            reported = bytesSent
+            reportedAt = now
+            return true
+        }
+        if moved { handler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: lock.withLock { totalBytes })) }
     }
 
     /// The body's length, found once a stream of unknown length was spooled or ended.

@@ -23,7 +23,8 @@ struct WholeFormUpload {
     let request: URLRequest
     let session: URLSession
     let body: Body
-    let pacing: MultipartPacing?
+    /// The upload's pacing clock, shared by every request's body.
+    let pacer: MultipartPacer?
     let requests: RequestMaker
     let progress: ProgressCoalescer?
     /// Told the spooled form's length, when a part of unknown length was spooled.
@@ -38,6 +39,8 @@ struct WholeFormUpload {
     ///   going out (``MultipartError/Reason/streamAlreadyConsumed``, naming it); the headers hook's error;
     ///   `CancellationError`; URLSession's error.
     func run() async throws -> (Data, URLResponse) {
+        // No progress comes after the upload returns or throws; a retry after a 401 goes on with the same.
+        defer { progress?.finish() }
         var upload = self
         var spools: [URL] = []
         defer { for file in spools { try? FileManager.default.removeItem(at: file) } }
@@ -77,7 +80,7 @@ struct WholeFormUpload {
         }
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, role: .wholeForm(uploadBody), callerSession: session, requests: requests, pacing: pacing,
+            form: form, role: .wholeForm(uploadBody), callerSession: session, requests: requests, pacer: pacer,
             progress: progress, completion: result.resolve)
         defer { bodySent?(upload.furthestHandedOut) }
         return try await session.perform(request, upload, answeredTo: result)

@@ -16,7 +16,8 @@ struct ResumableUpload {
     let request: URLRequest
     let session: URLSession
     let policy: MultipartResumption
-    let pacing: MultipartPacing?
+    /// The upload's pacing clock, shared by every request's body.
+    let pacer: MultipartPacer?
     /// Makes every request of the protocol, and the whole form's: the caller's fresh headers, the origin rule.
     let requests: RequestMaker
     let progress: ProgressCoalescer?
@@ -144,7 +145,7 @@ struct ResumableUpload {
                 state?.remove()
                 let events = policy.events
                 return try await WholeFormUpload(
-                    form: form, request: request, session: session, body: .stream, pacing: pacing,
+                    form: form, request: request, session: session, body: .stream, pacer: pacer,
                     requests: requests, progress: progress, spooled: { events?(.spooled(contentLength: $0)) },
                     bodySent: { events?(.bodySent(bytes: $0)) }
                 ).run()
@@ -290,7 +291,7 @@ struct ResumableUpload {
     {
         let result = PendingResponse()
         let upload = MultipartUpload(
-            form: form, buffered: buffered, role: role, callerSession: session, requests: requests, pacing: pacing,
+            form: form, buffered: buffered, role: role, callerSession: session, requests: requests, pacer: pacer,
             progress: progress, completion: result.resolve)
         return (upload, result)
     }
