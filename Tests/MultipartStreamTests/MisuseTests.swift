@@ -97,22 +97,34 @@ extension URLSessionSuites {
             expectChanged(form, file)
         }
 
-        @Test func aFileOverwrittenWhileItIsReadFailsAtItsLastByte() throws {
+        /// Streams a 1 MiB file part, does `change` to the file after its first KiB, and returns the stream's error
+        /// once it reads to the end, which must be `.fileChanged`.
+        private func errorOfAFileChanged(
+            whileItIsRead change: (URL) throws -> Void
+        ) throws -> MultipartError? {
             let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 1 << 20))
             let stream = try form(with: file).makeBodyStream()
             stream.open()
             var buffer = [UInt8](repeating: 0, count: 1_024)
             #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
-            let handle = try FileHandle(forWritingTo: file)
-            handle.seek(toFileOffset: 1 << 19)
-            handle.write(Data(repeating: 9, count: 10))
-            try handle.close()
+            try change(file)
             var last = 0
             repeat { last = stream.read(&buffer, maxLength: buffer.count) } while last > 0
             #expect(last == -1)
-            guard case .fileChanged = (stream.streamError as? MultipartError)?.reason else {
+            let error = stream.streamError as? MultipartError
+            guard case .fileChanged = error?.reason else {
                 Issue.record("\(String(describing: stream.streamError))")
-                return
+                return nil
+            }
+            return error
+        }
+
+        @Test func aFileOverwrittenWhileItIsReadFailsAtItsLastByte() throws {
+            _ = try errorOfAFileChanged { file in
+                let handle = try FileHandle(forWritingTo: file)
+                handle.seek(toFileOffset: 1 << 19)
+                handle.write(Data(repeating: 9, count: 10))
+                try handle.close()
             }
         }
 
@@ -120,31 +132,21 @@ extension URLSessionSuites {
         /// as a change: the same check is what catches a same-length rewrite whose writer put the old mtime back.
         /// So it fails the part, as Reliability.md and `.fileChanged` say.
         @Test func aFileWhosePermissionsChangeWhileItIsReadFails() throws {
-            let file = try directory.file("doc.bin", contents: Data(repeating: 1, count: 1 << 20))
-            let stream = try form(with: file).makeBodyStream()
-            stream.open()
-            var buffer = [UInt8](repeating: 0, count: 1_024)
-            #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
-            let changed = { () -> Int in
-                var info = stat()
-                _ = stat(file.path, &info)
-                return info.st_ctim.tv_sec * 1_000_000_000 + info.st_ctim.tv_nsec
+            let error = try errorOfAFileChanged { file in
+                let changed = { () -> Int in
+                    var info = stat()
+                    _ = stat(file.path, &info)
+                    return info.st_ctim.tv_sec * 1_000_000_000 + info.st_ctim.tv_nsec
+                }
+                // chmod until the change time moves: two within one tick of the file system's clock read the same.
+                let before = changed()
+                var mode: mode_t = 0o600
+                while changed() == before {
+                    #expect(chmod(file.path, mode) == 0)
+                    mode = mode == 0o600 ? 0o644 : 0o600
+                }
             }
-            // chmod until the change time moves: two within one tick of the file system's clock read the same.
-            let before = changed()
-            var mode: mode_t = 0o600
-            while changed() == before {
-                #expect(chmod(file.path, mode) == 0)
-                mode = mode == 0o600 ? 0o644 : 0o600
-            }
-            var last = 0
-            repeat { last = stream.read(&buffer, maxLength: buffer.count) } while last > 0
-            #expect(last == -1)
-            guard case .fileChanged = (stream.streamError as? MultipartError)?.reason else {
-                Issue.record("\(String(describing: stream.streamError))")
-                return
-            }
-            #expect(stream.streamError?.localizedDescription.contains("permissions") == true)
+            #expect(error?.localizedDescription.contains("permissions") == true)
         }
 
         @Test func anUnchangedFileStillStreams() throws {
