@@ -220,6 +220,8 @@ extension URLSessionSuites {
             var form = MultipartFormData()
             try form.append(fileURL: directory.file("large.bin", contents: Data(count: 8 << 20)), name: "large")
             let progress = Progress(totalUnitCount: 0)
+            let handlerRuns = Recorded<Int>()
+            progress.cancellationHandler = { handlerRuns.append(1) }
             let upload = Task { [form] in
                 try await URLSession.shared.upload(
                     form, with: URLRequest(url: server.url("/slow")), progress: progress)
@@ -232,6 +234,9 @@ extension URLSessionSuites {
             let count = progress.completedUnitCount
             #expect(count < Int64(form.contentLength!) && !progress.isFinished)
             #expect(try await server.log().isEmpty, "no complete form reached the server")
+            // Foundation calls it on a queue of its own.
+            try await Stopwatch.wait(atMost: 5) { handlerRuns.values.isEmpty }
+            #expect(handlerRuns.values.count == 1, "the caller's own cancellationHandler ran too")
         }
 
         /// A resend shows: after a 401 the hook answers, and after a 307, the form goes out again, and the closure's

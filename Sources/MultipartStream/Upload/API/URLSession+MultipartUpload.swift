@@ -112,13 +112,18 @@ extension URLSession {
                 progress.completedUnitCount = total.map { min(count, max($0 - 1, 0)) } ?? count
             }
         }
+        // Foundation calls a handler set on a cancelled Progress at once: the caller's is set back only on one that
+        // was not cancelled, so that it runs once.
         let callersHandler = progress.cancellationHandler
-        progress.cancellationHandler = {
+        if progress.isCancelled {
             work.cancel()
-            callersHandler?()
+        } else {
+            progress.cancellationHandler = {
+                work.cancel()
+                callersHandler?()
+            }
         }
-        defer { progress.cancellationHandler = callersHandler }
-        if progress.isCancelled { work.cancel() }
+        defer { if !progress.isCancelled { progress.cancellationHandler = callersHandler } }
         do {
             let reply = try await withTaskCancellationHandler {
                 try await work.value
