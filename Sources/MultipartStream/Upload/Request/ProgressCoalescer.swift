@@ -33,42 +33,50 @@ final class ProgressCoalescer: @unchecked Sendable {
 
     /// Reports `bytesSent` if it is due.
     @Sendable func report(_ bytesSent: UInt64) {
-        report(bytesSent, due: false)
+        report(bytesSent, .ifDue)
     }
 
     /// Reports `bytesSent`, due or not, if it is more than was reported: the count a request ended with.
     func settle(at bytesSent: UInt64) {
-        report(bytesSent, due: true)
-    }
-
-    private func report(_ bytesSent: UInt64, due: Bool) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        calling.lock()
-        defer { calling.unlock() }
-        let isDue = lock.withLock {
-            guard !isFinished, bytesSent > reported else { return false }
-            let isWhole = totalBytes.map { bytesSent >= $0 } ?? false
-            guard due || isWhole || now - reportedAt >= Self.interval else { return false }
-            reported = bytesSent
-            reportedAt = now
-            return true
-        }
-        if isDue { handler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: lock.withLock { totalBytes })) }
+        report(bytesSent, .settling)
     }
 
     /// A body starts at `bytesSent` of the form: reported at once where that is not the count reported last, so that
     /// a resend, which starts below it, shows.
     func restart(at bytesSent: UInt64) {
+        report(bytesSent, .restarting)
+    }
+
+    /// Which counts a report passes on.
+    private enum Occasion {
+        /// A count above the last, once the interval has passed or at 100%.
+        case ifDue
+        /// A count above the last, at once.
+        case settling
+        /// Any other count than the last, at once.
+        case restarting
+    }
+
+    private func report(_ bytesSent: UInt64, _ occasion: Occasion) {
         let now = DispatchTime.now().uptimeNanoseconds
         calling.lock()
         defer { calling.unlock() }
-        let moved = lock.withLock {
-            guard !isFinished, bytesSent != reported else { return false }
+        let passes = lock.withLock {
+            guard !isFinished else { return false }
+            switch occasion {
+            case .restarting:
+                guard bytesSent != reported else { return false }
+            case .settling:
+                guard bytesSent > reported else { return false }
+            case .ifDue:
+                let isWhole = totalBytes.map { bytesSent >= $0 } ?? false
+                guard bytesSent > reported, isWhole || now - reportedAt >= Self.interval else { return false }
+            }
             reported = bytesSent
             reportedAt = now
             return true
         }
-        if moved { handler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: lock.withLock { totalBytes })) }
+        if passes { handler(MultipartUploadProgress(bytesSent: bytesSent, totalBytes: lock.withLock { totalBytes })) }
     }
 
     /// The body's length, found once a stream of unknown length was spooled or ended.

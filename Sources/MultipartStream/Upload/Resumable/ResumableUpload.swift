@@ -167,10 +167,8 @@ struct ResumableUpload {
                 // A saved upload is kept, resource and state, for the next run to resume; one soon after asks until
                 // the server has taken what was in flight. Another is deleted on a task of its own: a cancel
                 // returns at once, however long the headers hook takes to answer for the DELETE.
-                if location != nil {
-                    let (upload, version) = (self, resumption.version)
-                    Task.detached { await upload.delete(location, version: version) }
-                }
+                let (upload, version) = (self, resumption.version)
+                Task.detached { await upload.delete(location, version: version) }
                 if let state, var interrupted = record {
                     interrupted.interrupted = Date()
                     try? state.save(interrupted)
