@@ -51,6 +51,14 @@ let package = Package(
             path: "Sources/UploadCheck"
         ),
         .executableTarget(
+            name: "answer-check",
+            dependencies: [
+                .product(name: "MultipartStream", package: "MultipartStream"),
+                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+            ],
+            path: "Sources/AnswerCheck"
+        ),
+        .executableTarget(
             name: "upload-cost",
             dependencies: [
                 .product(name: "MultipartStream", package: "MultipartStream"),

@@ -69,6 +69,8 @@ Scenarios that lie (a server's answers are untrusted input; the client must neit
   location-ftp          the creation answers Location: ftp://127.0.0.1:PORT/u/ID
   location-https-plain  the creation answers Location: https://127.0.0.1:PORT/u/ID, on the port that speaks plain HTTP
   location-huge         the creation answers a Location of 100,000 characters
+  huge-500              every PATCH keeps nothing and answers 500 with a body of 2 GiB (GET /huge: what each put on
+                        the wire, and whether the client hung up first)
   redirect-away         OPTIONS and POST to the start URL answer 307 with the scheme-relative Location
                         //127.0.0.1:ALT/s/default (another origin); the upload is then created on the first port
 
@@ -93,6 +95,7 @@ import time
 lock = threading.Lock()
 log = []
 forms = []
+huge_answers = []
 uploads = {}
 next_id = [0]
 used_tokens = set()
@@ -136,6 +139,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def huge_answer(self, status, length):
+        """Answers `status` with `length` bytes, noting how many went out before the client hung up."""
+        self.send_response(status)
+        self.send_header("Upload-Draft-Interop-Version", str(version))
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        block = bytes(1 << 20)
+        sent = {"bytes": 0, "hungUp": False}
+        with lock:
+            huge_answers.append(sent)
+        started = time.monotonic()
+        try:
+            while sent["bytes"] < length:
+                self.wfile.write(block[: min(len(block), length - sent["bytes"])])
+                sent["bytes"] += min(len(block), length - sent["bytes"])
+                # At most 512 MiB a second, as Peers/big-answer.mjs writes, and for the same reason.
+                ahead = sent["bytes"] / (512 << 20) - (time.monotonic() - started)
+                if ahead > 0.005:
+                    time.sleep(ahead)
+        except OSError:
+            sent["hungUp"] = True
+            self.close_connection = True
+
     def drop(self):
         """Ends the connection without an answer, as a network failure would."""
         self.close_connection = True
@@ -176,6 +202,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/forms":
             with lock:
                 body = json.dumps(forms).encode()
+        elif self.path == "/huge":
+            with lock:
+                body = json.dumps(huge_answers).encode()
         elif self.path in ("/down", "/up") and self.server.server_address[1] == ports["alt"]:
             listen(self.path == "/up")
             body = b"{}"
@@ -331,6 +360,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         offset = int(self.headers.get("Upload-Offset") or -1)
         if scenario == "slow":
             return self.slow_append(upload, offset, writer)
+        if scenario == "huge-500":
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.huge_answer(500, 2 << 30)
         length = upload["length"]
         # A length not given at creation is the one the completing append reaches.
         left = length - offset if length else int(self.headers.get("Content-Length") or 0)

@@ -217,19 +217,27 @@ enum Command {
         if options.abandons { return try await abandon(form, request: request, options: options) }
         if options.resumes { Interruption.shared.install() }
         var report = TransferReport(effectiveURL: url.absoluteString)
+        // Written whatever the status, as curl writes it: an error page is often what explains the error.
+        let writer = AnswerWriter(output, includesHeaders: options.includeHeaders, head: statusAndHeaders)
         do {
-            let answer = try await Transfer(form: form, request: request, options: options).run(report: &report)
+            let answer: Transfer.Answer
+            let body: (count: Int, firstBytes: Data)
+            do {
+                answer = try await Transfer(form: form, request: request, options: options, writer: writer)
+                    .run(report: &report)
+                body = try writer.finish(answer.response)
+            } catch {
+                writer.abandon()
+                throw error
+            }
+            report.bytesDownloaded = body.count
             let http = answer.response
             if options.verbose {
                 printError("< HTTP \(http.statusCode)")
                 for (name, value) in http.allHeaderFields { printError("< \(name): \(value)") }
             }
-            // Written whatever the status, as curl writes it: an error page is often what explains the error.
-            let head = options.includeHeaders ? statusAndHeaders(of: http) : Data()
-            try output.write(head + answer.data, option: "-o")
             guard http.statusCode < 400 else {
-                let firstLines = String(decoding: answer.data.prefix(2_000), as: UTF8.self).split(separator: "\n")
-                    .prefix(5)
+                let firstLines = String(decoding: body.firstBytes, as: UTF8.self).split(separator: "\n").prefix(5)
                 throw CommandFailure(
                     status: .network,
                     message: "\(report.effectiveURL) answered HTTP \(http.statusCode)\n"
@@ -277,11 +285,11 @@ enum Command {
     private static func abandon(_ form: MultipartFormData, request: URLRequest, options: Options) async throws {
         let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
-        let transfer = Transfer(form: form, request: request, options: options)
         let url = request.url?.absoluteString ?? ""
         do {
             let found = try await session.abandonUpload(
-                form, with: request, resumption: transfer.resumption(log: ResumableUploadLog(silent: options.silent)))
+                form, with: request,
+                resumption: Transfer.resumption(options, log: ResumableUploadLog(silent: options.silent)))
             if !options.silent {
                 printError(
                     found
@@ -295,7 +303,7 @@ enum Command {
 
     /// `-i`: a status line and the response's headers, sorted, then an empty line. URLSession tells neither the HTTP
     /// version nor the reason phrase: the line is `HTTP/1.1 CODE` and the standard phrase.
-    private static func statusAndHeaders(of response: HTTPURLResponse) -> Data {
+    @Sendable private static func statusAndHeaders(of response: HTTPURLResponse) -> Data {
         let capitalized = HTTPURLResponse.localizedString(forStatusCode: response.statusCode).capitalized
         let phrase = capitalized == "Ok" ? "OK" : capitalized
         var text = "HTTP/1.1 \(response.statusCode) \(phrase)\r\n"

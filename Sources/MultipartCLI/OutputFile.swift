@@ -71,66 +71,77 @@ enum OutputFile {
         }
     }
 
-    /// Writes `data` (a response body).
-    func write(_ data: Data, option: String) throws {
-        try write(option: option) { descriptor, path in try Self.write(data, to: descriptor, option: option, path: path)
+    /// The output opened for writing: its descriptor and, for a regular file, the temporary file beside it that
+    /// replaces it once complete.
+    struct Opened {
+        let descriptor: Int32
+        /// The path as errors name it.
+        let path: String
+        let temporary: String?
+        /// Whether the descriptor is the output's own, to close (not standard output).
+        let isOwn: Bool
+    }
+
+    /// Opens the output: standard output, the device, or a new temporary file beside the file.
+    func open(option: String) throws -> Opened {
+        switch self {
+        case .standardOutput:
+            return Opened(descriptor: FileHandle.standardOutput.fileDescriptor, path: "-", temporary: nil, isOwn: false)
+        case .device(let path):
+            let descriptor = try Self.open(path, O_WRONLY | O_CLOEXEC, option: option)
+            return Opened(descriptor: descriptor, path: path, temporary: nil, isOwn: true)
+        case .file(let path):
+            let url = URL(fileURLWithPath: path)
+            let temporary = url.deletingLastPathComponent()
+                .appendingPathComponent(".\(url.lastPathComponent).multipart-\(UUID().uuidString)").path
+            let descriptor = try Self.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, option: option)
+            return Opened(descriptor: descriptor, path: path, temporary: temporary, isOwn: true)
         }
     }
 
-    /// Has `fill` write to the output's descriptor: standard output, the device, or a new temporary file beside the
-    /// file, renamed over it once `fill` is done.
-    private func write(option: String, fill: (Int32, String) throws -> Void) throws {
-        switch self {
-        case .standardOutput:
-            try fill(FileHandle.standardOutput.fileDescriptor, "-")
-        case .device(let path):
-            let descriptor = try Self.open(path, O_WRONLY | O_CLOEXEC, option: option)
-            defer { POSIX.close(descriptor) }
-            try fill(descriptor, path)
-        case .file(let path):
-            try Self.replace(path, option: option) { temporary in
-                let descriptor = try Self.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, option: option)
-                defer { POSIX.close(descriptor) }
-                try fill(descriptor, path)
-            }
+    /// Closes `opened`, and puts a temporary file in place of the output.
+    static func commit(_ opened: Opened, option: String) throws {
+        if opened.isOwn { POSIX.close(opened.descriptor) }
+        guard let temporary = opened.temporary else { return }
+        do throws(POSIX.Failure) {
+            try POSIX.rename(cPath(temporary), to: cPath(opened.path))
+        } catch {
+            try? POSIX.unlink(cPath(temporary))
+            throw CommandFailure(status: .localFile, message: failure(option, opened.path, error.code))
         }
+    }
+
+    /// Closes `opened` and removes its temporary file, which it made, and nothing else.
+    static func abandon(_ opened: Opened) {
+        if opened.isOwn { POSIX.close(opened.descriptor) }
+        if let temporary = opened.temporary { try? POSIX.unlink(cPath(temporary)) }
+    }
+
+    /// Writes `data` to `opened`, a failure named as `option`'s.
+    static func write(_ data: Data, to opened: Opened, option: String) throws {
+        do throws(POSIX.Failure) {
+            try POSIX.writeAll(opened.descriptor, data)
+        } catch {
+            throw CommandFailure(status: .localFile, message: failure(option, opened.path, error.code))
+        }
+    }
+
+    /// Has `fill` write to the opened output, which is put in place once `fill` is done.
+    private func write(option: String, fill: (Int32, String) throws -> Void) throws {
+        let opened = try open(option: option)
+        do {
+            try fill(opened.descriptor, opened.path)
+        } catch {
+            Self.abandon(opened)
+            throw error
+        }
+        try Self.commit(opened, option: option)
     }
 
     /// Opens `path`, a failure named as `option`'s.
     private static func open(_ path: String, _ flags: Int32, option: String) throws -> Int32 {
         do throws(POSIX.Failure) {
             return try POSIX.open(cPath(path), flags, mode: 0o644)
-        } catch {
-            throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
-        }
-    }
-
-    /// Has `fill` write a new temporary file beside `path`, then renames it over `path`; on failure removes the
-    /// temporary file, which it made, and nothing else.
-    private static func replace(
-        _ path: String,
-        option: String,
-        fill: (String) throws -> Void
-    ) throws {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).multipart-\(UUID().uuidString)").path
-        do {
-            try fill(temporary)
-            do throws(POSIX.Failure) {
-                try POSIX.rename(cPath(temporary), to: cPath(path))
-            } catch {
-                throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
-            }
-        } catch {
-            try? POSIX.unlink(cPath(temporary))
-            throw error
-        }
-    }
-
-    private static func write(_ data: Data, to descriptor: Int32, option: String, path: String) throws {
-        do throws(POSIX.Failure) {
-            try POSIX.writeAll(descriptor, data)
         } catch {
             throw CommandFailure(status: .localFile, message: failure(option, path, error.code))
         }

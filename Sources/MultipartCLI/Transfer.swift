@@ -12,10 +12,11 @@ struct Transfer {
     let form: MultipartFormData
     let request: URLRequest
     let options: Options
+    /// Where each attempt's answer is written as it arrives.
+    let writer: AnswerWriter
 
-    /// The last attempt's answer.
+    /// The last attempt's answer, whose body is written already.
     struct Answer {
-        var data: Data
         var response: HTTPURLResponse
     }
 
@@ -44,7 +45,6 @@ struct Transfer {
                 report.statusCode = answer.response.statusCode
                 // What went out, resent bytes again; not the form's length when a saved upload resumed.
                 report.bytesUploaded = log?.bytesSent ?? progress.bytesSent
-                report.bytesDownloaded = answer.data.count
                 report.effectiveURL = answer.response.url?.absoluteString ?? report.effectiveURL
                 report.contentType = answer.response.value(forHTTPHeaderField: "Content-Type")
                 let status = answer.response.statusCode
@@ -92,7 +92,7 @@ struct Transfer {
     /// How `-C -` resumes: `--retry` and `--retry-delay` shape its retries, `--speed-limit` and `--speed-time` its
     /// stall rule, and its state is kept under `--state-dir` (else the user's state directory), unless the form reads
     /// standard input into a file, which another run cannot read again.
-    func resumption(log: ResumableUploadLog?) -> MultipartResumption {
+    static func resumption(_ options: Options, log: ResumableUploadLog?) -> MultipartResumption {
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         var resumption = MultipartResumption(
             maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600,
@@ -116,14 +116,17 @@ struct Transfer {
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         let strategy: MultipartUploadStrategy =
             switch (options.resumes, options.strategy ?? .automatic, pacing) {
-            case (true, _, _): .resumable(resumption(log: log), pacing: pacing)
+            case (true, _, _): .resumable(Self.resumption(options, log: log), pacing: pacing)
             case (false, .file, _): .file
             case (false, _, let pacing?): .stream(pacing: pacing)
             case (false, .stream, nil): .stream
             case (false, .automatic, nil): .automatic
             }
+        try writer.begin()
+        let writer = writer
         let upload = Task {
-            try await session.upload(form, with: request, strategy: strategy) { sent in
+            try await session.upload(form, with: request, strategy: strategy, responseBody: .chunks(writer.write)) {
+                sent in
                 watchdog.sawBody()
                 progress.report(sent)
             }
@@ -154,12 +157,16 @@ struct Transfer {
         defer { stallWatch?.cancel() }
         let url = request.url?.absoluteString ?? ""
         do {
-            let (data, response) = try await upload.value
+            let (_, response) = try await upload.value
             watchdog.finish()
             guard let http = response as? HTTPURLResponse else {
                 throw AttemptFailure(.network, "\(url): the answer is not HTTP", isTransient: false)
             }
-            return Answer(data: data, response: http)
+            return Answer(response: http)
+        } catch let failure as CommandFailure {
+            // The output could not take the answer.
+            watchdog.finish()
+            throw AttemptFailure(failure.status, failure.message, isTransient: false)
         } catch let error as MultipartError {
             watchdog.finish()
             if case .resumeSaved = error.reason, let state = log?.stateFile {

@@ -157,8 +157,13 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// empty body and the upload cannot send it again itself (another origin, or a task handed to the caller).
         case redirectNotFollowed(statusCode: Int, location: URL?)
         /// The server answered `statusCode`, which is not among the upload's `acceptableStatusCodes`; `body` is its
-        /// answer's body and ``MultipartError/response`` the response.
+        /// answer's body, its first 64 KiB at most (the rest is neither kept nor waited for), and
+        /// ``MultipartError/response`` the response.
         case unacceptableStatus(statusCode: Int, body: Data)
+        /// The server's answer (`statusCode`) has a body longer than the `limit` bytes the upload may hold in memory
+        /// (its `responseBody`, 16 MiB unless raised): the upload stopped reading it, and ``MultipartError/response``
+        /// is the response. Raise the bound, or take the body as it arrives, to a file or in chunks.
+        case responseTooLarge(statusCode: Int, limit: Int)
         /// `upload` was given a background session, which only uploads from a file through its delegate.
         case backgroundSession
         /// The server answered `statusCode` (a success) when only `bytesSent` of the body's `contentLength` bytes
@@ -318,6 +323,10 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .unacceptableStatus(let statusCode, let body):
             "the server answered \(statusCode), which the upload does not accept"
                 + (body.isEmpty ? "" : ": " + String(decoding: body.prefix(200), as: UTF8.self))
+        case .responseTooLarge(let statusCode, let limit):
+            "the server's answer (\(statusCode)) is longer than the \(limit) bytes the upload holds in memory; raise "
+                + "the bound with responseBody: .inMemory(upTo:), or take the body as it arrives with .file(_:) or "
+                + ".chunks(_:)"
         case .backgroundSession:
             "background sessions upload only from a file through their delegate: write the body with "
                 + "writeEncodedData(to:) and call uploadTask(with:fromFile:)"
@@ -410,7 +419,7 @@ extension MultipartError.Reason {
             .streamNotOpen, .invalidReadLength, .notReplayable, .offsetPastEnd, .cannotResumeOneShotStream,
             .chunkNotFilled:
             .stream
-        case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent, .lengthUnknown:
+        case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent, .lengthUnknown, .responseTooLarge:
             .upload
         case .unacceptableStatus:
             .status

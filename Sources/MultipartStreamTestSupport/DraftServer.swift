@@ -81,6 +81,19 @@ public final class DraftServer: @unchecked Sendable {
         try JSONDecoder().decode([Form].self, from: fetch("/forms"))
     }
 
+    /// What one answer of the `huge-500` scenario put on the wire.
+    public struct HugeAnswer: Decodable, Sendable {
+        /// Body bytes written before the end, or before the client hung up.
+        public var bytes: Int
+        /// Whether the client hung up before the body's end.
+        public var hungUp: Bool
+    }
+
+    /// The `huge-500` scenario's answers so far.
+    public func hugeAnswers() throws -> [HugeAnswer] {
+        try JSONDecoder().decode([HugeAnswer].self, from: fetch("/huge"))
+    }
+
     /// Refuses connections to ``port`` (`false`), keeping every upload, or takes them again (`true`).
     public func setListening(_ listening: Bool) throws {
         _ = try fetch(listening ? "/up" : "/down")

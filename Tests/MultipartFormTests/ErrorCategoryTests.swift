@@ -17,6 +17,7 @@ import Testing
         (.offsetPastEnd(offset: 10, contentLength: 5), .stream),
         (.answeredBeforeBodySent(statusCode: 200, bytesSent: 1, contentLength: 2), .upload),
         (.redirectNotFollowed(statusCode: 307, location: nil), .upload),
+        (.responseTooLarge(statusCode: 200, limit: 1), .upload),
         (.appendResent, .resumable),
         (.resumeFailed(retries: 1, bytesAcknowledged: 0, contentLength: 1), .resumable),
         (.resumeSaved(retries: 0, bytesAcknowledged: 1, contentLength: 2), .resumable),
@@ -43,6 +44,10 @@ import Testing
         (MultipartError.Reason.unacceptableStatus(statusCode: 413, body: Data()), "response: the server answered 413"),
         (.resumeFailed(retries: 2, bytesAcknowledged: 5, contentLength: 9), "resumable upload: "),
         (.lengthUnknown, "upload: "),
+        (
+            .responseTooLarge(statusCode: 200, limit: 16),
+            "upload: the server's answer (200) is longer than the 16 bytes"
+        ),
         (.tooLargeForMemory(1), "output: "),
         (.invalidBoundary("a\r\n"), "form: "),
     ])

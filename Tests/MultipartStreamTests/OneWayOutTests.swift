@@ -26,28 +26,11 @@ import Testing
         var description: String { "\(self == .header ? "header" : self == .hook ? "hook" : "user info")" }
     }
 
-    /// A way to send.
-    enum Path: CaseIterable, CustomStringConvertible {
-        case automatic, stream, file, task, streamedDelegate, resumableToAPlainServer
+    typealias Path = UploadPath
 
-        var description: String {
-            switch self {
-            case .automatic: "upload .automatic"
-            case .stream: "upload .stream"
-            case .file: "upload .file"
-            case .task: "multipartUploadTask"
-            case .streamedDelegate: "MultipartStreamedUploadDelegate"
-            case .resumableToAPlainServer: "upload .resumable to a server without the draft"
-            }
-        }
-
-        /// Only `upload` has a hook.
-        var sources: [Source] {
-            switch self {
-            case .task, .streamedDelegate: [.header, .userInfo]
-            default: Source.allCases
-            }
-        }
+    /// Where `path`'s credentials may come from: only `upload` has a hook.
+    private func sources(of path: Path) -> [Source] {
+        path.isUpload ? Source.allCases : [.header, .userInfo]
     }
 
     static let bearer = "Bearer T"
@@ -99,30 +82,13 @@ import Testing
     /// Sends the form `path`'s way; its error, if any (a task cannot resend after a 307 on Linux, and says so).
     private func send(_ request: URLRequest, headers: MultipartHeaders?, path: Path) async -> (any Error)? {
         let form = form()
-        let strategy: MultipartUploadStrategy
         switch path {
-        case .automatic: strategy = .automatic
-        case .stream: strategy = .stream
-        case .file: strategy = .file
-        case .resumableToAPlainServer: strategy = .resumable(MultipartResumption(maximumAttempts: 0))
-        case .task:
-            return await withCheckedContinuation { continuation in
-                URLSession.shared.multipartUploadTask(with: request, form: form) { _, _, error in
-                    continuation.resume(returning: error)
-                }.resume()
-            }
-        case .streamedDelegate:
-            return await withCheckedContinuation { continuation in
-                let delegate = MultipartStreamedUploadDelegate { _, _, _, error in
-                    continuation.resume(returning: error)
-                }
-                let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
-                session.uploadTask(withStreamedRequest: request).resume()
-                session.finishTasksAndInvalidate()
-            }
+        case .task: return await multipartTaskError(request, form: form)
+        case .streamedDelegate: return await streamedDelegateError(request)
+        default: break
         }
         do {
-            _ = try await URLSession.shared.upload(form, with: request, strategy: strategy, headers: headers)
+            _ = try await URLSession.shared.upload(form, with: request, strategy: path.strategy, headers: headers)
             return nil
         } catch {
             return error
@@ -148,7 +114,7 @@ import Testing
         let (first, other) = (try UploadServer(), try UploadServer())
         var cases = 0
         for path in Path.allCases {
-            for source in path.sources {
+            for source in sources(of: path) {
                 for index in 0..<5 {
                     cases += 1
                     let tag = "case=\(cases)"

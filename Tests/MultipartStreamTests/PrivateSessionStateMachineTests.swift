@@ -18,8 +18,8 @@ import Testing
         func taskBegan() {}
         func bodyStream(for task: URLSessionTask) -> InputStream { InputStream(data: Data()) }
         func sentBody(totalBytesSent: Int64) {}
-        func receivedResponse() {}
-        func received(_ data: Data) {}
+        func receivedResponse(_ response: URLResponse) {}
+        func received(_ data: Data, task: URLSessionTask) {}
         func redirect(
             task: URLSessionTask, response: HTTPURLResponse, proposed: URLRequest,
             answer: @escaping @Sendable (URLRequest?) -> Void

@@ -51,8 +51,8 @@ import Testing
     private func end(
         _ machine: inout Machine, _ status: Int?, error: (any Error)? = nil, _ count: Machine.BodyCount = .init()
     ) -> Machine.EndAction {
-        machine.responseBegan(count)
-        machine.received(Data("answer".utf8))
+        machine.responseBegan(count, statusCode: status)
+        _ = machine.received(Data("answer".utf8))
         return machine.taskEnded(error: error, response: status.map(response), body: count)
     }
 

@@ -10,9 +10,9 @@ import Testing
 #endif
 
 extension URLSessionSuites {
-    /// What `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` offers a newcomer beyond the bytes (#43):
-    /// fresh headers on every request on every strategy, opt-in status validation, and a `Progress` that Swift 6 code
-    /// reads without a lock of its own.
+    /// What `upload(_:with:strategy:headers:acceptableStatusCodes:responseBody:progress:)` offers a newcomer beyond
+    /// the bytes (#43): fresh headers on every request on every strategy, opt-in status validation, and a `Progress`
+    /// that Swift 6 code reads without a lock of its own.
     @Suite(.serialized) struct UploadSurfaceTests {
         let directory: TemporaryDirectory
         let form: MultipartFormData

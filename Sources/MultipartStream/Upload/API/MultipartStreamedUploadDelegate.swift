@@ -47,6 +47,8 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
 
     private let progress: (@Sendable (URLSessionTask, MultipartUploadProgress) -> Void)?
     private let completion: Completion
+    /// How an answer's body is kept: in memory, up to the bound.
+    private let reception: ResponseReception
     private let lock = Lock()
     private var tasks: [ObjectIdentifier: Exchange] = [:]
 
@@ -60,7 +62,8 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         /// The last stream handed to URLSession: the one whose bytes went out.
         var stream: MultipartBodyStream?
         var progress: ProgressCoalescer?
-        var data = Data()
+        /// The latest answer's body, within its bound.
+        var answer = ReceivedBody()
         /// A redirect the task could not follow.
         var stopReason: MultipartError?
         /// A challenge was cancelled for want of a credential.
@@ -75,14 +78,18 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     /// - Parameters:
     ///   - progress: Called on URLSession's reading thread with the bytes handed out of the form so far, at most 10
     ///     times a second, only rising, with 100% once; `nil` for none.
+    ///   - responseLimit: The most bytes of an answer's body held in memory: 16 MiB unless raised. A task whose
+    ///     answer is longer is stopped and fails with ``MultipartError/Reason/responseTooLarge(statusCode:limit:)``.
     ///   - completion: Called on the session's delegate queue when a task ends: the answer's body and response, or
     ///     the error (`nil` body then), as `dataTask(with:completionHandler:)` gives them.
     public init(
         progress: (@Sendable (URLSessionTask, MultipartUploadProgress) -> Void)? = nil,
+        responseLimit: Int = MultipartResponseBody.defaultLimit,
         completion: @escaping Completion
     ) {
         self.progress = progress
         self.completion = completion
+        reception = .answer(accepting: nil, body: .inMemory(upTo: responseLimit), sink: nil)
     }
 
     /// A new copy of the request's stream, whose reads this delegate counts.
@@ -167,20 +174,25 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         // whole once it handed out its last byte: at its end, or closed after it (a stream closed early still has
         // bytes to give).
         let count = stream.map { ($0.bytesRead, !$0.hasBytesAvailable) }
+        let statusCode = (response as? HTTPURLResponse)?.statusCode
+        let plan = reception.plan(for: statusCode)
         modifyTasks { tasks in
             guard var exchange = tasks[ObjectIdentifier(dataTask)] else { return }
-            exchange.data = Data()
+            exchange.answer = ReceivedBody(plan: plan, statusCode: statusCode)
             exchange.atResponse = count
             tasks[ObjectIdentifier(dataTask)] = exchange
         }
         completionHandler(.allow)
     }
 
-    /// Collects the answer's body.
+    /// Collects the answer's body, up to its bound: past it, the task stops (or, for an answer another may follow,
+    /// the rest is dropped).
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        modifyTasks { tasks in
-            tasks[ObjectIdentifier(dataTask), default: Exchange()].data.append(data)
+        let stops = modifyTasks { tasks in
+            // In place: a copy of the exchange would copy its body on every piece.
+            tasks[ObjectIdentifier(dataTask), default: Exchange()].answer.take(data) == .stop
         }
+        if stops { dataTask.cancel() }
     }
 
     /// Hands the task's outcome to `completion`, judged as every upload's request is: a failed part's
@@ -196,7 +208,8 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             gaveUpChallenge: exchange.gaveUpChallenge, handedOut: handedOut.handedOut,
             // A body that is not the form's (another stream) is not counted: it is taken as whole.
             bodyEnd: stream == nil ? 0 : stream?.contentLength, handedOutLastByte: handedOut.lastByte,
-            formLength: stream?.contentLength, received: exchange.data)
+            formLength: stream?.contentLength, received: exchange.answer.data,
+            cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit(reception))
         let verdict = outcome.verdict
         if let progress = exchange.progress {
             if case .success = verdict { progress.settle(at: atEnd.0) }

@@ -46,13 +46,17 @@ extension URLSession {
     ///     default) sends the request's own headers.
     ///   - acceptableStatusCodes: The statuses that count as success; any other throws
     ///     ``MultipartError/Reason/unacceptableStatus(statusCode:body:)`` with the response
-    ///     (``MultipartError/response``). `nil` (the default) returns every response, whatever its status, as
-    ///     URLSession does.
+    ///     (``MultipartError/response``) and the first 64 KiB of its body, as soon as it has them. `nil` (the default)
+    ///     returns every response, whatever its status, as URLSession does.
+    ///   - responseBody: Where the answer's body goes (``MultipartResponseBody``): `.inMemory` (the default) returns
+    ///     it, up to 16 MiB, and throws ``MultipartError/Reason/responseTooLarge(statusCode:limit:)`` past that;
+    ///     `.inMemory(upTo:)` sets another bound; `.file(url)` and `.chunks { response, data in }` take it as it
+    ///     arrives, in bounded memory, and the upload returns empty `Data`.
     ///   - progress: Called with the bytes handed to URLSession so far, on URLSession's reading thread, at most 10
     ///     times a second, rising while one body goes out and back where a body sent again starts (a 401, a
     ///     307/308, a resumable retry); keep it quick. `nil` for none. To observe progress from UI or another task
     ///     without a lock, or to cancel from it, pass a Foundation `Progress` instead.
-    /// - Returns: The response's body and the response.
+    /// - Returns: The response's body (empty when `responseBody` takes it elsewhere) and the response.
     /// - Throws: ``MultipartError`` when a part fails, the form has an ``MultipartFormData/appendError``, the
     ///   session is a background one, the server answered before the body was sent, a resumable upload gave up, or
     ///   the status is not acceptable; the `headers` hook's error; `CancellationError` when the task is cancelled;
@@ -63,23 +67,37 @@ extension URLSession {
         strategy: MultipartUploadStrategy = .automatic,
         headers: MultipartHeaders? = nil,
         acceptableStatusCodes: Range<Int>? = nil,
+        responseBody: MultipartResponseBody = .inMemory,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
     ) async throws -> (Data, URLResponse) {
-        let reply = try await send(
-            form, with: request, strategy: strategy, refresh: headers, progress: progress)
-        if let acceptableStatusCodes, let response = reply.1 as? HTTPURLResponse,
-            !acceptableStatusCodes.contains(response.statusCode)
-        {
-            throw MultipartError(
-                .unacceptableStatus(statusCode: response.statusCode, body: reply.0), response: response)
+        let sink = ResponseSink(responseBody)
+        do {
+            let reply = try await send(
+                form, with: request, strategy: strategy, refresh: headers,
+                reception: .answer(accepting: acceptableStatusCodes, body: responseBody, sink: sink), progress: progress
+            )
+            // The answer may come from a request that is not the form's (a resumable upload's `HEAD`), which holds
+            // a prefix only: the status is judged here, for every answer.
+            if let acceptableStatusCodes, let response = reply.1 as? HTTPURLResponse,
+                !acceptableStatusCodes.contains(response.statusCode)
+            {
+                throw MultipartError(
+                    .unacceptableStatus(
+                        statusCode: response.statusCode, body: reply.0.prefix(MultipartResponseBody.refusedBodyLimit)),
+                    response: response)
+            }
+            try sink?.commit()
+            return reply
+        } catch {
+            sink?.discard()
+            throw error
         }
-        return reply
     }
 
-    /// `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), keeping `progress` up to
-    /// date and true: its `totalUnitCount` is the form's length (-1 while a stream's length is unknown) and its
-    /// `completedUnitCount` the bytes handed to URLSession, back where a resend starts (a 401, a 307/308, a
-    /// resumable retry), and one short of the total until the upload has succeeded: `isFinished` only then.
+    /// `upload(_:with:strategy:headers:acceptableStatusCodes:responseBody:progress:)` (with a closure), keeping
+    /// `progress` up to date and true: its `totalUnitCount` is the form's length (-1 while a stream's length is
+    /// unknown) and its `completedUnitCount` the bytes handed to URLSession, back where a resend starts (a 401, a
+    /// 307/308, a resumable retry), and one short of the total until the upload has succeeded: `isFinished` only then.
     /// Cancelling the upload cancels `progress`, and `progress.cancel()` cancels the upload, which throws
     /// `CancellationError`, as `URLSessionTask.progress` does on Apple platforms. A failed upload leaves it neither
     /// finished nor cancelled: await the upload to know how it ended. A `Progress` is safe to read from any thread or
@@ -97,13 +115,15 @@ extension URLSession {
         strategy: MultipartUploadStrategy = .automatic,
         headers: MultipartHeaders? = nil,
         acceptableStatusCodes: Range<Int>? = nil,
+        responseBody: MultipartResponseBody = .inMemory,
         progress: Progress
     ) async throws -> (Data, URLResponse) {
         progress.totalUnitCount = form.contentLength.map { Int64(clamping: $0) } ?? -1
         // A task of its own, so that `progress.cancel()`, from any thread, can cancel it.
         let work = Task {
             try await upload(
-                form, with: request, strategy: strategy, headers: headers, acceptableStatusCodes: acceptableStatusCodes
+                form, with: request, strategy: strategy, headers: headers, acceptableStatusCodes: acceptableStatusCodes,
+                responseBody: responseBody
             ) { sent in
                 let total = sent.totalBytes.map { Int64(clamping: $0) }
                 if let total, total != progress.totalUnitCount { progress.totalUnitCount = total }
@@ -144,6 +164,7 @@ extension URLSession {
         with request: URLRequest,
         strategy: MultipartUploadStrategy,
         refresh: MultipartHeaders?,
+        reception: ResponseReception,
         progress: (@Sendable (MultipartUploadProgress) -> Void)?
     ) async throws -> (Data, URLResponse) {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
@@ -157,8 +178,7 @@ extension URLSession {
         case .resumable(let policy, let pacing):
             return try await ResumableUpload(
                 form: form, request: request, session: self, policy: policy, pacer: pacing.map(MultipartPacer.init),
-                requests: requests,
-                progress: progress
+                requests: requests, reception: reception, progress: progress
             ).run()
         case .automatic: body = .automatic
         case .stream: body = .stream
@@ -166,8 +186,7 @@ extension URLSession {
         }
         return try await WholeFormUpload(
             form: form, request: request, session: self, body: body, pacer: strategy.pacing.map(MultipartPacer.init),
-            requests: requests,
-            progress: progress
+            requests: requests, reception: reception, progress: progress
         ).run()
     }
 
@@ -210,11 +229,11 @@ extension URLSession {
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves none) and
     /// removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is called as in
-    /// `upload(_:with:strategy:headers:acceptableStatusCodes:progress:)` (with a closure), and this session's delegate
-    /// is asked on its `delegateQueue` as there, with the same rule for credentials on redirects. Cancelling the task
-    /// stops reading at once and closes any open file. A task never resumed keeps neither this session nor its
-    /// connections alive. A task is made before its first byte and cannot be replaced: it cannot resume, nor refresh
-    /// its headers, and on Linux a 307/308 redirect fails it with
+    /// `upload(_:with:strategy:headers:acceptableStatusCodes:responseBody:progress:)` (with a closure), and this
+    /// session's delegate is asked on its `delegateQueue` as there, with the same rule for credentials on redirects.
+    /// Cancelling the task stops reading at once and closes any open file. A task never resumed keeps neither this
+    /// session nor its connections alive. A task is made before its first byte and cannot be replaced: it cannot
+    /// resume, nor refresh its headers, and on Linux a 307/308 redirect fails it with
     /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``. A form holding a stream of unknown length
     /// fails it with ``MultipartError/Reason/lengthUnknown``.
     ///
@@ -253,6 +272,7 @@ extension URLSession {
         let upload = MultipartUpload(
             form: form, role: .callerTask(body), callerSession: self,
             requests: RequestMaker(hook: nil, origin: request.url), pacer: strategy.pacing.map(MultipartPacer.init),
+            reception: .answer(accepting: nil, body: .inMemory, sink: nil),
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in
             switch result {

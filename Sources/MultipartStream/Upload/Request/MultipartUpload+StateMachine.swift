@@ -28,8 +28,9 @@ extension MultipartUpload {
             var task: URLSessionTask?
             /// How many body streams the task was given.
             var streamsMade = 0
-            /// The response's body: a 401's or a redirect's is dropped when the next response begins.
-            var received = Data()
+            /// The latest response's body, within its bound: a 401's or a redirect's is dropped when the next
+            /// response begins.
+            var answer = ReceivedBody()
             /// Body bytes URLSession reported sent, where it reads the body itself.
             var fileBytesSent: UInt64 = 0
             /// The form's bytes handed out when the latest response's head arrived: a server cannot have read more
@@ -87,10 +88,16 @@ extension MultipartUpload {
         let body: UploadBody
         /// Why the form cannot be sent again, where it cannot: its one-shot part, named.
         let oneShot: MultipartError?
+        /// How the answers' bodies are kept.
+        let reception: ResponseReception
         private(set) var state = State.idle
 
-        init(role: Role, contentLength: UInt64, contentType: String, oneShot: MultipartError? = nil) {
+        init(
+            role: Role, contentLength: UInt64, contentType: String, oneShot: MultipartError? = nil,
+            reception: ResponseReception = .protocolAnswer
+        ) {
             self.role = role
+            self.reception = reception
             self.oneShot = oneShot
             self.contentLength = contentLength
             self.contentType = contentType
@@ -324,18 +331,46 @@ extension MultipartUpload {
 
         // MARK: Response
 
-        /// A response began, the task's streams having handed out `count`; a 401's or a redirect's body comes
-        /// before the response that counts.
-        mutating func responseBegan(_ count: BodyCount = BodyCount()) {
+        /// A response with `statusCode` (`nil`: not HTTP) began, the task's streams having handed out `count`; a
+        /// 401's or a redirect's body comes before the response that counts.
+        mutating func responseBegan(_ count: BodyCount = BodyCount(), statusCode: Int? = nil) {
             let (start, countedByURLSession) = (bodyStart, body.isReadByURLSession)
+            let plan = reception.plan(for: statusCode)
             modifyExchange {
-                $0.received = Data()
+                $0.answer = ReceivedBody(plan: plan, statusCode: statusCode)
                 $0.bytesAtResponse = start + $0.bodyBytesHandedOut(count, countedByURLSession: countedByURLSession)
             }
         }
 
-        mutating func received(_ data: Data) {
-            modifyExchange { $0.received.append(data) }
+        enum ReceivedAction {
+            /// Kept, or dropped past the bound: nothing to do.
+            case none
+            /// Hand these bytes to the sink.
+            case deliver(Data)
+            /// Stop the task: the answer's bound is reached, and nothing more of it is needed. Its end, with the
+            /// cancel's error, is judged as the answer so far (``ReceivedBody/cutShort``).
+            case stop(URLSessionTask?)
+        }
+
+        /// A piece of the response's body arrived.
+        mutating func received(_ data: Data) -> ReceivedAction {
+            var action = ReceivedAction.none
+            // In place: a copy of the exchange would copy its body on every piece.
+            modifyExchange { exchange in
+                switch exchange.answer.take(data) {
+                case .kept: break
+                case .deliver: action = .deliver(data)
+                case .stop: action = .stop(exchange.task)
+                }
+            }
+            return action
+        }
+
+        /// The sink could not take the answer (`error`): the task stops, and the upload fails with that error.
+        mutating func sinkFailed(because error: any Error) -> URLSessionTask? {
+            guard case .sending(let exchange) = state else { return nil }
+            state = .stopping(error, exchange)
+            return exchange.task
         }
 
         enum RedirectAction: Equatable {
@@ -494,7 +529,8 @@ extension MultipartUpload {
                 // 301-303 the count is the first request's: a server that redirected without reading the form never
                 // got it either.
                 handedOut: exchange.bytesAtResponse ?? bytesHandedOut(by: exchange, count),
-                bodyEnd: bodyStart + bodyLength, formLength: contentLength, received: exchange.received)
+                bodyEnd: bodyStart + bodyLength, formLength: contentLength, received: exchange.answer.data,
+                cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit(reception))
             if case .failed(let failure) = exchange.written { outcome.bodyFailure = failure }
             if let http = response as? HTTPURLResponse { outcome.takesEarlySuccess = role.takesEarlySuccess(http) }
             return .finish(finish(outcome.verdict, exchange: exchange, count))

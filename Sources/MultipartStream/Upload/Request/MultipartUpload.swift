@@ -30,6 +30,8 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// The caller's session and its delegate, which decides redirects and challenges first.
     let caller: CallerDelegate
     private let completion: Completion
+    /// How the answers' bodies are kept (the machine's, read without its lock).
+    private let reception: ResponseReception
 
     private let lock = Lock()
     private var machine: StateMachine
@@ -43,6 +45,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         callerSession: URLSession,
         requests: RequestMaker,
         pacer: MultipartPacer? = nil,
+        reception: ResponseReception = .protocolAnswer,
         progress: ProgressCoalescer?,
         completion: @escaping Completion
     ) {
@@ -54,8 +57,10 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         let end: UInt64 = if case .append(_, let end) = role { end } else { 0 }
         contentLength = form.contentLength ?? end
         machine = StateMachine(
-            role: role, contentLength: contentLength, contentType: form.contentType, oneShot: form.resendFailure)
+            role: role, contentLength: contentLength, contentType: form.contentType, oneShot: form.resendFailure,
+            reception: reception)
         caller = CallerDelegate(callerSession)
+        self.reception = reception
         self.progress = progress
         self.completion = completion
     }
@@ -135,9 +140,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         if endsProgress { progress?.finish() }
         // Still counted: how far they reached bounds what the server may say it has.
         closeStreams(forgetting: false)
-        if let task {
-            DispatchQueue.global().async { task.cancel() }
-        }
+        cancelOffQueue(task)
     }
 
     // MARK: Body
@@ -203,13 +206,39 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
 
     // MARK: Response
 
-    func receivedResponse() {
+    func receivedResponse(_ response: URLResponse) {
         let count = bodyCount()
-        modify { $0.responseBegan(count) }
+        let statusCode = (response as? HTTPURLResponse)?.statusCode
+        modify { $0.responseBegan(count, statusCode: statusCode) }
     }
 
-    func received(_ data: Data) {
-        modify { $0.received(data) }
+    /// Keeps, delivers or stops at a piece of the answer's body, as its reception says.
+    func received(_ data: Data, task: URLSessionTask) {
+        switch modify({ $0.received(data) }) {
+        case .none:
+            break
+        case .deliver(let data):
+            do {
+                guard let sink = reception.sink, let response = task.response as? HTTPURLResponse else {
+                    return
+                }
+                try sink.write(data, of: response, by: ObjectIdentifier(self))
+            } catch {
+                cancelOffQueue(modify { $0.sinkFailed(because: error) })
+            }
+        case .stop(let stopped):
+            // The caller is told when the task has stopped, not before: a request made meanwhile (a resumable
+            // upload's next) would open another connection while this one is still read, on the one thread that
+            // must also stop it.
+            cancelOffQueue(stopped)
+        }
+    }
+
+    /// Cancels `task` from another thread: Linux URLSession cancels on its own thread, which may be waiting for the
+    /// delegate queue (``PacedDelegateQueue``) or held by a caller stream blocked in `read`.
+    private func cancelOffQueue(_ task: URLSessionTask?) {
+        guard let task else { return }
+        DispatchQueue.global().async { task.cancel() }
     }
 
     /// The redirect's request is made as every request is (``RequestMaker``: the fresh headers, then the origin
@@ -305,11 +334,34 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     }
 
     private func finish(_ finish: StateMachine.Finish) {
+        var finish = finish
+        if let sink = reception.sink {
+            finish.result = handing(finish.result, to: sink)
+        }
         closeStreams(forgetting: true)
         progress?.settle(at: finish.bytesSent)
         if finish.endsProgress { progress?.finish() }
         caller.unpin()
         if let file = finish.removing { try? FileManager.default.removeItem(at: file) }
         completion(finish.result)
+    }
+
+    /// The result once the sink has the answer: a body held in memory (an answer another might have followed)
+    /// goes to it now that it is the answer; the caller gets no bytes of it.
+    private func handing(_ result: Result<(Data, URLResponse), any Error>, to sink: ResponseSink)
+        -> Result<(Data, URLResponse), any Error>
+    {
+        guard case .success(let (data, response)) = result else {
+            if case .failure(let error) = result { sink.ended(by: ObjectIdentifier(self), error: error) }
+            return result
+        }
+        let http = response as? HTTPURLResponse
+        guard reception.handsHeldBodyToSink(statusCode: http?.statusCode) else { return result }
+        do {
+            if let http, !data.isEmpty { try sink.write(data, of: http, by: ObjectIdentifier(self)) }
+            return .success((Data(), response))
+        } catch {
+            return .failure(error)
+        }
     }
 }

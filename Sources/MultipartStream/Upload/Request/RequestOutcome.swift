@@ -32,8 +32,13 @@ struct RequestOutcome {
     var formLength: UInt64?
     /// Whether a 2xx before the whole body is an answer all the same (an append that the server keeps part of).
     var takesEarlySuccess = false
-    /// The answer's body.
+    /// The answer's body, or as much of it as its bound lets memory hold.
     var received = Data()
+    /// The upload stopped the task itself once it had all of the answer it needs (a refused status's prefix): the
+    /// task's error is that stop.
+    var cutShort = false
+    /// The bound the upload's own answer passed in memory, where the caller would otherwise get it cut short.
+    var passedLimit: Int?
 
     /// Whether the body was cut short when the answer came.
     var isShort: Bool {
@@ -50,15 +55,23 @@ struct RequestOutcome {
         let http = response as? HTTPURLResponse
         if let http, error != nil, gaveUpChallenge, http.statusCode == 401 || http.statusCode == 407 {
             // Any other error after a 401's headers (a reset) is a failure.
-            return .success((received, http))
+            return answer(http)
         }
-        if let error { return .failure(error) }
+        if let error, !cutShort { return .failure(error) }
         if let http, (200..<300).contains(http.statusCode), isShort, !takesEarlySuccess {
             let reason = MultipartError.Reason.answeredBeforeBodySent(
                 statusCode: http.statusCode, bytesSent: handedOut, contentLength: formLength)
             return .failure(MultipartError(reason))
         }
-        if let response { return .success((received, response)) }
-        return .failure(URLError(.badServerResponse))
+        guard let response else { return .failure(URLError(.badServerResponse)) }
+        return answer(response)
+    }
+
+    /// The answer, unless its body passed its bound: then the caller would get it cut short.
+    private func answer(_ response: URLResponse) -> Result<(Data, URLResponse), any Error> {
+        guard let passedLimit else { return .success((received, response)) }
+        let http = response as? HTTPURLResponse
+        let reason = MultipartError.Reason.responseTooLarge(statusCode: http?.statusCode ?? 200, limit: passedLimit)
+        return .failure(http.map { MultipartError(reason, response: $0) } ?? MultipartError(reason))
     }
 }

@@ -26,6 +26,8 @@ struct WholeFormUpload {
     /// The upload's pacing clock, shared by every request's body.
     let pacer: MultipartPacer?
     let requests: RequestMaker
+    /// How the answer's body is kept.
+    let reception: ResponseReception
     let progress: ProgressCoalescer?
     /// Told the spooled form's length, when a part of unknown length was spooled.
     var spooled: (@Sendable (UInt64) -> Void)? = nil
@@ -81,7 +83,7 @@ struct WholeFormUpload {
         let result = PendingResponse()
         let upload = MultipartUpload(
             form: form, role: .wholeForm(uploadBody), callerSession: session, requests: requests, pacer: pacer,
-            progress: progress, completion: result.resolve)
+            reception: reception, progress: progress, completion: result.resolve)
         defer { bodySent?(upload.furthestHandedOut) }
         return try await session.perform(request, upload, answeredTo: result)
     }

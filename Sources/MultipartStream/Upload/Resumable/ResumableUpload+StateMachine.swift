@@ -765,7 +765,17 @@ extension ResumableUpload {
 
         /// 408, 429, 503 and other 5xx: the server may take the request later.
         private func isTransient(_ answer: Answer) -> Bool {
-            answer.statusCode == 408 || answer.statusCode == 429 || (500..<600).contains(answer.statusCode)
+            Self.isTransient(answer.statusCode)
+        }
+
+        private static func isTransient(_ statusCode: Int) -> Bool {
+            statusCode == 408 || statusCode == 429 || (500..<600).contains(statusCode)
+        }
+
+        /// Whether an answer to an append with `statusCode` is one the upload goes on from (trying again, asking
+        /// where the server stands, starting over), never the application's answer: its body is not the caller's.
+        static func goesOn(after statusCode: Int) -> Bool {
+            isTransient(statusCode) || statusCode == 404 || statusCode == 409 || statusCode == 410
         }
 
         /// The state that asks where the server has `resource`.

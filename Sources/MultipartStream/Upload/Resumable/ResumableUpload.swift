@@ -20,6 +20,9 @@ struct ResumableUpload {
     let pacer: MultipartPacer?
     /// Makes every request of the protocol, and the whole form's: the caller's fresh headers, the origin rule.
     let requests: RequestMaker
+    /// How the upload's answer is kept, which the append that completes the form (or the whole form) gets; every
+    /// other answer is read for a bounded prefix.
+    var reception = ResponseReception.answer(accepting: nil, body: .inMemory, sink: nil)
     let progress: ProgressCoalescer?
 
     func run() async throws -> Reply {
@@ -146,7 +149,8 @@ struct ResumableUpload {
                 let events = policy.events
                 return try await WholeFormUpload(
                     form: form, request: request, session: session, body: .stream, pacer: pacer,
-                    requests: requests, progress: progress, spooled: { events?(.spooled(contentLength: $0)) },
+                    requests: requests, reception: reception, progress: progress,
+                    spooled: { events?(.spooled(contentLength: $0)) },
                     bodySent: { events?(.bodySent(bytes: $0)) }
                 ).run()
             case .answer(let reply):
@@ -259,7 +263,15 @@ struct ResumableUpload {
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }
-        let (upload, result) = makeUpload(role, buffered: buffered, progress: progress)
+        // Only the append that completes the form gets the application's answer.
+        let completes = contentLength.map { length in
+            if case .append(_, let end) = step { end >= length } else { false }
+        }
+        let (upload, result) = makeUpload(
+            role, buffered: buffered,
+            reception: completes == true
+                ? reception.answering(only: { !StateMachine.goesOn(after: $0) }) : reception.notTheAnswer,
+            progress: progress)
         if let url = request.url {
             policy.events?(.requestSent(method: request.httpMethod ?? "", url: url, fields: step.fields(of: request)))
         }
@@ -282,15 +294,14 @@ struct ResumableUpload {
     }
 
     /// One request of the upload in `role`, on the caller's session, and the answer it resolves.
-    private func makeUpload(_ role: MultipartUpload.Role, buffered: AppendBuffer? = nil, progress: ProgressCoalescer?)
-        -> (
-            MultipartUpload, PendingResponse
-        )
-    {
+    private func makeUpload(
+        _ role: MultipartUpload.Role, buffered: AppendBuffer? = nil, reception: ResponseReception,
+        progress: ProgressCoalescer?
+    ) -> (MultipartUpload, PendingResponse) {
         let result = PendingResponse()
         let upload = MultipartUpload(
             form: form, buffered: buffered, role: role, callerSession: session, requests: requests, pacer: pacer,
-            progress: progress, completion: result.resolve)
+            reception: reception, progress: progress, completion: result.resolve)
         return (upload, result)
     }
 

@@ -44,7 +44,12 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         // A background configuration only reaches here for a task whose body fails when resumed, saying why; such a
         // session cannot carry stream uploads.
         let configuration = callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
-        madeSession = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        #if canImport(FoundationNetworking)
+            let queue: OperationQueue? = PacedDelegateQueue()
+        #else
+            let queue: OperationQueue? = nil
+        #endif
+        madeSession = URLSession(configuration: configuration, delegate: self, delegateQueue: queue)
     }
 
     private static func nanoseconds(_ interval: TimeInterval) -> UInt64 {
@@ -135,12 +140,12 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
         guard let upload = upload(for: dataTask) else { return completionHandler(.cancel) }
-        upload.receivedResponse()
+        upload.receivedResponse(response)
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        upload(for: dataTask)?.received(data)
+        upload(for: dataTask)?.received(data, task: dataTask)
     }
 
     func urlSession(

@@ -15,9 +15,9 @@ protocol UploadTaskEvents: AnyObject, Sendable {
     /// URLSession's own count of body bytes sent.
     func sentBody(totalBytesSent: Int64)
     /// A response began (a 401's or a redirect's, or the one that counts).
-    func receivedResponse()
+    func receivedResponse(_ response: URLResponse)
     /// Response body bytes.
-    func received(_ data: Data)
+    func received(_ data: Data, task: URLSessionTask)
     /// A redirect: `answer` the request to send, or `nil` to keep the 3xx as the answer.
     func redirect(
         task: URLSessionTask, response: HTTPURLResponse, proposed: URLRequest,
