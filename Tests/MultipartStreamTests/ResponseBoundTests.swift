@@ -13,6 +13,10 @@ import Testing
 /// waited for; an answer past its bound fails loudly on every way to send; a body taken as it arrives (a file, chunks)
 /// is whole. What the server put on the wire decides (`/sent`): its bytes, hash, and whether the client hung up.
 /// Peak memory is the benchmarks' `answer-check`, in a process of its own.
+///
+/// Linux URLSession stops a task on its one thread for the process, which a connection that stays readable can hold
+/// (under a sanitizer, for seconds): a finite answer may be read to its end before the stop takes effect, so the
+/// endless answers are the ones that show the upload does not wait for the rest.
 extension URLSessionSuites {
     @Suite(.serialized) struct ResponseBoundTests {
         static let gib = 1 << 30
@@ -70,8 +74,8 @@ extension URLSessionSuites {
             #expect(failure.category == .upload)
             #expect(failure.description.contains("16777216 bytes"), "\(failure)")
             if path.isUpload { #expect(failure.response?.statusCode == 200) }
-            let sent = try await sentOnceSettled(server)
-            #expect(sent.hungUp && sent.bytes < Self.gib, "\(path): the server wrote \(sent.bytes) bytes")
+            // Stopped at the bound; when the stop takes effect is URLSession's (under a sanitizer, after the server
+            // has written the whole 1 GiB), so the endless answers below are what prove the rest is not waited for.
         }
 
         /// A refused status's body, 2 GiB with a length or chunked without end: the error carries its first 64 KiB,
@@ -91,9 +95,8 @@ extension URLSessionSuites {
             }
             #expect(body == LargeAnswerServer.body(MultipartResponseBody.refusedBodyLimit), "\(path): \(body.count)")
             #expect(error.response?.statusCode == 500)
-            let sent = try await sentOnceSettled(server)
-            #expect(
-                sent.hungUp && (endless || sent.bytes < 2 * Self.gib), "\(path): the server wrote \(sent.bytes) bytes")
+            // An endless answer ends only by the upload's stop: returning at all shows it did not wait for the rest.
+            if endless { #expect(try await sentOnceSettled(server).hungUp, "\(path)") }
             #expect(Date().timeIntervalSince(started) < 30)
         }
 
@@ -197,17 +200,17 @@ extension URLSessionSuites {
             #expect(received.seen.statuses == [200])
         }
 
-        /// A `.chunks` closure that throws stops the upload with its error, and the rest is not waited for.
+        /// A `.chunks` closure that throws stops the upload with its error, and the rest is not waited for: the
+        /// answer never ends.
         @Test func aThrowingChunkHandlerStopsTheUpload() async throws {
             struct Enough: Error {}
             let server = try LargeAnswerServer()
             await #expect(throws: Enough.self) {
                 _ = try await URLSession.shared.upload(
-                    form(), with: URLRequest(url: server.url(bytes: Self.gib)),
+                    form(), with: URLRequest(url: server.url(bytes: nil)),
                     responseBody: .chunks { _, _ in throw Enough() })
             }
-            let sent = try await sentOnceSettled(server)
-            #expect(sent.hungUp && sent.bytes < Self.gib)
+            #expect(try await sentOnceSettled(server).hungUp)
         }
     }
 }
