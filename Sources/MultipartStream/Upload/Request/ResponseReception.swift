@@ -27,12 +27,9 @@ struct ResponseReception: Sendable {
     static let protocolAnswer = Self(
         acceptable: nil, body: .inMemory(upTo: MultipartResponseBody.refusedBodyLimit), sink: nil, isTheAnswer: false)
 
-    /// This reception for a request whose answer is not the upload's (an append that does not complete it).
-    var notTheAnswer: Self {
-        var reception = Self.protocolAnswer
-        reception.acceptable = acceptable
-        return reception
-    }
+    /// This reception for a request whose answer is not the upload's (an append that does not complete it): a
+    /// protocol answer, whatever the upload's own says.
+    var notTheAnswer: Self { .protocolAnswer }
 
     /// This reception for a request whose answer is the upload's only with a status `answersWith` takes.
     func answering(only answersWith: @escaping @Sendable (Int) -> Bool) -> Self {

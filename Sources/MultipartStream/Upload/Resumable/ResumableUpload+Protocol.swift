@@ -183,6 +183,13 @@ extension ResumableUpload {
             return request
         }
 
+        /// Whether this is the append that completes a form of `contentLength` (`nil`, unknown yet: none does): the
+        /// one it says `Upload-Complete: ?1` on, and whose answer is the application's.
+        func completes(_ contentLength: UInt64?) -> Bool {
+            guard case .append(_, let end) = self, let contentLength else { return false }
+            return end >= contentLength
+        }
+
         /// Sets the draft's fields of this step in `version` on `request`, last, so that nothing else changes them.
         /// An append's body and length are the upload's to add.
         func frame(_ request: inout URLRequest, version: InteropVersion, contentLength: UInt64?, contentType: String) {
@@ -194,10 +201,10 @@ extension ResumableUpload {
                 request.setValue(contentLength.map(String.init), forHTTPHeaderField: Header.length)
                 request.setValue(contentType, forHTTPHeaderField: "Content-Type")
                 request.httpBody = Data()
-            case .append(let offset, let end):
+            case .append(let offset, _):
                 request.setValue(String(offset), forHTTPHeaderField: Header.offset)
-                let completes = contentLength.map { end >= $0 } ?? false
-                request.setValue(StructuredField.boolean(completes), forHTTPHeaderField: Header.complete)
+                request.setValue(
+                    StructuredField.boolean(completes(contentLength)), forHTTPHeaderField: Header.complete)
             case .detect, .askOffset, .delete:
                 break
             }

@@ -264,12 +264,9 @@ struct ResumableUpload {
             case .detect, .create: .protocolRequest
             }
         // Only the append that completes the form gets the application's answer.
-        let completes = contentLength.map { length in
-            if case .append(_, let end) = step { end >= length } else { false }
-        }
         let (upload, result) = makeUpload(
             role, buffered: buffered,
-            reception: completes == true
+            reception: step.completes(contentLength)
                 ? reception.answering(only: { !StateMachine.goesOn(after: $0) }) : reception.notTheAnswer,
             progress: progress)
         if let url = request.url {
