@@ -13,6 +13,8 @@ What each version changes here: 6 names the lifetime `expires`, 7 on `max-age`; 
 `104 (Upload Resumption Supported)` interim answer with the offset before its final one.
 
 Scenarios (the default answers as the draft's examples do; the others change one thing):
+  Every answer of 300 or more to a PATCH carries a body (`STATUS to an append: not the answer`) unless the scenario
+  gives one: only the application's answer may reach a caller.
   default               OPTIONS 200 with Upload-Limit; creation 201 with Location, Upload-Complete: ?0, offset 0;
                         PATCH stores the bytes and, once all are there with ?1, answers the application's 200 (a JSON
                         {bytes, sha256} of the form) with Upload-Complete: ?1; HEAD 204 with the offset
@@ -22,6 +24,8 @@ Scenarios (the default answers as the draft's examples do; the others change one
   complete-503          the application answers 503 with Upload-Complete: ?1
   incomplete-204        the first PATCH keeps half the bytes and answers 204 with Upload-Complete: ?0, no offset
   redirect-307          the first PATCH answers 307 to another URL of the same upload, keeping nothing
+  conflict-409          the first PATCH keeps half the bytes and answers 409 with Upload-Offset and Upload-Complete: ?0
+  partial-200           the first PATCH keeps half the bytes and answers 200 with Upload-Offset and Upload-Complete: ?0
   creation-201          the creation answer has Location only: no Upload-Complete, no Upload-Offset
   max-size              OPTIONS says max-size=100
   min-size              OPTIONS says min-size=1000000000; a plain POST of the whole form is the application's
@@ -129,6 +133,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.interims = 0
 
     def answer(self, status, headers=None, body=b""):
+        if not body and self.command == "PATCH" and status >= 300:
+            # Every answer to an append that is not the application's carries a body, which must reach no caller.
+            body = f"{status} to an append: not the answer\n".encode()
         self.send_response(status)
         if self.speaks_draft():
             self.send_header("Upload-Draft-Interop-Version", str(version))
@@ -382,7 +389,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 uploads[alias] = upload
             return self.answer(307, {"Location": f"/u/{alias}"})
         keep = None
-        if patch == 1 and scenario in ("incomplete-204", "head-503", "patch-503"):
+        if patch == 1 and scenario in ("incomplete-204", "head-503", "patch-503", "conflict-409", "partial-200"):
             keep = left // 2
         elif scenario == "max-append-drop" and patch == 2:
             keep = int(self.headers.get("Content-Length") or 0) // 2
@@ -416,6 +423,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if scenario == "patch-503":
                 self.close_connection = True
                 return self.answer(503, {"Connection": "close"})
+            if scenario in ("conflict-409", "partial-200"):
+                return self.answer(409 if scenario == "conflict-409" else 200,
+                                   {"Upload-Offset": str(stored), "Upload-Complete": "?0"}, b"not the answer\n")
             return self.drop()
         if scenario == "all-bytes-incomplete" and patch == 1:
             return self.drop()

@@ -43,6 +43,26 @@ extension CommandLineTests {
         #expect(savedStates().isEmpty)
     }
 
+    /// Only the answer is the answer, as curl `-L` writes no redirect's body: the body of every answer the upload
+    /// goes on from (a 307 to the moved upload, a 503, a 413, a 409, a 200 that keeps part of the form) reaches
+    /// neither `-o` nor standard output, with the options a user types first.
+    @Test(arguments: ["redirect-307", "patch-503", "too-large", "conflict-409", "partial-200"])
+    func theOutputHoldsTheAnswerAlone(scenario: String) throws {
+        let form = try lyingServerForm(seed: 47)
+        let server = try DraftServer()
+        let url = server.url(scenario: scenario).absoluteString
+        let toFile = try run(["-sS", "-C", "-", "--boundary", "Lies", "-F", "file=@lie.bin", "-o", "answer.json", url])
+        #expect(toFile.status == 0, "\(toFile.stderr)")
+        let toStandardOutput = try run(["-sS", "-C", "-", "--boundary", "Lies", "-F", "file=@lie.bin", url])
+        #expect(toStandardOutput.status == 0, "\(toStandardOutput.stderr)")
+        let expected = DraftServer.Form(bytes: form.bytes, sha256: form.sha256)
+        for output in [try Data(contentsOf: directory.path("answer.json")), toStandardOutput.stdout] {
+            let text = String(decoding: output, as: UTF8.self)
+            #expect((try? JSONDecoder().decode(DraftServer.Form.self, from: output)) == expected, "\(text)")
+        }
+        #expect(try server.forms() == [expected, expected])
+    }
+
     /// The whole form went in one append that the server answered `?0` at the end; the empty last append (`?1`) is
     /// refused with 413. Before, `size - 1` with `size == 0` trapped (signal 4).
     @Test func a413ToTheEmptyLastAppendIsTheAnswerNotATrap() throws {

@@ -49,11 +49,23 @@ import Testing
     @Test func protocolAnswersAreAPrefix() {
         #expect(ResponseReception.protocolAnswer.plan(for: 200) == .memory(limit: Self.prefix, stops: true))
         #expect(!ResponseReception.protocolAnswer.failsPastLimit(statusCode: 200))
-        let last = answer(.chunks { _, _ in }).answering { !ResumableUpload.StateMachine.goesOn(after: $0) }
-        for status in [404, 409, 410, 408, 429, 500, 503] {
-            #expect(last.plan(for: status) == .memory(limit: Self.prefix, stops: true), "\(status)")
+        // The last append's: the upload's answer only where the judge (the resumable machine) takes the head.
+        let last = answer(.chunks { _, _ in }).answering { response, handedOut in
+            response.statusCode < 300 && handedOut == 10 || response.statusCode == 400
         }
-        #expect(last.plan(for: 200) == .deliver && last.plan(for: 400) == .deliver)
+        func plan(_ status: Int, handedOut: UInt64 = 10) -> Plan {
+            let head = HTTPURLResponse(
+                url: URL(string: "http://127.0.0.1:1/")!, statusCode: status, httpVersion: nil, headerFields: [:])!
+            let settled = last.settled(for: head, handedOut: handedOut)
+            #expect(settled.answersWith == nil, "settled once")
+            return settled.plan(for: status)
+        }
+        for status in [404, 409, 410, 408, 429, 500, 503] {
+            #expect(plan(status) == .memory(limit: Self.prefix, stops: true), "\(status)")
+        }
+        #expect(plan(307) == .memory(limit: Self.prefix, stops: false), "a move is never the answer, nor stopped")
+        #expect(plan(200, handedOut: 9) == .memory(limit: Self.prefix, stops: true), "judged on the count at the head")
+        #expect(plan(200) == .deliver && plan(400) == .deliver)
         #expect(answer().notTheAnswer.plan(for: 200) == .memory(limit: Self.prefix, stops: true))
     }
 
@@ -91,7 +103,7 @@ import Testing
             _ = machine.taskMade(task)
             #expect(machine.streamMade() == .hand)
             let sent = MultipartUpload.StateMachine.BodyCount(last: form.contentLength!, furthest: form.contentLength!)
-            machine.responseBegan(sent, statusCode: 200)
+            machine.responseBegan(sent, response: response)
             let limit = fails ? 8 : Self.prefix
             if case .stop = machine.received(Data(count: limit)) { Issue.record("stopped within the bound") }
             guard case .stop(let stopped) = machine.received(Data(count: 1)), stopped === task else {

@@ -189,6 +189,29 @@ extension URLSessionSuites {
             #expect(try server.log().last.map { $0.method == "PATCH" && $0.path.hasSuffix("-moved") } == true)
         }
 
+        /// Only the answer is the answer: the body of every answer the upload goes on from (a 307 to the moved
+        /// upload, a 503, a 413, a 409, a 200 that keeps part of the form) reaches no sink, whether the answer goes
+        /// to a closure or to a file; each carries one (`STATUS to an append: not the answer`).
+        @Test(arguments: ["redirect-307", "patch-503", "too-large", "conflict-409", "partial-200"])
+        func onlyTheAnswerReachesTheSink(scenario: String) async throws {
+            let (toClosure, toFile) = (try DraftServer(), try DraftServer())
+            let pieces = Pieces()
+            _ = try await URLSession.shared.upload(
+                form, with: URLRequest(url: toClosure.url(scenario: scenario)), strategy: .resumable(fast),
+                responseBody: .chunks { _, piece in pieces.append(piece) })
+            let destination = directory.path("answer-\(scenario).json")
+            _ = try await URLSession.shared.upload(
+                form, with: URLRequest(url: toFile.url(scenario: scenario)), strategy: .resumable(fast),
+                responseBody: .file(destination))
+            for (body, server) in [(pieces.data, toClosure), (try Data(contentsOf: destination), toFile)] {
+                let text = String(decoding: body, as: UTF8.self)
+                #expect(!text.contains("not the answer"), "\(text)")
+                #expect((try? JSONDecoder().decode(DraftServer.Form.self, from: body)) == expected, "\(text)")
+                #expect(try server.forms() == [expected])
+                #expect(try server.log().contains { $0.method == "PATCH" && $0.complete == "?1" && $0.bytes > 0 })
+            }
+        }
+
         @Test func theDraftsCreationExampleIsTaken() async throws {
             let server = try DraftServer()
             let (_, status) = try await upload(server, "creation-201")
@@ -327,4 +350,14 @@ extension URLSessionSuites {
             if hookSeconds == 0 { #expect(try server.forms().isEmpty) }
         }
     }
+}
+
+/// What a `.chunks` closure was handed, in order.
+private final class Pieces: @unchecked Sendable {
+    // @unchecked: `received` is guarded by `lock`.
+    private let lock = NSLock()
+    private var received = Data()
+
+    func append(_ piece: Data) { lock.withLock { received.append(piece) } }
+    var data: Data { lock.withLock { received } }
 }

@@ -896,13 +896,78 @@ import Testing
             is: .keep(.init(writing: .init(location: moved, acknowledged: 400)), then: .append(from: 400, upTo: 1_000)))
     }
 
+    /// A `Location` that moves the upload is saved only once something there has answered as the upload: a `HEAD`
+    /// there that answers 405 keeps the place that last answered, or every later run would ask where nothing is.
+    @Test func aMoveNothingAnsweredAtIsNotSaved() {
+        var (resumption, _) = savingAndCreated()
+        _ = resumption.handle(dropped)
+        _ = resumption.handle(answer(204, offset: 400, complete: false))
+        let moved = URL(string: "http://127.0.0.1:8080/u/u/1")!
+        expect(resumption.handle(answer(308, location: moved)), is: .send(.askOffset))
+        guard case .stop(_, let keeping) = resumption.handle(answer(405)) else {
+            Issue.record("a HEAD answered 405 did not stop with the upload kept")
+            return
+        }
+        #expect(keeping == nil, "the saved state already holds where the upload last answered, at 400")
+
+        var (unsaved, _) = savingAndCreated()
+        _ = unsaved.handle(dropped)
+        expect(unsaved.handle(answer(307, location: moved)), is: .send(.askOffset))
+        expect(
+            unsaved.handle(answer(204, offset: 0, complete: false)),
+            is: .keep(.init(writing: .init(location: moved, acknowledged: 0)), then: .append(from: 0, upTo: 1_000)),
+            "saved once it answered")
+        _ = unsaved.handle(answer(307, location: location))
+        guard case .stop(_, let back) = unsaved.handle(answer(405)) else {
+            Issue.record("a HEAD answered 405 did not stop with the upload kept")
+            return
+        }
+        #expect(back == nil, "the move that answered stays saved")
+    }
+
+    /// Only an answer the upload ends with is the caller's. Its head is judged before its body arrives, as
+    /// ``ResumableUpload/StateMachine/handle(_:)`` judges it once the request ends: the body of an answer the upload
+    /// goes on from (a move, a retry, a smaller append, a conflict, a partial acceptance, a claim it cannot have)
+    /// reaches no sink.
+    @Test func onlyTheAnswerTheUploadEndsWithIsTakenAtItsHead() {
+        let machine = appending()
+        func head(_ status: Int, _ fields: [String: String] = [:]) -> HTTPURLResponse {
+            HTTPURLResponse(url: location, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)!
+        }
+        let goesOn: [(HTTPURLResponse, UInt64, Comment)] = [
+            (head(307, ["Location": "/u/moved"]), 1_000, "the upload moved"),
+            (head(308, ["Location": "/u/moved"]), 1_000, "the upload moved for good"),
+            (head(500), 1_000, "a 5xx"), (head(503, ["Retry-After": "1"]), 1_000, "a 503"), (head(429), 1_000, "429"),
+            (head(408), 1_000, "408"), (head(413), 1_000, "too large: a smaller append"),
+            (head(409, ["Upload-Offset": "400"]), 1_000, "a conflict"), (head(404), 1_000, "gone: created again"),
+            (head(200, ["Upload-Complete": "?0", "Upload-Offset": "400"]), 1_000, "a partial acceptance"),
+            (head(200, ["Upload-Complete": "?1", "Upload-Offset": "1000"]), 600, "complete before its last byte"),
+        ]
+        for (response, handedOut, why) in goesOn {
+            #expect(!machine.takesAsAnswer(response, handedOut: handedOut), why)
+        }
+        let answers: [(HTTPURLResponse, Comment)] = [
+            (head(200, ["Upload-Complete": "?1", "Upload-Offset": "1000"]), "complete"),
+            (head(400, ["Upload-Complete": "?1"]), "the application's refusal, complete"),
+            (head(403), "a refusal"),
+        ]
+        for (response, why) in answers { #expect(machine.takesAsAnswer(response, handedOut: 1_000), why) }
+        // The judge and the machine agree, whatever the head.
+        for (response, handedOut, _) in goesOn + answers.map({ ($0.0, 1_000, $0.1) }) {
+            var ends = machine
+            let action = ends.handle(.answered(ResumableUpload.Answer(response), Self.reply, handedOut: handedOut))
+            let isAnswer: Bool = if case .answer = action { true } else { false }
+            #expect(isAnswer == machine.takesAsAnswer(response, handedOut: handedOut), "\(response.statusCode)")
+        }
+    }
+
     @Test func theSavedStateKeepsTheLifetimeTheLastMaxAgeLeft() {
-        var now: UInt64 = 1_000_000_000
+        let now = Clock()
         var resumption = ResumableUpload.StateMachine(
-            contentLength: 1_000, policy: policy, savesState: true, jitter: \.upperBound, clock: { now })
+            contentLength: 1_000, policy: policy, savesState: true, jitter: \.upperBound, clock: { now.nanoseconds })
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
-        now += 10_000_000_000
+        now.nanoseconds += 10_000_000_000
         let created = resumption.handle(
             answer(201, location: location, offset: 0, complete: false, limits: .init(maxAge: 3_600)))
         expect(
@@ -910,7 +975,7 @@ import Testing
             is: .keep(
                 .init(writing: .init(location: location, acknowledged: 0), lifetime: 3_600),
                 then: .append(from: 0, upTo: 1_000)))
-        now += 60_000_000_000
+        now.nanoseconds += 60_000_000_000
         _ = resumption.handle(dropped)
         expect(
             resumption.handle(answer(204, offset: 400, complete: false)),
@@ -1102,7 +1167,8 @@ import Testing
     // MARK: Waits and the total time
 
     /// The ranges the machine draws its waits from.
-    private final class Draws {
+    // @unchecked: a test's own, read and written on the test's one thread; the machine asks it synchronously.
+    private final class Draws: @unchecked Sendable {
         var ranges: [ClosedRange<Double>] = []
     }
 
@@ -1141,7 +1207,8 @@ import Testing
     }
 
     /// A clock the test moves by hand.
-    private final class Clock {
+    // @unchecked: as Draws.
+    private final class Clock: @unchecked Sendable {
         var nanoseconds: UInt64 = 1_000_000_000
     }
 

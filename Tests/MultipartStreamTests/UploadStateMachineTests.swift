@@ -51,7 +51,7 @@ import Testing
     private func end(
         _ machine: inout Machine, _ status: Int?, error: (any Error)? = nil, _ count: Machine.BodyCount = .init()
     ) -> Machine.EndAction {
-        machine.responseBegan(count, statusCode: status)
+        machine.responseBegan(count, response: status.map(response))
         _ = machine.received(Data("answer".utf8))
         return machine.taskEnded(error: error, response: status.map(response), body: count)
     }

@@ -174,11 +174,10 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         // whole once it handed out its last byte: at its end, or closed after it (a stream closed early still has
         // bytes to give).
         let count = stream.map { ($0.bytesRead, !$0.hasBytesAvailable) }
-        let statusCode = (response as? HTTPURLResponse)?.statusCode
-        let plan = reception.plan(for: statusCode)
+        let answer = ReceivedBody(response, handedOut: count?.0 ?? 0, as: reception)
         modifyTasks { tasks in
             guard var exchange = tasks[ObjectIdentifier(dataTask)] else { return }
-            exchange.answer = ReceivedBody(plan: plan, statusCode: statusCode)
+            exchange.answer = answer
             exchange.atResponse = count
             tasks[ObjectIdentifier(dataTask)] = exchange
         }
@@ -209,7 +208,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             // A body that is not the form's (another stream) is not counted: it is taken as whole.
             bodyEnd: stream == nil ? 0 : stream?.contentLength, handedOutLastByte: handedOut.lastByte,
             formLength: stream?.contentLength, received: exchange.answer.data,
-            cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit(reception))
+            cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit)
         let verdict = outcome.verdict
         if let progress = exchange.progress {
             if case .success = verdict { progress.settle(at: atEnd.0) }

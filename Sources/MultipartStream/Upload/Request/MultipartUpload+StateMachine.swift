@@ -73,8 +73,9 @@ extension MultipartUpload {
             case stopping(any Error, Exchange)
             /// The caller cancelled; the task ends by itself.
             case cancelled(Exchange)
-            /// The caller has been told; `furthest` is how far into the form the upload's bodies reached.
-            case finished(furthest: UInt64)
+            /// The caller has been told; `furthest` is how far into the form the upload's bodies reached, `atAnswer`
+            /// how far when the last answer's head came.
+            case finished(furthest: UInt64, atAnswer: UInt64?)
         }
 
         let role: Role
@@ -314,7 +315,7 @@ extension MultipartUpload {
         /// reads.
         func furthestHandedOut(_ count: BodyCount) -> UInt64 {
             switch state {
-            case .finished(let furthest): furthest
+            case .finished(let furthest, _): furthest
             default: exchange.map { furthestHandedOut(by: $0, count) } ?? bodyStart
             }
         }
@@ -331,14 +332,14 @@ extension MultipartUpload {
 
         // MARK: Response
 
-        /// A response with `statusCode` (`nil`: not HTTP) began, the task's streams having handed out `count`; a
-        /// 401's or a redirect's body comes before the response that counts.
-        mutating func responseBegan(_ count: BodyCount = BodyCount(), statusCode: Int? = nil) {
-            let (start, countedByURLSession) = (bodyStart, body.isReadByURLSession)
-            let plan = reception.plan(for: statusCode)
+        /// A response began (`nil`: no head to judge), the task's streams having handed out `count`; a 401's or a
+        /// redirect's body comes before the response that counts.
+        mutating func responseBegan(_ count: BodyCount = BodyCount(), response: URLResponse? = nil) {
+            let (start, countedByURLSession, reception) = (bodyStart, body.isReadByURLSession, reception)
             modifyExchange {
-                $0.answer = ReceivedBody(plan: plan, statusCode: statusCode)
-                $0.bytesAtResponse = start + $0.bodyBytesHandedOut(count, countedByURLSession: countedByURLSession)
+                let handedOut = start + $0.bodyBytesHandedOut(count, countedByURLSession: countedByURLSession)
+                $0.answer = ReceivedBody(response, handedOut: handedOut, as: reception)
+                $0.bytesAtResponse = handedOut
             }
         }
 
@@ -489,6 +490,8 @@ extension MultipartUpload {
             var bytesSent: UInt64
             var endsProgress: Bool
             var removing: URL?
+            /// Whether the answer's body, held in memory, goes to the sink: it is the upload's.
+            var answerGoesToSink = false
         }
 
         enum EndAction {
@@ -530,7 +533,7 @@ extension MultipartUpload {
                 // got it either.
                 handedOut: exchange.bytesAtResponse ?? bytesHandedOut(by: exchange, count),
                 bodyEnd: bodyStart + bodyLength, formLength: contentLength, received: exchange.answer.data,
-                cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit(reception))
+                cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit)
             if case .failed(let failure) = exchange.written { outcome.bodyFailure = failure }
             if let http = response as? HTTPURLResponse { outcome.takesEarlySuccess = role.takesEarlySuccess(http) }
             return .finish(finish(outcome.verdict, exchange: exchange, count))
@@ -556,15 +559,22 @@ extension MultipartUpload {
         private mutating func finish(
             _ result: Result<(Data, URLResponse), any Error>, exchange: Exchange, _ count: BodyCount
         ) -> Finish {
-            state = .finished(furthest: furthestHandedOut(by: exchange, count))
+            state = .finished(furthest: furthestHandedOut(by: exchange, count), atAnswer: exchange.bytesAtResponse)
             return Finish(
                 result: result, bytesSent: bytesHandedOut(by: exchange, count), endsProgress: role.finishesProgress,
-                removing: body.temporaryFile)
+                removing: body.temporaryFile, answerGoesToSink: exchange.answer.goesToSink)
         }
 
         /// The form's bytes the exchange's body handed out, from the form's first byte.
         private func bytesHandedOut(by exchange: Exchange, _ count: BodyCount) -> UInt64 {
             bodyStart + exchange.bodyBytesHandedOut(count, countedByURLSession: body.isReadByURLSession)
+        }
+
+        /// How far into the form the request had handed out bytes when the head of its answer came, once it has
+        /// ended with one: the most of the form the server can have had when it answered.
+        var handedOutAtAnswer: UInt64? {
+            if case .finished(_, let atAnswer) = state { return atAnswer }
+            return nil
         }
 
         /// How far into the form any of the exchange's bodies reached, from the form's first byte.

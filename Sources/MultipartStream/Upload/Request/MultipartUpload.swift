@@ -204,12 +204,17 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         return modify { $0.furthestHandedOut(count) }
     }
 
+    /// How far into the form the upload had handed out bytes when the head of its answer came, once it has ended
+    /// with one: the most of the form the server can have had when it answered, which its answer was judged on.
+    var handedOutAtAnswer: UInt64? {
+        modify { $0.handedOutAtAnswer }
+    }
+
     // MARK: Response
 
     func receivedResponse(_ response: URLResponse) {
         let count = bodyCount()
-        let statusCode = (response as? HTTPURLResponse)?.statusCode
-        modify { $0.responseBegan(count, statusCode: statusCode) }
+        modify { $0.responseBegan(count, response: response) }
     }
 
     /// Keeps, delivers or stops at a piece of the answer's body, as its reception says.
@@ -336,7 +341,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     private func finish(_ finish: StateMachine.Finish) {
         var finish = finish
         if let sink = reception.sink {
-            finish.result = handing(finish.result, to: sink)
+            finish.result = handing(finish.result, to: sink, holding: finish.answerGoesToSink)
         }
         closeStreams(forgetting: true)
         progress?.settle(at: finish.bytesSent)
@@ -348,15 +353,15 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
 
     /// The result once the sink has the answer: a body held in memory (an answer another might have followed)
     /// goes to it now that it is the answer; the caller gets no bytes of it.
-    private func handing(_ result: Result<(Data, URLResponse), any Error>, to sink: ResponseSink)
-        -> Result<(Data, URLResponse), any Error>
-    {
+    private func handing(
+        _ result: Result<(Data, URLResponse), any Error>, to sink: ResponseSink, holding goesToSink: Bool
+    ) -> Result<(Data, URLResponse), any Error> {
         guard case .success(let (data, response)) = result else {
             if case .failure(let error) = result { sink.ended(by: ObjectIdentifier(self), error: error) }
             return result
         }
         let http = response as? HTTPURLResponse
-        guard reception.handsHeldBodyToSink(statusCode: http?.statusCode) else { return result }
+        guard goesToSink else { return result }
         do {
             if let http, !data.isEmpty { try sink.write(data, of: http, by: ObjectIdentifier(self)) }
             return .success((Data(), response))

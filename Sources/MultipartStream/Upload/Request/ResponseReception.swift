@@ -15,8 +15,10 @@ struct ResponseReception: Sendable {
     var sink: ResponseSink?
     /// Whether this request's answer may be the upload's: else its body is only read for a prefix.
     var isTheAnswer: Bool
-    /// Which statuses may be the upload's answer: not those the resumable protocol answers itself by trying again.
-    var answersWith: @Sendable (Int) -> Bool = { _ in true }
+    /// Which answers may be the upload's, judged on an answer's head and how far into the form the request had handed
+    /// out bytes when it came: not those the resumable protocol goes on from. ``settled(for:handedOut:)`` asks it
+    /// once per answer.
+    var answersWith: (@Sendable (HTTPURLResponse, _ handedOut: UInt64) -> Bool)?
 
     /// The upload's answer, kept as `body` says unless `acceptable` refuses its status.
     static func answer(accepting acceptable: Range<Int>?, body: MultipartResponseBody, sink: ResponseSink?) -> Self {
@@ -31,16 +33,30 @@ struct ResponseReception: Sendable {
     /// protocol answer, whatever the upload's own says.
     var notTheAnswer: Self { .protocolAnswer }
 
-    /// This reception for a request whose answer is the upload's only with a status `answersWith` takes.
-    func answering(only answersWith: @escaping @Sendable (Int) -> Bool) -> Self {
+    /// This reception for a request whose answer is the upload's only where `answersWith` takes its head.
+    func answering(only answersWith: @escaping @Sendable (HTTPURLResponse, _ handedOut: UInt64) -> Bool) -> Self {
         var reception = self
         reception.answersWith = answersWith
         return reception
     }
 
-    /// Whether an answer with `statusCode` (`nil`: not HTTP) may be the upload's.
-    private func isAnswer(_ statusCode: Int?) -> Bool {
-        isTheAnswer && answersWith(statusCode ?? 200)
+    /// This reception for one answer, whose head is `response` and which came when the request had handed out
+    /// `handedOut` bytes of the form: whether it may be the upload's is settled here, once, before any of its body
+    /// arrives, so that the body of an answer the upload goes on from never reaches the caller's sink.
+    func settled(for response: URLResponse?, handedOut: UInt64) -> Self {
+        guard let answersWith else { return self }
+        var settled = self
+        settled.answersWith = nil
+        if let response = response as? HTTPURLResponse {
+            settled.isTheAnswer = isTheAnswer && answersWith(response, handedOut)
+        }
+        return settled
+    }
+
+    /// Whether an answer may be the upload's: this reception must be settled for it.
+    private var isAnswer: Bool {
+        precondition(answersWith == nil, "a reception that judges answers is settled for each answer first")
+        return isTheAnswer
     }
 
     /// How the body of one answer is received.
@@ -58,7 +74,7 @@ struct ResponseReception: Sendable {
         let status = statusCode ?? 200
         let mayBeFollowed = Self.mayBeFollowed(status)
         let prefix = Plan.memory(limit: MultipartResponseBody.refusedBodyLimit, stops: !mayBeFollowed)
-        guard isAnswer(status) else { return prefix }
+        guard isAnswer else { return prefix }
         if let acceptable, !acceptable.contains(status) { return prefix }
         switch body.destination {
         case .memory(let limit):
@@ -77,13 +93,13 @@ struct ResponseReception: Sendable {
     /// caller would otherwise get cut short. A refused one's prefix is all its error carries; a protocol answer's
     /// is all anyone reads.
     func failsPastLimit(statusCode: Int?) -> Bool {
-        guard isAnswer(statusCode) else { return false }
+        guard isAnswer else { return false }
         return acceptable.map { $0.contains(statusCode ?? 200) } ?? true
     }
 
     /// Whether a body held in memory goes to the sink once it is known to be the answer.
     func handsHeldBodyToSink(statusCode: Int?) -> Bool {
-        sink != nil && isAnswer(statusCode) && (acceptable.map { $0.contains(statusCode ?? 200) } ?? true)
+        sink != nil && isAnswer && (acceptable.map { $0.contains(statusCode ?? 200) } ?? true)
     }
 }
 
@@ -227,6 +243,8 @@ struct ReceivedBody {
     var overflowed = false
     /// The task was stopped for it, having all of the answer it needs: the task's error is that stop.
     var cutShort = false
+    /// The request's reception, settled for this answer.
+    var reception = ResponseReception.protocolAnswer
 
     init() {}
 
@@ -234,6 +252,21 @@ struct ReceivedBody {
         self.plan = plan
         self.statusCode = statusCode
     }
+
+    /// The body of the answer whose head is `response`, which came when the request had handed out `handedOut`
+    /// bytes of the form, kept as `reception` says.
+    init(_ response: URLResponse?, handedOut: UInt64, as reception: ResponseReception) {
+        let statusCode = (response as? HTTPURLResponse)?.statusCode
+        let settled = reception.settled(for: response, handedOut: handedOut)
+        self.init(plan: settled.plan(for: statusCode), statusCode: statusCode)
+        self.reception = settled
+    }
+
+    /// The bound the body passed, where its reception fails the request for it.
+    var passedLimit: Int? { passedLimit(reception) }
+
+    /// Whether the body held in memory goes to the sink: it is the upload's answer, now known to be the last.
+    var goesToSink: Bool { reception.handsHeldBodyToSink(statusCode: statusCode) }
 
     /// What to do with a piece of the body.
     enum Step: Equatable {

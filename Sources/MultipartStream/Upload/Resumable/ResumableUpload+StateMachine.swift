@@ -25,7 +25,7 @@ extension ResumableUpload {
     /// upload resource exists deletes it; unless its state is saved and the failure is not the server's word that
     /// the upload is over, a breach, the form's own or the time limit (spent retries, a cancel, a TLS failure),
     /// which keeps it for the next run.
-    struct StateMachine {
+    struct StateMachine: Sendable {
         enum Action {
             /// Send this request.
             case send(Step)
@@ -107,6 +107,13 @@ extension ResumableUpload {
             /// The most bytes of the form the server can have: none after the creation, which carries none; the
             /// end of the furthest append that went out, or less where fewer bytes were handed out.
             var sent: UInt64
+            /// Where the upload last answered as one (created there, or said how far it has the form): a `Location`
+            /// that moved it is saved only once something there has answered so.
+            var answered: URL
+
+            init(location: URL, acknowledged: UInt64, sent: UInt64) {
+                (self.location, self.acknowledged, self.sent, answered) = (location, acknowledged, sent, location)
+            }
         }
 
         /// What outlives one request.
@@ -167,9 +174,9 @@ extension ResumableUpload {
         /// Whether the upload keeps a saved state, which a cancel leaves for another run to resume.
         let savesState: Bool
         /// A wait drawn from a range: at random (full jitter), or a fixed point of it in tests.
-        private let jitter: (ClosedRange<Double>) -> Double
+        private let jitter: @Sendable (ClosedRange<Double>) -> Double
         /// Nanoseconds on a monotonic clock, and when the upload began on it.
-        private let clock: () -> UInt64
+        private let clock: @Sendable () -> UInt64
         private let began: UInt64
         /// The interop version the upload speaks: the newest until the server's `OPTIONS` answer says another, the
         /// saved one for a saved upload.
@@ -188,8 +195,8 @@ extension ResumableUpload {
             version: InteropVersion = .newest,
             savedLifetime: Double? = nil,
             interruptedMomentsAgo: Bool = false,
-            jitter: @escaping (ClosedRange<Double>) -> Double = { .random(in: $0) },
-            clock: @escaping () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+            jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = { .random(in: $0) },
+            clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
         ) {
             self.contentLength = contentLength
             self.policy = policy
@@ -300,6 +307,18 @@ extension ResumableUpload {
                     return fail(error)
                 }
             }
+        }
+
+        /// Whether an answer whose head is `response`, to the request under way, which had handed out `handedOut`
+        /// bytes of the form when it came, ends the upload as its answer: judged on a copy, before its body, as
+        /// ``handle(_:)`` will judge it once it ends, so that the body of an answer the upload goes on from never
+        /// reaches the caller.
+        func takesAsAnswer(_ response: HTTPURLResponse, handedOut: UInt64) -> Bool {
+            var judge = self
+            if case .answer = judge.handle(.answered(Answer(response), (Data(), response), handedOut: handedOut)) {
+                return true
+            }
+            return false
         }
 
         private mutating func answered(_ answer: Answer, _ reply: Reply, handedOut: UInt64) -> Action {
@@ -628,6 +647,7 @@ extension ResumableUpload {
             var (resource, course) = (resource, course)
             if offset > resource.acknowledged { course.delay = policy.wait(policy.initialDelay) }
             resource.acknowledged = offset
+            resource.answered = resource.location
             let end = appendEnd(from: offset, course.limits)
             resource.sent = max(resource.sent, end)
             let step = Step.append(from: offset, upTo: end)
@@ -772,12 +792,6 @@ extension ResumableUpload {
             statusCode == 408 || statusCode == 429 || (500..<600).contains(statusCode)
         }
 
-        /// Whether an answer to an append with `statusCode` is one the upload goes on from (trying again, asking
-        /// where the server stands, starting over), never the application's answer: its body is not the caller's.
-        static func goesOn(after statusCode: Int) -> Bool {
-            isTransient(statusCode) || statusCode == 404 || statusCode == 409 || statusCode == 410
-        }
-
         /// The state that asks where the server has `resource`.
         private func asking(_ resource: Resource) -> (Course) -> State {
             { .askingOffset(resource, savedOffset: nil, $0) }
@@ -856,7 +870,9 @@ extension ResumableUpload {
         {
             let reason = MultipartError.Reason.resumeSaved(
                 retries: course.retries, bytesAcknowledged: offset, contentLength: contentLength ?? offset)
-            let position = Position(location: resource.location, acknowledged: offset)
+            // Where the upload last answered: a move nothing has answered at yet is not saved, or every later run
+            // would ask there and find nothing.
+            let position = Position(location: resource.answered, acknowledged: offset)
             return finish(
                 .stop(
                     MultipartError(reason, underlying: failure),

@@ -100,9 +100,11 @@ struct ResumableUpload {
                     failure = nil
                 }
                 let reason: String
+                // The machine as it stands judges the head of the answer, so that only its answer reaches the sink.
+                let judge = resumption
                 switch await send(
                     step, version: resumption.version, to: resumption.location, contentLength: resumption.contentLength,
-                    buffered: buffer, progress: progress)
+                    buffered: buffer, progress: progress, answering: { judge.takesAsAnswer($0, handedOut: $1) })
                 {
                 case (.success(let reply), let handedOut):
                     reason = "HTTP \((reply.1 as? HTTPURLResponse)?.statusCode ?? 0)"
@@ -248,7 +250,9 @@ struct ResumableUpload {
     /// dropped connection does.
     private func send(
         _ step: Step, version: InteropVersion, to location: URL?, contentLength: UInt64?, buffered: AppendBuffer? = nil,
-        progress: ProgressCoalescer?, timeout: TimeInterval? = nil
+        progress: ProgressCoalescer?,
+        answering: @escaping @Sendable (HTTPURLResponse, UInt64) -> Bool = { _, _ in false },
+        timeout: TimeInterval? = nil
     ) async -> (Result<Reply, any Error>, handedOut: UInt64) {
         let request: URLRequest
         do {
@@ -263,11 +267,11 @@ struct ResumableUpload {
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }
-        // Only the append that completes the form gets the application's answer.
+        // Only the append that completes the form gets the application's answer, and only an answer the machine
+        // ends the upload with: the body of one it goes on from (a 307 to the moved upload, a 5xx, a 413) is no one's.
         let (upload, result) = makeUpload(
             role, buffered: buffered,
-            reception: step.completes(contentLength)
-                ? reception.answering(only: { !StateMachine.goesOn(after: $0) }) : reception.notTheAnswer,
+            reception: step.completes(contentLength) ? reception.answering(only: answering) : reception.notTheAnswer,
             progress: progress)
         if let url = request.url {
             policy.events?(.requestSent(method: request.httpMethod ?? "", url: url, fields: step.fields(of: request)))
@@ -284,7 +288,8 @@ struct ResumableUpload {
             if let response = reply.1 as? HTTPURLResponse {
                 policy.events?(.answerReceived(statusCode: response.statusCode, fields: Answer.fields(of: response)))
             }
-            return (.success(reply), upload.furthestHandedOut)
+            // Judged, as its head was, on what had gone out when it came.
+            return (.success(reply), upload.handedOutAtAnswer ?? upload.furthestHandedOut)
         } catch {
             return (.failure(error), upload.furthestHandedOut)
         }
