@@ -1,8 +1,8 @@
 """Runs a command with its standard error on a pseudo-terminal, as a user's terminal would be, and prints what the
 command wrote there as JSON: {"output": TEXT, "status": N}.
 
-Usage: pty-run.py COLUMNS[:RESIZED] COMMAND...
-The terminal is COLUMNS wide; with RESIZED, it becomes RESIZED wide (SIGWINCH sent) once the command has drawn its
+Usage: pty-run.py [--stdout-too] COLUMNS[:RESIZED] COMMAND...
+With --stdout-too the command's standard output is the same terminal, as a user's is. The terminal is COLUMNS wide; with RESIZED, it becomes RESIZED wide (SIGWINCH sent) once the command has drawn its
 second frame (a second carriage return). Output processing is off, so the bytes are the command's own.
 """
 import fcntl
@@ -22,13 +22,18 @@ def set_columns(descriptor, columns):
 
 
 def main():
-    columns, _, resized = sys.argv[1].partition(":")
+    arguments = sys.argv[1:]
+    stdout_too = arguments[0] == "--stdout-too"
+    if stdout_too:
+        arguments = arguments[1:]
+    columns, _, resized = arguments[0].partition(":")
     master, slave = pty.openpty()
     attributes = termios.tcgetattr(slave)
     attributes[1] &= ~termios.OPOST
     termios.tcsetattr(slave, termios.TCSANOW, attributes)
     set_columns(master, int(columns))
-    process = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    process = subprocess.Popen(arguments[1:], stdin=subprocess.DEVNULL,
+                               stdout=slave if stdout_too else subprocess.DEVNULL, stderr=slave)
     os.close(slave)
     output = b""
     resize_pending = bool(resized)

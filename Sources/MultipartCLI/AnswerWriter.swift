@@ -16,6 +16,8 @@ final class AnswerWriter: @unchecked Sendable {
         var headed: HTTPURLResponse?
         var count = 0
         var firstBytes = Data()
+        /// Called before the first write to an output that is a terminal: the progress bar's line ends there.
+        var beforeTerminalWrite: (@Sendable () -> Void)?
     }
 
     /// How many bytes of the body an error's message may quote from.
@@ -45,9 +47,16 @@ final class AnswerWriter: @unchecked Sendable {
         }
     }
 
+    /// `ending` is called once before anything is written to an output that is a terminal, where the progress bar
+    /// may be drawn on the line the answer would start on.
+    func beforeWritingToATerminal(_ ending: @escaping @Sendable () -> Void) {
+        lock.withLock { state.beforeTerminalWrite = ending }
+    }
+
     /// A piece of `response`'s body.
     @Sendable func write(_ response: HTTPURLResponse, _ data: Data) throws {
         try lock.withLock {
+            endTerminalLine()
             try writeHead(of: response)
             guard let opened = state.opened else { return }
             try OutputFile.write(data, to: opened, option: "-o")
@@ -78,8 +87,17 @@ final class AnswerWriter: @unchecked Sendable {
         }
     }
 
+    private func endTerminalLine() {
+        guard let ending = state.beforeTerminalWrite, let opened = state.opened, isatty(opened.descriptor) == 1 else {
+            return
+        }
+        state.beforeTerminalWrite = nil
+        ending()
+    }
+
     private func writeHead(of response: HTTPURLResponse) throws {
         guard includesHeaders, state.headed !== response, let opened = state.opened else { return }
+        endTerminalLine()
         state.headed = response
         try OutputFile.write(head(response), to: opened, option: "-o")
     }

@@ -19,6 +19,8 @@ final class ProgressReporter: @unchecked Sendable {
     private let start = DispatchTime.now().uptimeNanoseconds
     private var latest = MultipartUploadProgress(bytesSent: 0, totalBytes: 0)
     private var drewBar = false
+    /// The bar's line was ended for other output on the terminal: no frame is drawn after it.
+    private var lineEnded = false
     /// Where a saved upload resumed: the bytes before it went out in another run.
     private var resumedAt: UInt64 = 0
 
@@ -38,7 +40,7 @@ final class ProgressReporter: @unchecked Sendable {
     func report(_ progress: MultipartUploadProgress) {
         let line: String? = lock.withLock {
             latest = progress
-            guard isTerminal, !isSilent else { return nil }
+            guard isTerminal, !isSilent, !lineEnded else { return nil }
             let now = DispatchTime.now().uptimeNanoseconds
             drewBar = true
             // Erase to the end of the line: a shorter line than the last one would keep its tail (`ETA 0:01`).
@@ -48,6 +50,16 @@ final class ProgressReporter: @unchecked Sendable {
                 + Self.eraseToEndOfLine
         }
         if let line { FileHandle.standardError.write(Data(line.utf8)) }
+    }
+
+    /// Ends the bar's line, once, before something else is written to the terminal (the answer, on standard
+    /// output): a frame drawn after it would be drawn over that output.
+    func endLine() {
+        let ends = lock.withLock {
+            defer { (drewBar, lineEnded) = (false, true) }
+            return drewBar && !lineEnded
+        }
+        if ends { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 
     /// Prints `lines` on stderr where the bar is, which the next report draws again below them.
@@ -62,7 +74,8 @@ final class ProgressReporter: @unchecked Sendable {
     func finish(outcome: String) {
         guard !isSilent else { return }
         let (progress, drewBar, resumedAt): (MultipartUploadProgress, Bool, UInt64) = lock.withLock {
-            (latest, self.drewBar, self.resumedAt)
+            defer { (self.drewBar, lineEnded) = (false, true) }
+            return (latest, self.drewBar, self.resumedAt)
         }
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         let sent = progress.bytesSent - min(resumedAt, progress.bytesSent)

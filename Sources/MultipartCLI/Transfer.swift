@@ -35,6 +35,7 @@ struct Transfer {
         var attempt = 0
         while true {
             let progress = ProgressReporter(silent: options.silent)
+            writer.beforeWritingToATerminal { progress.endLine() }
             let log =
                 options.resumes
                 ? ResumableUploadLog(silent: options.silent, verbose: options.verbose, progress: progress) : nil

@@ -238,6 +238,31 @@ extension CommandLineTests {
         #expect(summary.hasPrefix("multipart: sent 2.9 MiB"), "\(summary)")
     }
 
+    /// The answer, written to the terminal as it arrives, starts on a line of its own: the bar's line ends first,
+    /// and no frame is drawn over the answer.
+    @Test func theAnswerStartsOnALineOfItsOwn() throws {
+        let server = try UploadServer()
+        _ = try directory.file("clip.bin", contents: Data(count: 3_000_000))
+        let result = try run(
+            [],
+            shell: "python3 \(peerScript("pty-run.py").path) --stdout-too 50 \(Self.executable.path) --limit-rate 1M "
+                + "-F f=@clip.bin \(server.url())")
+        struct Captured: Decodable {
+            var output: String
+            var status: Int
+        }
+        let captured = try JSONDecoder().decode(Captured.self, from: result.stdout)
+        #expect(captured.status == 0, "\(captured.output.suffix(300))")
+        let text = captured.output.replacingOccurrences(of: "\u{1B}[K", with: "")
+        let answerStart = try #require(text.range(of: "{\""), "no answer on the terminal: \(text.suffix(300))")
+        let (before, answer) = (text[..<answerStart.lowerBound], text[answerStart.lowerBound...])
+        #expect(before.contains("100%"), "the bar was drawn: \(before.suffix(300).debugDescription)")
+        #expect(before.hasSuffix("\n"), "the bar's line ends before the answer: \(before.suffix(120).debugDescription)")
+        #expect(!answer.contains("\r"), "no frame over the answer: \(answer.prefix(120).debugDescription)")
+        let frames = before.split(separator: "\n").flatMap { $0.split(separator: "\r") }
+        #expect(frames.allSatisfy { $0.count < 50 }, "\(frames.filter { $0.count >= 50 })")
+    }
+
     @Test func theBarFollowsAResizedTerminal() throws {
         let (frames, _) = try frames(columns: 120, resized: 40)
         #expect(frames.prefix(2).contains { $0.count >= 40 }, "wide before: \(frames)")

@@ -125,10 +125,10 @@ extension CommandLineTests {
         first.standardOutput = FileHandle.nullDevice
         first.standardError = FileHandle.nullDevice
         try first.run()
-        while try (serverOffset(server, upload: 1) ?? 0) < 1 << 20 {
-            #expect(first.isRunning, "the command ended before the server had 1 MiB")
-            Thread.sleep(forTimeInterval: 0.02)
-        }
+        try waitFor(
+            "the server to have 1 MiB", every: 0.02, ended: { first.exitedWithStatus },
+            seen: { "offset \(String(describing: try? serverOffset(server, upload: 1)))" },
+            until: { try (serverOffset(server, upload: 1) ?? 0) >= 1 << 20 })
         first.interrupt()
         first.waitUntilExit()
         #expect(first.terminationStatus == 130)

@@ -88,10 +88,9 @@ extension CommandLineTests {
             server.url(scenario: "stall").absoluteString,
         ]
         let first = try start(arguments, stderr: directory.path("first.err"))
-        while try !server.log().contains(where: { $0.method == "PATCH" }) {
-            #expect(first.isRunning, "the command ended before its append")
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        try waitFor(
+            "the command's append", ended: { first.exitedWithStatus }, seen: { "\((try? server.log()) ?? [])" },
+            until: { try server.log().contains(where: { $0.method == "PATCH" }) })
         first.interrupt()
         first.waitUntilExit()
         let message = try String(contentsOf: directory.path("first.err"), encoding: .utf8)

@@ -3,8 +3,6 @@ import MultipartStream
 import MultipartStreamTestSupport
 import Testing
 
-@testable import MultipartCLI
-
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -42,28 +40,5 @@ extension URLSessionSuites {
             #expect(log.filter { $0.method == "POST" }.map(\.bytes) == [Int(form.contentLength!)])
             #expect(reports.values.filter { $0.fractionCompleted == 1 }.count == 1)
         }
-    }
-}
-
-@Suite struct ContinueAtOptionTests {
-    @Test func dashCDashMakesAResumableUpload() throws {
-        let options = try Options(parsing: ["-C", "-", "--retry", "8", "-F", "a=1", "http://a.example/"])
-        #expect(options.resumes && options.retries == 8)
-        #expect(try Options(parsing: ["--continue-at", "-", "-F", "a=1", "http://a.example/"]).resumes)
-        #expect(try !Options(parsing: ["--retry", "3", "-F", "a=1", "http://a.example/"]).resumes)
-    }
-
-    @Test func dashCDashRetriesThreeTimesUnlessTold() throws {
-        #expect(try Options(parsing: ["-C", "-", "-F", "a=1", "http://a.example/"]).retries == 3)
-        #expect(try Options(parsing: ["-C", "-", "--retry", "0", "-F", "a=1", "http://a.example/"]).retries == 0)
-        #expect(try Options(parsing: ["-F", "a=1", "http://a.example/"]).retries == 0, "curl's default otherwise")
-    }
-
-    @Test(arguments: [["-C", "100"], ["-C", "0"], ["--continue-at=5"]])
-    func anythingButDashIsAUsageError(arguments: [String]) throws {
-        let error = try #require(throws: UsageError.self) {
-            try Options(parsing: arguments + ["-F", "a=1", "http://a.example/"])
-        }
-        #expect(error.message.contains("only -C -"), "\(error.message)")
     }
 }

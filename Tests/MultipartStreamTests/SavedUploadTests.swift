@@ -86,9 +86,9 @@ extension URLSessionSuites {
                 try await session.upload(form, with: request, strategy: .resumable(policy))
             }
             // The stalled append is logged once the server has its 1 MiB.
-            while try !server.log().contains(where: { $0.method == "PATCH" }) {
-                try await Task.sleep(nanoseconds: 10_000_000)
-            }
+            try await waitFor(
+                "the stalled append", seen: { "\((try? server.log()) ?? [])" },
+                until: { try server.log().contains(where: { $0.method == "PATCH" }) })
             upload.cancel()
             await #expect(throws: CancellationError.self) { try await upload.value }
             guard case .saved(let file) = events.all.first else {

@@ -37,6 +37,7 @@ extension URLSessionSuites {
                 #expect(
                     PrivateSessions.shared.openCount == 0, "the warm-up's private session outlived its idle timeout")
                 let sockets = ProcessDescriptors.sockets()
+                let bodies = try TemporaryBodies.names()
                 let sent = form
                 var generator = SeededGenerator(seed: 25)
                 /// 200 uploads, each cancelled 0 to 60 ms after it starts; then what is left once they are idle.
@@ -57,6 +58,8 @@ extension URLSessionSuites {
                         "a private session outlived its idle timeout after storm \(number)")
                     try await Stopwatch.wait(atMost: 10, polling: 0.05) { ProcessDescriptors.sockets() > sockets }
                     #expect(ProcessDescriptors.sockets() <= sockets, "sockets left open by storm \(number)")
+                    #expect(
+                        try await TemporaryBodies.noneLeft(since: bodies), "temporary bodies left by storm \(number)")
                     return ProcessDescriptors.kinds()
                 }
 
@@ -71,6 +74,54 @@ extension URLSessionSuites {
                 let log = try await server.log()
                 #expect(log.filter { $0.path == "/slow" && $0.bytes >= Int(form.contentLength!) }.isEmpty)
             }
+        }
+
+        /// `.file` under a storm of cancels, four uploads and four tasks at a time, each cancelled at a random moment
+        /// (while its body is written, between the write and its task, while it is sent): once every upload has
+        /// ended and the process has let go of them, no temporary body is left.
+        @Test func fileCancelStormsLeaveNoTemporaryBody() async throws {
+            let server = try UploadServer()
+            var building = MultipartFormData()
+            building.append(Data(count: 4 << 20), name: "big", fileName: "big.bin")
+            let form = building
+            let before = try TemporaryBodies.names()
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.finishTasksAndInvalidate() }
+            var generator = SeededGenerator(seed: 54)
+            for round in 0..<40 {
+                let delays = (0..<8).map { _ in UInt64.random(in: 0...30_000_000, using: &generator) }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for (index, delay) in delays.enumerated() {
+                        let request = URLRequest(url: server.url("/slow?storm=file&round=\(round)&i=\(index)"))
+                        group.addTask {
+                            if index % 2 == 0 {
+                                let upload = Task { try await session.upload(form, with: request, strategy: .file) }
+                                try await Task.sleep(nanoseconds: delay)
+                                upload.cancel()
+                                let result = await upload.result
+                                #expect(throws: CancellationError.self, "upload \(round).\(index)") { try result.get() }
+                            } else {
+                                let ended = TaskEnd()
+                                let task = session.multipartUploadTask(with: request, form: form, strategy: .file) {
+                                    _, _, error in ended.end(error)
+                                }
+                                task.resume()
+                                try await Task.sleep(nanoseconds: delay)
+                                task.cancel()
+                                try await waitFor("task \(round).\(index) to end") { ended.error != nil }
+                                let error = ended.error ?? nil
+                                #expect(
+                                    (error as? URLError)?.code == .cancelled || error is CancellationError,
+                                    "task \(round).\(index): \(String(describing: error))")
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(try await TemporaryBodies.noneLeft(since: before), "temporary bodies outlived their uploads")
+            let log = try await server.log()
+            #expect(log.filter { $0.path == "/slow" && $0.bytes >= Int(form.contentLength!) }.isEmpty, "none was whole")
         }
 
         /// A session made for each upload and invalidated after it, thousands of times under the common limit of
@@ -171,4 +222,15 @@ extension URLSessionSuites {
             #expect(stopwatch.seconds < 2, "closed only after \(stopwatch.seconds) s")
         }
     }
+}
+
+/// How a task handed to its completion ended.
+private final class TaskEnd: @unchecked Sendable {
+    // @unchecked: `ending` is guarded by `lock`.
+    private let lock = NSLock()
+    private var ending: (any Error)??
+
+    func end(_ error: (any Error)?) { lock.withLock { ending = .some(error) } }
+    /// The error it ended with, `.some(nil)` for none, `nil` while it runs.
+    var error: (any Error)?? { lock.withLock { ending } }
 }

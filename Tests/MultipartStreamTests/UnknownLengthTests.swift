@@ -188,7 +188,7 @@ extension URLSessionSuites {
             form.append(stuck, name: "pipe")
             let (stuckForm, request) = (form, URLRequest(url: server.url()))
             let upload = Task { try await URLSession(configuration: .ephemeral).upload(stuckForm, with: request) }
-            try await Task.sleep(nanoseconds: 300_000_000)
+            try await waitFor("the copy to block in the stream") { stuck.isBlocked }
             #expect(try TemporaryBodies.spools().count == 1, "copying, blocked in the stream")
             let cancelled = Stopwatch()
             upload.cancel()
@@ -312,10 +312,9 @@ extension URLSessionSuites {
                 try await URLSession(configuration: .ephemeral).upload(
                     stuckForm, with: request, strategy: .resumable(resumption))
             }
-            while try server.log().filter({ $0.method == "PATCH" }).isEmpty {
-                try await Task.sleep(nanoseconds: 20_000_000)
-            }
-            try await Task.sleep(nanoseconds: 300_000_000)
+            try await waitFor(
+                "the stream to block in the append", seen: { "\((try? server.log()) ?? [])" },
+                until: { try !server.log().filter({ $0.method == "PATCH" }).isEmpty && stuck.isBlocked })
             let cancelled = Stopwatch()
             upload.cancel()
             await #expect(throws: CancellationError.self) { try await upload.value }
@@ -343,10 +342,16 @@ extension URLSessionSuites {
 
 /// A pipe whose writer stalls: `first` bytes, then a read that blocks until ``release()``, then the end.
 private final class StuckStream: InputStream {
+    // `blocked` is guarded by `lock`, read by the test; the rest is touched by the one thread that reads it.
     private let first: Int
     private var given = 0
     private let released = DispatchSemaphore(value: 0)
     private var status: Stream.Status = .notOpen
+    private let lock = NSLock()
+    private var blocked = false
+
+    /// Whether a read is blocked (or was) after the first bytes: the moment the test waits for.
+    var isBlocked: Bool { lock.withLock { blocked } }
 
     init(first: Int) {
         self.first = first
@@ -366,6 +371,7 @@ private final class StuckStream: InputStream {
 
     override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
         guard given < first else {
+            lock.withLock { blocked = true }
             released.wait()
             released.signal()
             return 0

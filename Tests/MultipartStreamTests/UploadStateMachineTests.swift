@@ -532,4 +532,32 @@ import Testing
         var machine = machine()
         #expect((failure(end(&machine, nil, sendBody(&machine))) as? URLError)?.code == .badServerResponse)
     }
+
+    /// Cancelled before its task was asked for, the upload ends once the shell knows no task will be made, and its
+    /// temporary body goes with it: no task will end to finish it (a `.file` upload cancelled between writing its
+    /// body and making its task left the body for good). A task made all the same is cancelled as it is made, and
+    /// its end changes nothing.
+    @Test func anUploadNoTaskWillEndEndsAndRemovesItsBody() {
+        let file = URL(fileURLWithPath: "/tmp/MultipartStream-body.multipart")
+        for cancelsFirst in [true, false] {
+            var cancelled = machine(.wholeForm(.file(file)))
+            if cancelsFirst { _ = cancelled.cancel() }
+            guard case .finish(let finish) = cancelled.taskNotMade() else {
+                Issue.record("an upload no task will end did not end")
+                return
+            }
+            #expect(finish.removing == file)
+            #expect(throws: URLError.self) { try finish.result.get() }
+            if case .none = cancelled.cancel() {} else { Issue.record("cancelled after it ended") }
+            if case .none = cancelled.taskNotMade() {} else { Issue.record("ended twice") }
+            #expect(cancelled.taskMade(session.dataTask(with: url)) == .cancel)
+            guard case .none = cancelled.taskEnded(error: URLError(.cancelled), response: nil) else {
+                Issue.record("the task's end told the caller again")
+                return
+            }
+        }
+        var sending = machine(.wholeForm(.file(file)))
+        _ = sending.taskMade(session.dataTask(with: url))
+        if case .none = sending.taskNotMade() {} else { Issue.record("an upload with a task ended without it") }
+    }
 }

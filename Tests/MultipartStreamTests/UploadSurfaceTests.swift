@@ -151,7 +151,9 @@ extension URLSessionSuites {
             }
             let watcher = Task { () -> [Int64] in
                 var seen: [Int64] = []
-                while !progress.isFinished && !Task.isCancelled {
+                let stopwatch = Stopwatch()
+                // Bounded: an upload that fails never finishes its progress.
+                while !progress.isFinished && !Task.isCancelled && stopwatch.seconds < 60 {
                     seen.append(progress.completedUnitCount)
                     try? await Task.sleep(nanoseconds: 2_000_000)
                 }

@@ -339,7 +339,7 @@ extension URLSessionSuites {
             let upload = Task { [form] in
                 try await session.upload(form, with: request) { reports.append($0) }
             }
-            while reports.values.isEmpty { try await Task.sleep(nanoseconds: 5_000_000) }
+            try await waitFor("the first progress report", every: 0.005) { !reports.values.isEmpty }
             #expect(OpenDescriptors.count(under: directory.url) == 1, "the file is open while it is sent")
             upload.cancel()
             await #expect(throws: CancellationError.self) { try await upload.value }
@@ -404,7 +404,7 @@ extension URLSessionSuites {
             }
             try await Task.sleep(nanoseconds: 100_000_000)
             upload.cancel()
-            _ = try? await upload.value
+            await #expect(throws: CancellationError.self) { _ = try await upload.value }
             // The cancel answers at once; the task removes its file when it ends, moments later.
             #expect(try await TemporaryBodies.noneLeft(since: before), "after cancel")
         }

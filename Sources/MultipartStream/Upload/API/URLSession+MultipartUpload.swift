@@ -199,7 +199,8 @@ extension URLSession {
     ) async throws -> (Data, URLResponse) {
         do {
             return try await withTaskCancellationHandler {
-                try await result.value {
+                // Answered before it was sent (a cancel first): no task will be made, and the upload ends now.
+                try await result.value(otherwise: upload.taskNotMade) {
                     // Made and resumed on a dispatch thread: making a task waits for URLSession's queue, which a
                     // caller stream blocked in another upload's `read` may hold, and the concurrency pool's few
                     // threads must not wait with it. In one hop, not a hop there and one back: a small upload's
@@ -207,9 +208,7 @@ extension URLSession {
                     // cancels the task as it is made.
                     DispatchQueue.global().async {
                         // No task only when the caller's session is gone, which this suspended call keeps alive.
-                        guard let task = upload.makeTask(for: request) else {
-                            return result.resolve(.failure(URLError(.cancelled)))
-                        }
+                        guard let task = upload.makeTask(for: request) else { return upload.taskNotMade() }
                         task.resume()
                     }
                 }

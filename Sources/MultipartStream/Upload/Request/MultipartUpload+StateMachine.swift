@@ -460,13 +460,13 @@ extension MultipartUpload {
             case none
         }
 
-        /// The caller cancelled.
         /// Whether the upload was cancelled: a temporary body being written stops.
         var isCancelled: Bool {
             if case .cancelled = state { return true }
             return false
         }
 
+        /// The caller cancelled.
         mutating func cancel() -> CancelAction {
             let exchange: Exchange
             switch state {
@@ -539,14 +539,26 @@ extension MultipartUpload {
             return .finish(finish(outcome.verdict, exchange: exchange, count))
         }
 
+        /// No task will be made for the upload's request: it was cancelled before its task was asked for, or the
+        /// caller's session is gone. No task will end to finish the upload, so it ends here, and its temporary body
+        /// with it.
+        mutating func taskNotMade() -> EndAction {
+            switch state {
+            case .idle:
+                return .finish(finish(.failure(URLError(.cancelled)), exchange: Exchange(resends: 0), BodyCount()))
+            case .sending(let exchange) where exchange.task == nil, .cancelled(let exchange) where exchange.task == nil:
+                return .finish(finish(.failure(URLError(.cancelled)), exchange: exchange, BodyCount()))
+            default:
+                return .none
+            }
+        }
+
         /// The resend could not start: the caller's fresh headers failed with `error`, or (`nil`) the caller's
         /// session is gone, and with it the private session to send on, and the caller is told which redirect was
         /// not followed.
         mutating func resendFailed(because error: (any Error)? = nil) -> EndAction {
-            if case .cancelled(let exchange) = state, exchange.task == nil {
-                // Cancelled before the resend's task was made: no task will end, so the upload ends here.
-                return .finish(finish(.failure(URLError(.cancelled)), exchange: exchange, BodyCount()))
-            }
+            // Cancelled before the resend's task was made: no task will end, so the upload ends here.
+            if case .cancelled(let exchange) = state, exchange.task == nil { return taskNotMade() }
             guard case .sending(let exchange) = state, exchange.task == nil, let resending = exchange.resending
             else { return .none }
             let failure =

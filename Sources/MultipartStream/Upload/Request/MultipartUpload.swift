@@ -317,6 +317,12 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
 
     // MARK: Completion
 
+    /// No task will be made for the upload (cancelled first, or the caller's session is gone): it ends now, its
+    /// temporary body removed, where nothing else would end it.
+    func taskNotMade() {
+        if case .finish(let finish) = modify({ $0.taskNotMade() }) { self.finish(finish) }
+    }
+
     /// The task ended: send the form again, or tell the caller, as the machine says.
     func taskCompleted(_ task: URLSessionTask, error: (any Error)?) {
         let count = bodyCount()

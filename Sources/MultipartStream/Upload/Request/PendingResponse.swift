@@ -16,15 +16,19 @@ final class PendingResponse: @unchecked Sendable {
     private let lock = Lock()
     private var state = State.waiting
 
-    /// Suspends until the result arrives; `start` runs once the continuation is in place.
-    func value(start: () -> Void) async throws -> (Data, URLResponse) {
+    /// Suspends until the result arrives; `start` runs once the continuation is in place, or `otherwise` where the
+    /// result came first.
+    func value(otherwise: () -> Void = {}, start: () -> Void) async throws -> (Data, URLResponse) {
         try await withCheckedThrowingContinuation { continuation in
             let early: Result<(Data, URLResponse), any Error>? = lock.withLock {
                 if case .resolved(let result) = state { return result }
                 state = .awaiting(continuation)
                 return nil
             }
-            if let early { return continuation.resume(with: early) }
+            if let early {
+                otherwise()
+                return continuation.resume(with: early)
+            }
             start()
         }
     }
