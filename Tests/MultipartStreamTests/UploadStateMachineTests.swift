@@ -9,6 +9,13 @@ import Testing
     import FoundationNetworking
 #endif
 
+extension MultipartUpload.Role {
+    /// A resumable upload's append, framed as the resumable layer frames it.
+    fileprivate static func append(from offset: UInt64, upTo end: UInt64) -> Self {
+        .append(from: offset, upTo: end, ResumableUpload.appendFraming)
+    }
+}
+
 /// ``MultipartUpload/StateMachine``: one upload's tasks, bodies and what its caller is told, transition by
 /// transition, without a server.
 @Suite struct UploadStateMachineTests {

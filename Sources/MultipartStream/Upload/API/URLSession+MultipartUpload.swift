@@ -71,21 +71,14 @@ extension URLSession {
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
     ) async throws -> (Data, URLResponse) {
         let sink = ResponseSink(responseBody)
+        let reception = ResponseReception.answer(accepting: acceptableStatusCodes, body: responseBody, sink: sink)
         do {
-            let reply = try await send(
-                form, with: request, strategy: strategy, refresh: headers,
-                reception: .answer(accepting: acceptableStatusCodes, body: responseBody, sink: sink), progress: progress
-            )
             // The answer may come from a request that is not the form's (a resumable upload's `HEAD`), which holds
-            // a prefix only: the status is judged here, for every answer.
-            if let acceptableStatusCodes, let response = reply.1 as? HTTPURLResponse,
-                !acceptableStatusCodes.contains(response.statusCode)
-            {
-                throw MultipartError(
-                    .unacceptableStatus(
-                        statusCode: response.statusCode, body: reply.0.prefix(MultipartResponseBody.refusedBodyLimit)),
-                    response: response)
-            }
+            // a prefix only: its status is judged here, once, for every answer.
+            let reply = try reception.judged(
+                try await send(
+                    form, with: request, strategy: strategy, refresh: headers, reception: reception, progress: progress
+                ))
             try sink?.commit()
             return reply
         } catch {

@@ -5,6 +5,16 @@ import Foundation
 #endif
 
 extension MultipartUpload {
+    /// What this layer needs to send a part of the form for a protocol above it (a resumable upload's append),
+    /// given as values by that protocol, which this layer knows nothing of.
+    struct PartFraming: Sendable {
+        /// The part's `Content-Type`.
+        var contentType: String
+        /// Whether a success that came before the part's last byte was handed out is an answer all the same: the
+        /// server saying it kept part of it.
+        var takesEarlySuccess: @Sendable (HTTPURLResponse) -> Bool
+    }
+
     /// What one upload sends, and so how it may send it: the facts every decision of its ``StateMachine`` starts
     /// from.
     enum Role: Sendable {
@@ -23,15 +33,20 @@ extension MultipartUpload {
         case resourceRequest
         /// One append of a resumable upload: the form's bytes from `from` up to `upTo`, sent once, since the server
         /// counts what arrives; on a connection of its own, since libcurl resends a request by itself on a reused
-        /// one that died.
-        case append(from: UInt64, upTo: UInt64)
+        /// one that died. How it is framed comes from the protocol that sends it, as values.
+        case append(from: UInt64, upTo: UInt64, PartFraming)
 
         /// Whether `response`, a success that came before the whole body was handed out, is an answer all the same:
-        /// to an append, `Upload-Complete: ?0` is the server keeping part of it, which the resumable upload goes on
-        /// from, its offset bounded by what was handed out.
+        /// to an append, where its framing says the server kept part of it, which the protocol goes on from.
         func takesEarlySuccess(_ response: HTTPURLResponse) -> Bool {
-            guard case .append = self else { return false }
-            return ResumableUpload.Answer(response).isComplete == false
+            guard case .append(_, _, let framing) = self else { return false }
+            return framing.takesEarlySuccess(response)
+        }
+
+        /// The `Content-Type` of the request's body: the form's, or a part's own.
+        func contentType(ofForm form: String) -> String {
+            guard case .append(_, _, let framing) = self else { return form }
+            return framing.contentType
         }
 
         /// The body the role starts with.
@@ -39,7 +54,7 @@ extension MultipartUpload {
             switch self {
             case .wholeForm(let body), .callerTask(let body): body
             case .protocolRequest, .resourceRequest: .none
-            case .append(let offset, let end): .part(offset..<max(offset, end))
+            case .append(let offset, let end, _): .part(offset..<max(offset, end))
             }
         }
 

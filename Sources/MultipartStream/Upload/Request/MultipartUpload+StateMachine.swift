@@ -76,6 +76,9 @@ extension MultipartUpload {
             /// The caller has been told; `furthest` is how far into the form the upload's bodies reached, `atAnswer`
             /// how far when the last answer's head came.
             case finished(furthest: UInt64, atAnswer: UInt64?)
+            /// Held only while an exchange changes in place (``modifyExchange(_:)``), so that its response body is
+            /// the one reference to its buffer; never seen by an event.
+            case modifying
         }
 
         let role: Role
@@ -163,8 +166,7 @@ extension MultipartUpload {
             let method = request.formMethod
             if request.httpMethod != method { request.httpMethod = method }
             if request.httpBodyStream != nil { request.httpBodyStream = nil }
-            let contentType = role.sendsBodyOnce ? ResumableUpload.partialUploadType : contentType
-            request.updateValue(contentType, forHTTPHeaderField: "Content-Type")
+            request.updateValue(role.contentType(ofForm: contentType), forHTTPHeaderField: "Content-Type")
             if let bytes = body.bytes {
                 request.setBody(bytes)
             } else {
@@ -198,6 +200,8 @@ extension MultipartUpload {
                 return .cancel
             case .awaitingResend, .stopping, .finished:
                 return .cancel
+            case .modifying:
+                Self.changing()
             }
             return role.ownsTask ? .pinCaller : .none
         }
@@ -286,6 +290,8 @@ extension MultipartUpload {
                 return .hand
             case .finished:
                 return .close
+            case .modifying:
+                Self.changing()
             case .sending, .awaitingResend, .stopping, .cancelled:
                 modifyExchange { $0.streamsMade += 1 }
                 if case .cancelled = state { return .close }
@@ -327,6 +333,7 @@ extension MultipartUpload {
                 .cancelled(let exchange):
                 exchange
             case .idle, .finished: nil
+            case .modifying: Self.changing()
             }
         }
 
@@ -474,6 +481,7 @@ extension MultipartUpload {
             case .sending(let running), .awaitingResend(_, _, let running), .stopping(_, let running):
                 exchange = running
             case .cancelled, .finished: return .none
+            case .modifying: Self.changing()
             }
             state = .cancelled(exchange)
             return .cancel(exchange.task, endsProgress: role.finishesProgress)
@@ -523,6 +531,7 @@ extension MultipartUpload {
                 exchange = running
                 isCancelled = true
             case .finished: return .none
+            case .modifying: Self.changing()
             }
             var outcome = RequestOutcome(
                 bodyFailure: count.failure, stopReason: stopReason, isCancelled: isCancelled, response: response,
@@ -594,29 +603,36 @@ extension MultipartUpload {
             bodyStart + exchange.furthestBodyBytes(count, countedByURLSession: body.isReadByURLSession)
         }
 
+        /// An event came while an exchange was changing in place: the machine was entered twice under its lock.
+        private static func changing() -> Never {
+            preconditionFailure("an event reached the upload's machine while its exchange was changing")
+        }
+
         /// Changes the current exchange, in whichever state holds it. The state is emptied while the exchange
         /// changes, so that its response body (megabytes, in many pieces) is the only reference to its buffer and
         /// grows in place instead of being copied whole on every piece.
         private mutating func modifyExchange(_ change: (inout Exchange) -> Void) {
             switch state {
             case .sending(var exchange):
-                state = .idle
+                state = .modifying
                 change(&exchange)
                 state = .sending(exchange)
             case .awaitingResend(let request, let statusCode, var exchange):
-                state = .idle
+                state = .modifying
                 change(&exchange)
                 state = .awaitingResend(request, statusCode: statusCode, exchange)
             case .stopping(let reason, var exchange):
-                state = .idle
+                state = .modifying
                 change(&exchange)
                 state = .stopping(reason, exchange)
             case .cancelled(var exchange):
-                state = .idle
+                state = .modifying
                 change(&exchange)
                 state = .cancelled(exchange)
             case .idle, .finished:
                 break
+            case .modifying:
+                Self.changing()
             }
         }
     }

@@ -54,7 +54,7 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
         self.pacer = pacer
         self.requests = requests
         // A form of unknown length goes out only in appends of bytes held in memory, which end where they end.
-        let end: UInt64 = if case .append(_, let end) = role { end } else { 0 }
+        let end: UInt64 = if case .append(_, let end, _) = role { end } else { 0 }
         contentLength = form.contentLength ?? end
         machine = StateMachine(
             role: role, contentLength: contentLength, contentType: form.contentType, oneShot: form.resendFailure,

@@ -74,14 +74,27 @@ struct ResponseReception: Sendable {
         let status = statusCode ?? 200
         let mayBeFollowed = Self.mayBeFollowed(status)
         let prefix = Plan.memory(limit: MultipartResponseBody.refusedBodyLimit, stops: !mayBeFollowed)
-        guard isAnswer else { return prefix }
-        if let acceptable, !acceptable.contains(status) { return prefix }
+        guard isAnswer, accepts(status) else { return prefix }
         switch body.destination {
         case .memory(let limit):
             return .memory(limit: limit, stops: !mayBeFollowed)
         case .file, .chunks:
             return mayBeFollowed ? .memory(limit: MultipartResponseBody.heldAnswerLimit, stops: false) : .deliver
         }
+    }
+
+    /// Whether the caller accepts an answer with `statusCode` (`nil`: not HTTP): the one test of
+    /// ``MultipartResponseBody``'s and `acceptableStatusCodes`' statuses, wherever an answer arrives.
+    func accepts(_ statusCode: Int?) -> Bool {
+        acceptable.map { $0.contains(statusCode ?? 200) } ?? true
+    }
+
+    /// `reply` as the caller gets it: refused where its status is not acceptable, with its body's prefix (all that
+    /// was kept of it). Every answer passes here, whichever request of the upload it came from.
+    func judged(_ reply: (Data, URLResponse)) throws -> (Data, URLResponse) {
+        guard let response = reply.1 as? HTTPURLResponse, !accepts(response.statusCode) else { return reply }
+        let body = reply.0.prefix(MultipartResponseBody.refusedBodyLimit)
+        throw MultipartError(.unacceptableStatus(statusCode: response.statusCode, body: body), response: response)
     }
 
     /// Whether an answer with this status may be followed by another to the same upload: a redirect, a challenge.
@@ -93,13 +106,12 @@ struct ResponseReception: Sendable {
     /// caller would otherwise get cut short. A refused one's prefix is all its error carries; a protocol answer's
     /// is all anyone reads.
     func failsPastLimit(statusCode: Int?) -> Bool {
-        guard isAnswer else { return false }
-        return acceptable.map { $0.contains(statusCode ?? 200) } ?? true
+        return isAnswer && accepts(statusCode)
     }
 
     /// Whether a body held in memory goes to the sink once it is known to be the answer.
     func handsHeldBodyToSink(statusCode: Int?) -> Bool {
-        sink != nil && isAnswer && (acceptable.map { $0.contains(statusCode ?? 200) } ?? true)
+        sink != nil && isAnswer && accepts(statusCode)
     }
 }
 

@@ -120,6 +120,12 @@ extension ResumableUpload {
     /// The `Content-Type` of an append's body: a part of an upload, not a form.
     static let partialUploadType = "application/partial-upload"
 
+    /// How the request layer frames an append: its type, and a success that came before its last byte, which is
+    /// an answer only where `Upload-Complete: ?0` says the server kept part of it (the upload goes on from its
+    /// offset, bounded by what was handed out).
+    static let appendFraming = MultipartUpload.PartFraming(
+        contentType: partialUploadType, takesEarlySuccess: { Answer($0).isComplete == false })
+
     /// A request of the protocol.
     enum Step: Equatable, Sendable {
         /// `OPTIONS` the upload URL: does the server speak the draft?

@@ -263,7 +263,7 @@ struct ResumableUpload {
         }
         let role: MultipartUpload.Role =
             switch step {
-            case .append(let offset, let end): .append(from: offset, upTo: end)
+            case .append(let offset, let end): .append(from: offset, upTo: end, Self.appendFraming)
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }

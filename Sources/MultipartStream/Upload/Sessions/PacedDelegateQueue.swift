@@ -2,6 +2,7 @@ import Foundation
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
+    import Synchronization
 
     /// The private session's delegate queue, which makes Linux URLSession wait while too many of its events wait for
     /// the delegate: the one way to slow its reading of an answer to the pace the answer is taken at.
@@ -16,9 +17,13 @@ import Foundation
     /// cannot deadlock with it: past ``longestWait`` the event is queued all the same. Events that are quick to take
     /// (a small answer's, or one the upload stopped keeping) never reach ``limit``.
     final class PacedDelegateQueue: OperationQueue, @unchecked Sendable {
-        // @unchecked: `queued` is guarded by `condition`.
+        // @unchecked: `queued` and `waiting` are atomics; `condition` only carries the wake-up.
+        /// Events queued and not yet taken: counted without a lock, since every event of every task passes here
+        /// and only a full queue needs one.
+        private let queued = Atomic<Int>(0)
+        /// Threads waiting for room: an event taken wakes them only when there are some.
+        private let waiting = Atomic<Int>(0)
         private let condition = NSCondition()
-        private var queued = 0
 
         /// Events that may wait before URLSession is made to: 16 MiB of an answer's body at most.
         static let limit = 1024
@@ -32,20 +37,30 @@ import Foundation
         }
 
         override func addOperation(_ block: @escaping @Sendable () -> Void) {
+            if queued.add(1, ordering: .sequentiallyConsistent).newValue > Self.limit { waitForRoom() }
+            super.addOperation { [self] in
+                block()
+                // A waiter counts itself before it looks at `queued`, under `condition`: seen here, or it sees the
+                // room this makes.
+                if queued.subtract(1, ordering: .sequentiallyConsistent).newValue <= Self.limit,
+                    waiting.load(ordering: .sequentiallyConsistent) > 0
+                {
+                    condition.lock()
+                    condition.signal()
+                    condition.unlock()
+                }
+            }
+        }
+
+        /// One bounded wait, not a loop: see the type's description.
+        private func waitForRoom() {
             condition.lock()
-            if queued >= Self.limit {
-                // One wait, not a loop: see the type's description.
+            waiting.add(1, ordering: .sequentiallyConsistent)
+            if queued.load(ordering: .sequentiallyConsistent) > Self.limit {
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Self.longestWait))
             }
-            queued += 1
+            waiting.subtract(1, ordering: .sequentiallyConsistent)
             condition.unlock()
-            super.addOperation { [condition] in
-                block()
-                condition.lock()
-                self.queued -= 1
-                condition.signal()
-                condition.unlock()
-            }
         }
     }
 #endif
