@@ -20,6 +20,7 @@
 //   /status/CODE      answers CODE with a short text body
 //   /length-required  411 to a body without Content-Length (chunked), as S3-style servers do; else as /upload
 //   /early            answers 200 at once, without reading the body, and closes its side of the connection
+//   /early/CODE       answers CODE in the same way
 //   /early-drain      answers 200 at once, then reads the whole body and discards it (a lingering close, as nginx
 //                     does), so that the client hands out every byte before its task ends
 //   /log              the list of requests seen so far: [{path, query, method, bytes, contentLength,
@@ -120,6 +121,10 @@ async function handle(request, response) {
   }
   if (path === '/early') {
     answerUnread(request, 200, { 'content-type': 'text/plain' }, 'thanks, but I did not read it\n');
+    return;
+  }
+  if (path.startsWith('/early/')) {
+    answerUnread(request, Number(path.slice('/early/'.length)), { 'content-type': 'text/plain' }, 'not read\n');
     return;
   }
   if (path === '/length-required' && request.headers['content-length'] === undefined) {
