@@ -25,9 +25,7 @@ struct Transfer {
 
     /// Runs the attempts and fills `report`; returns the last answer, or throws the last failure.
     func run(report: inout TransferReport) async throws -> Answer {
-        let policy = FollowRedirects(
-            options.followRedirects, trustedHeaders: options.trustsRedirects ? credentialHeaders(of: request) : [:],
-            verboseWith: options.verbose ? form : nil)
+        let policy = FollowRedirects(options.followRedirects, verboseWith: options.verbose ? form : nil)
         let session = URLSession(configuration: .ephemeral, delegate: policy, delegateQueue: nil)
         defer { session.finishTasksAndInvalidate() }
         let start = DispatchTime.now().uptimeNanoseconds
@@ -95,6 +93,7 @@ struct Transfer {
     /// standard input into a file, which another run cannot read again.
     static func resumption(_ options: Options, log: ResumableUploadLog?) -> MultipartResumption {
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
+        // The policy trusts as the upload does (--location-trusted): `--abandon`'s DELETE has only the policy.
         var resumption = MultipartResumption(
             maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600,
             credentialsToOtherOrigins: options.trustsRedirects)
@@ -126,8 +125,10 @@ struct Transfer {
         try writer.begin()
         let writer = writer
         let upload = Task {
-            try await session.upload(form, with: request, strategy: strategy, responseBody: .chunks(writer.write)) {
-                sent in
+            try await session.upload(
+                form, with: request, strategy: strategy, credentialsToOtherOrigins: options.trustsRedirects,
+                responseBody: .chunks(writer.write)
+            ) { sent in
                 watchdog.sawBody()
                 progress.report(sent)
             }
@@ -280,34 +281,16 @@ private final class Watchdog: @unchecked Sendable {
     }
 }
 
-/// The request's credential headers, which the library leaves behind on a redirect to another origin, with a user and
-/// password written in its URL as the `Authorization: Basic` libcurl makes of them (the library leaves those behind
-/// too).
-private func credentialHeaders(of request: URLRequest) -> [String: String] {
-    var headers: [String: String] = [:]
-    for name in RedirectPolicy.credentialHeaders {
-        headers[name] = request.value(forHTTPHeaderField: name)
-    }
-    if headers["Authorization"] == nil, let url = request.url,
-        let components = URLComponents(url: url, resolvingAgainstBaseURL: true), let user = components.user
-    {
-        let pair = "\(user):\(components.password ?? "")"
-        headers["Authorization"] = "Basic " + Data(pair.utf8).base64EncodedString()
-    }
-    return headers
-}
-
-/// Follows redirects only with `-L`, as curl does; without it the 3xx is the answer. With `--location-trusted` the
-/// credentials go along to other hosts too, which the library never does by itself.
+/// Follows redirects only with `-L`, as curl does; without it the 3xx is the answer. Where the credentials go is the
+/// library's origin rule: with `--location-trusted` the upload is told to trust other origins
+/// (`credentialsToOtherOrigins`), and this delegate writes no credential of its own.
 private final class FollowRedirects: NSObject, URLSessionTaskDelegate, Sendable {
     let follows: Bool
-    let trustedHeaders: [String: String]
     /// With `-v`, the form whose request each redirect is said with.
     let verboseForm: MultipartFormData?
 
-    init(_ follows: Bool, trustedHeaders: [String: String], verboseWith form: MultipartFormData?) {
+    init(_ follows: Bool, verboseWith form: MultipartFormData?) {
         self.follows = follows
-        self.trustedHeaders = trustedHeaders
         verboseForm = form
     }
 
@@ -319,8 +302,6 @@ private final class FollowRedirects: NSObject, URLSessionTaskDelegate, Sendable 
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         guard follows else { return completionHandler(nil) }
-        var request = request
-        for (name, value) in trustedHeaders { request.setValue(value, forHTTPHeaderField: name) }
         if let form = verboseForm {
             Command.printError("< HTTP \(response.statusCode)")
             if let location = response.value(forHTTPHeaderField: "Location") {

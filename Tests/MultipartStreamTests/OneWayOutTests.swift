@@ -79,16 +79,35 @@ import Testing
         }
     }
 
-    /// Sends the form `path`'s way; its error, if any (a task cannot resend after a 307 on Linux, and says so).
-    private func send(_ request: URLRequest, headers: MultipartHeaders?, path: Path) async -> (any Error)? {
+    /// Sends the form `path`'s way, trusting other origins or not; its error, if any (a task cannot resend after a
+    /// 307 on Linux, and says so).
+    private func send(
+        _ request: URLRequest, headers: MultipartHeaders?, path: Path, trusting: Bool = false
+    ) async -> (any Error)? {
         let form = form()
         switch path {
-        case .task: return await multipartTaskError(request, form: form)
-        case .streamedDelegate: return await streamedDelegateError(request)
+        case .task where !trusting: return await multipartTaskError(request, form: form)
+        case .streamedDelegate where !trusting: return await streamedDelegateError(request)
+        case .task:
+            return await withCheckedContinuation { continuation in
+                URLSession.shared.multipartUploadTask(with: request, form: form, credentialsToOtherOrigins: true) {
+                    _, _, error in continuation.resume(returning: error)
+                }.resume()
+            }
+        case .streamedDelegate:
+            return await withCheckedContinuation { continuation in
+                let delegate = MultipartStreamedUploadDelegate(credentialsToOtherOrigins: true) { _, _, _, error in
+                    continuation.resume(returning: error)
+                }
+                let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+                session.uploadTask(withStreamedRequest: request).resume()
+                session.finishTasksAndInvalidate()
+            }
         default: break
         }
         do {
-            _ = try await URLSession.shared.upload(form, with: request, strategy: path.strategy, headers: headers)
+            _ = try await URLSession.shared.upload(
+                form, with: request, strategy: path.strategy, headers: headers, credentialsToOtherOrigins: trusting)
             return nil
         } catch {
             return error
@@ -142,6 +161,36 @@ import Testing
             }
         }
         #expect(cases == 16 * 5)
+    }
+
+    /// Trust is an option of every way to send, not only of a resumable upload: with `credentialsToOtherOrigins`, a
+    /// credential from any source reaches the other origin a redirect leads to, as curl's `--location-trusted`.
+    @Test(arguments: [302, 307])
+    func aTrustedCredentialReachesAnotherOriginOnEveryPath(code: Int) async throws {
+        let (first, other) = (try UploadServer(), try UploadServer())
+        var cases = 0
+        for path in Path.allCases {
+            for source in sources(of: path) {
+                cases += 1
+                let tag = "trusted=\(cases)"
+                let location = "http://127.0.0.1:\(other.url().port!)/landed?\(tag)"
+                let redirect = first.url(
+                    "/redirect/\(code)?to=" + location.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+                let (request, hook) = self.request(to: redirect, from: source, path: path)
+                let error = await send(request, headers: hook, path: path, trusting: true)
+                let what = "\(path), \(code), credential from the \(source), trusted"
+                let landed = try await other.log().filter { $0.path == "/landed" && $0.query == "?\(tag)" }
+                #if !canImport(Darwin)
+                    if code >= 307 && (path == .task || path == .streamedDelegate) {
+                        #expect(error != nil && landed.isEmpty, "\(what): a task cannot send the form again on Linux")
+                        continue
+                    }
+                #endif
+                #expect(!landed.isEmpty, "\(what): not followed (\(String(describing: error)))")
+                for request in landed { expectCredentials(request, from: source, leaves: false, what) }
+            }
+        }
+        #expect(cases == 16)
     }
 
     /// A resumable upload the server puts on another origin: the `PATCH` and `HEAD` there carry no credential,

@@ -91,7 +91,8 @@ import Testing
             proposed.setValue("Basic c2VjcmV0", forHTTPHeaderField: "Authorization")
             proposed.setValue("s=1", forHTTPHeaderField: "Cookie")
             let sent = Bool.random(using: &generator) ? first : url("http://127.0.0.1:8080/hop")
-            let shown = RedirectPolicy.proposal(proposed, to: location, from: sent, leaving: first)
+            let shown = RequestMaker(hook: nil, origin: first).judged(
+                RedirectPolicy.resolving(proposed, to: location, from: sent))
             guard let target = shown.url else { continue }
             checked += 1
             if Origin(target) != Origin(first) {

@@ -24,7 +24,8 @@ public struct MultipartResumption: Sendable {
     public var maximumDuration: Double?
     /// Whether requests to an upload resource that the server put on another origin (its `Location`) carry the
     /// request's `Authorization`, `Cookie` and `Proxy-Authorization`, as `curl --location-trusted` lets them follow
-    /// redirects; off by default, since the server chose that URL.
+    /// redirects; off by default, since the server chose that URL. The upload's own `credentialsToOtherOrigins:`
+    /// trusts them the same way, for redirects too; either one is enough.
     public var credentialsToOtherOrigins: Bool
     /// When a part of the form going out counts as stalled, and is sent again from where the server stands as after a
     /// dropped connection; `nil` for never. By default, nothing handed out for 30 s.

@@ -49,6 +49,8 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     private let completion: Completion
     /// How an answer's body is kept: in memory, up to the bound.
     private let reception: ResponseReception
+    /// Whether credentials go along to another origin.
+    private let credentialsToOtherOrigins: Bool
     private let lock = Lock()
     private var tasks: [ObjectIdentifier: Exchange] = [:]
 
@@ -80,14 +82,19 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     ///     times a second, only rising, with 100% once; `nil` for none.
     ///   - responseLimit: The most bytes of an answer's body held in memory: 16 MiB unless raised. A task whose
     ///     answer is longer is stopped and fails with ``MultipartError/Reason/responseTooLarge(statusCode:limit:)``.
+    ///   - credentialsToOtherOrigins: Whether a task's credentials (`Authorization`, `Cookie`,
+    ///     `Proxy-Authorization`, a user and password in its URL) go along on a redirect to another origin, as curl's
+    ///     `--location-trusted`; `false` (the default) keeps them to its own.
     ///   - completion: Called on the session's delegate queue when a task ends: the answer's body and response, or
     ///     the error (`nil` body then), as `dataTask(with:completionHandler:)` gives them.
     public init(
         progress: (@Sendable (URLSessionTask, MultipartUploadProgress) -> Void)? = nil,
         responseLimit: Int = MultipartResponseBody.defaultLimit,
+        credentialsToOtherOrigins: Bool = false,
         completion: @escaping Completion
     ) {
         self.progress = progress
+        self.credentialsToOtherOrigins = credentialsToOtherOrigins
         self.completion = completion
         reception = .answer(accepting: nil, body: .inMemory(upTo: responseLimit), sink: nil)
     }
@@ -124,9 +131,12 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let proposal = RedirectPolicy.proposal(
-            request, to: response.value(forHTTPHeaderField: "Location"), from: task.currentRequest?.url,
-            leaving: task.originalRequest?.url)
+        // Made as every request is, by the origin rule (``RequestMaker``): this delegate has no headers hook.
+        let proposal = RequestMaker(
+            hook: nil, origin: task.originalRequest?.url, trustsOtherOrigins: credentialsToOtherOrigins
+        ).judged(
+            RedirectPolicy.resolving(
+                request, to: response.value(forHTTPHeaderField: "Location"), from: task.currentRequest?.url))
         switch RedirectPolicy.decide(
             statusCode: response.statusCode, answer: proposal, sent: task.currentRequest, canResend: false)
         {

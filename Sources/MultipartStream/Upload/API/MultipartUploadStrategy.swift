@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How `URLSession.upload(_:with:strategy:headers:acceptableStatusCodes:responseBody:progress:)` sends a form, with
+/// How `URLSession.upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` sends a form, with
 /// what applies to that way only: pacing where the body can be paced, a ``MultipartResumption`` policy where the upload
 /// can resume. Every strategy sends the exact `Content-Length`.
 ///

@@ -44,6 +44,10 @@ extension URLSession {
     ///     instead), and each request of a resumable upload. They are judged as the request's own headers:
     ///     credentials never reach another origin. An error it throws fails the upload with that error. `nil` (the
     ///     default) sends the request's own headers.
+    ///   - credentialsToOtherOrigins: Whether the request's credentials (its `Authorization`, `Cookie` and
+    ///     `Proxy-Authorization`, a user and password in its URL, and the same from `headers`) go along where the
+    ///     upload is sent to another origin (a redirect, a resumable upload's `Location`), as curl's
+    ///     `--location-trusted`. `false` (the default) keeps them to the first URL's origin.
     ///   - acceptableStatusCodes: The statuses that count as success; any other throws
     ///     ``MultipartError/Reason/unacceptableStatus(statusCode:body:)`` with the response
     ///     (``MultipartError/response``) and the first 64 KiB of its body, as soon as it has them. `nil` (the default)
@@ -66,6 +70,7 @@ extension URLSession {
         with request: URLRequest,
         strategy: MultipartUploadStrategy = .automatic,
         headers: MultipartHeaders? = nil,
+        credentialsToOtherOrigins: Bool = false,
         acceptableStatusCodes: Range<Int>? = nil,
         responseBody: MultipartResponseBody = .inMemory,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
@@ -77,7 +82,8 @@ extension URLSession {
             // a prefix only: its status is judged here, once, for every answer.
             let reply = try reception.judged(
                 try await send(
-                    form, with: request, strategy: strategy, refresh: headers, reception: reception, progress: progress
+                    form, with: request, strategy: strategy, refresh: headers, trusting: credentialsToOtherOrigins,
+                    reception: reception, progress: progress
                 ))
             try sink?.commit()
             return reply
@@ -87,7 +93,7 @@ extension URLSession {
         }
     }
 
-    /// `upload(_:with:strategy:headers:acceptableStatusCodes:responseBody:progress:)` (with a closure), keeping
+    /// `upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` (with a closure), keeping
     /// `progress` up to date and true: its `totalUnitCount` is the form's length (-1 while a stream's length is
     /// unknown) and its `completedUnitCount` the bytes handed to URLSession, back where a resend starts (a 401, a
     /// 307/308, a resumable retry), and one short of the total until the upload has succeeded: `isFinished` only then.
@@ -107,6 +113,7 @@ extension URLSession {
         with request: URLRequest,
         strategy: MultipartUploadStrategy = .automatic,
         headers: MultipartHeaders? = nil,
+        credentialsToOtherOrigins: Bool = false,
         acceptableStatusCodes: Range<Int>? = nil,
         responseBody: MultipartResponseBody = .inMemory,
         progress: Progress
@@ -115,7 +122,8 @@ extension URLSession {
         // A task of its own, so that `progress.cancel()`, from any thread, can cancel it.
         let work = Task {
             try await upload(
-                form, with: request, strategy: strategy, headers: headers, acceptableStatusCodes: acceptableStatusCodes,
+                form, with: request, strategy: strategy, headers: headers,
+                credentialsToOtherOrigins: credentialsToOtherOrigins, acceptableStatusCodes: acceptableStatusCodes,
                 responseBody: responseBody
             ) { sent in
                 let total = sent.totalBytes.map { Int64(clamping: $0) }
@@ -157,6 +165,7 @@ extension URLSession {
         with request: URLRequest,
         strategy: MultipartUploadStrategy,
         refresh: MultipartHeaders?,
+        trusting credentialsToOtherOrigins: Bool,
         reception: ResponseReception,
         progress: (@Sendable (MultipartUploadProgress) -> Void)?
     ) async throws -> (Data, URLResponse) {
@@ -165,7 +174,7 @@ extension URLSession {
         let progress = progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         let requests = RequestMaker(
             hook: refresh, origin: request.url,
-            trustsOtherOrigins: strategy.resumption?.credentialsToOtherOrigins ?? false)
+            trustsOtherOrigins: credentialsToOtherOrigins || strategy.resumption?.credentialsToOtherOrigins == true)
         let body: WholeFormUpload.Body
         switch strategy.kind {
         case .resumable(let policy, let pacing):
@@ -221,8 +230,9 @@ extension URLSession {
     ///
     /// With `.file` the body is written to a temporary file when the task starts (a task never resumed leaves none) and
     /// removed when it ends; if writing fails, the task fails with that ``MultipartError``. `progress` is called as in
-    /// `upload(_:with:strategy:headers:acceptableStatusCodes:responseBody:progress:)` (with a closure), and this
-    /// session's delegate is asked on its `delegateQueue` as there, with the same rule for credentials on redirects.
+    /// `upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` (with
+    /// a closure), and this session's delegate is asked on its `delegateQueue` as there, with the same rule for
+    /// credentials on redirects.
     /// Cancelling the task stops reading at once and closes any open file. A task never resumed keeps neither this
     /// session nor its connections alive. A task is made before its first byte and cannot be replaced: it cannot
     /// resume, nor refresh its headers, and on Linux a 307/308 redirect fails it with
@@ -233,6 +243,8 @@ extension URLSession {
     ///   - request: The URL, method (POST when it is GET) and other headers.
     ///   - form: The form to send. Its `Content-Type` and `Content-Length` replace the request's.
     ///   - strategy: `.stream` (the default, `.stream(pacing:)` paced) or `.file`.
+    ///   - credentialsToOtherOrigins: Whether the request's credentials go along on a redirect to another origin,
+    ///     as curl's `--location-trusted`; `false` (the default) keeps them to its own.
     ///   - progress: Called with the bytes handed to URLSession so far; `nil` for none.
     ///   - completionHandler: Called once with the body and response, or with the error: a ``MultipartError`` when a
     ///     part failed or the form cannot be sent.
@@ -241,6 +253,7 @@ extension URLSession {
         with request: URLRequest,
         form: MultipartFormData,
         strategy: MultipartTaskStrategy = .stream,
+        credentialsToOtherOrigins: Bool = false,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil,
         completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
     ) -> URLSessionUploadTask {
@@ -263,7 +276,8 @@ extension URLSession {
             } else { .stream }
         let upload = MultipartUpload(
             form: form, role: .callerTask(body), callerSession: self,
-            requests: RequestMaker(hook: nil, origin: request.url), pacer: strategy.pacing.map(MultipartPacer.init),
+            requests: RequestMaker(hook: nil, origin: request.url, trustsOtherOrigins: credentialsToOtherOrigins),
+            pacer: strategy.pacing.map(MultipartPacer.init),
             reception: .answer(accepting: nil, body: .inMemory, sink: nil),
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in

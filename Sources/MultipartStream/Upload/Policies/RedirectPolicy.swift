@@ -14,16 +14,17 @@ package enum RedirectPolicy {
     /// The most times one upload sends its form again itself, as URLSession bounds its own redirects.
     static let maximumResends = 10
 
-    /// The request URLSession proposes, as the caller's delegate is shown it, where it leaves the origin of `first`
-    /// (the upload's first request's URL): without the credential headers, and without a user and password in its
-    /// URL, which libcurl would send as `Authorization: Basic`. A user and password written in `first` are the
-    /// origin's, as those headers are: a request to the same origin whose URL names none carries them again.
-    static func proposal(_ proposed: URLRequest, leaving first: URL?) -> URLRequest {
+    /// The origin rule: `proposed` as it may go out, where it leaves the origin of `first` (the upload's first
+    /// request's URL): without the credential headers, and without a user and password in its URL, which libcurl
+    /// would send as `Authorization: Basic`; unless `trusted`, when they go wherever the upload goes. A user and
+    /// password written in `first` are the origin's, as those headers are: a request to the same origin (or, trusted,
+    /// to any) whose URL names none carries them again.
+    static func proposal(_ proposed: URLRequest, leaving first: URL?, trusted: Bool = false) -> URLRequest {
         // The first URL itself (every upload's first request): nothing to judge, and no origin to parse twice, which
         // every small upload would pay for.
         if proposed.url == first { return proposed }
         var request = proposed
-        guard let origin = Origin(first), Origin(proposed.url) == origin else {
+        if !trusted, Origin(first).map({ Origin(proposed.url) != $0 }) ?? true {
             for name in credentialHeaders { request.setValue(nil, forHTTPHeaderField: name) }
             request.url = proposed.url?.removingUserInfo
             return request
@@ -32,14 +33,6 @@ package enum RedirectPolicy {
             request.url = url.withUserInfo(of: first)
         }
         return request
-    }
-
-    /// The request URLSession proposes for a redirect to `location` from `sent` (the URL the 3xx answers), as the
-    /// caller's delegate is shown it: its URL resolved by RFC 3986, then the ``proposal(_:leaving:)`` of it.
-    static func proposal(_ proposed: URLRequest, to location: String?, from sent: URL?, leaving first: URL?)
-        -> URLRequest
-    {
-        proposal(resolving(proposed, to: location, from: sent), leaving: first)
     }
 
     /// The request URLSession proposes for a redirect to `location` from `sent`, its URL resolved by RFC 3986.

@@ -17,7 +17,8 @@ struct RequestMaker: Sendable {
     let hook: MultipartHeaders?
     /// The first request's URL: the caller's credentials go to its origin, and to others only when trusted.
     let origin: URL?
-    /// Whether credentials may go to another origin (``MultipartResumption/credentialsToOtherOrigins``).
+    /// Whether credentials may go to another origin (`credentialsToOtherOrigins:` of an upload, a task or the streamed
+    /// delegate, or ``MultipartResumption/credentialsToOtherOrigins``).
     let trustsOtherOrigins: Bool
 
     init(hook: MultipartHeaders?, origin: URL?, trustsOtherOrigins: Bool = false) {
@@ -42,13 +43,7 @@ struct RequestMaker: Sendable {
     /// What follows the hook in ``make(_:for:framing:)``: the origin rule, then the framing. Where there is no hook
     /// this is all of it, and needs no wait.
     func judged(_ request: URLRequest, framing: (inout URLRequest) -> Void = { _ in }) -> URLRequest {
-        var request = request
-        if !trustsOtherOrigins {
-            request = RedirectPolicy.proposal(request, leaving: origin)
-        } else if let origin, origin.user != nil, let url = request.url, url.user == nil {
-            // Trusted: the first URL's user and password go wherever the upload goes, as its headers do.
-            request.url = url.withUserInfo(of: origin)
-        }
+        var request = RedirectPolicy.proposal(request, leaving: origin, trusted: trustsOtherOrigins)
         framing(&request)
         return request
     }
