@@ -54,25 +54,14 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     private let lock = Lock()
     private var tasks: [ObjectIdentifier: Exchange] = [:]
 
-    /// Applies `change` to the tasks' exchanges under the lock: the one place that takes it.
-    private func modifyTasks<Result>(_ change: (inout [ObjectIdentifier: Exchange]) -> Result) -> Result {
-        lock.withLock { change(&tasks) }
-    }
-
-    /// What one task has shown so far.
+    /// What one task has shown so far. Its decisions are the request machine's, as for every other way to send
+    /// (``MultipartUpload/StateMachine``, in the role of a task handed to the caller); this delegate keeps only what
+    /// URLSession's delegate API forces on it: the stream it handed out, and the progress it reports.
     private struct Exchange {
+        var machine: MultipartUpload.StateMachine
         /// The last stream handed to URLSession: the one whose bytes went out.
         var stream: MultipartBodyStream?
         var progress: ProgressCoalescer?
-        /// The latest answer's body, within its bound.
-        var answer = ReceivedBody()
-        /// A redirect the task could not follow.
-        var stopReason: MultipartError?
-        /// A challenge was cancelled for want of a credential.
-        var gaveUpChallenge = false
-        /// The stream's count when the latest answer's head arrived, and whether it had handed out its last byte:
-        /// a server cannot have read more before it answered.
-        var atResponse: (handedOut: UInt64, lastByte: Bool)?
     }
 
     /// A delegate that calls `completion` once for every task of its session, and `progress` as body bytes go out.
@@ -99,6 +88,39 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         reception = .answer(accepting: nil, body: .inMemory(upTo: responseLimit), sink: nil)
     }
 
+    /// Applies `change` to `task`'s exchange under the lock: the one place that takes it. The exchange is made at
+    /// the task's first event, its machine told of the task; `body` is the length of the stream the task sends (of
+    /// unknown length where it has none), where its first event is the ask for one. A task whose first event is
+    /// another sends a body that is not this delegate's to count, taken as whole.
+    private func modify<Result>(
+        _ task: URLSessionTask, body: MultipartBodyStream? = nil, _ change: (inout Exchange) -> Result
+    ) -> Result {
+        lock.withLock {
+            let id = ObjectIdentifier(task)
+            var exchange: Exchange
+            if let existing = tasks.removeValue(forKey: id) {
+                exchange = existing
+            } else {
+                var machine = MultipartUpload.StateMachine(
+                    role: .callerTask(.stream), contentLength: body?.contentLength ?? 0, contentType: "",
+                    reception: reception, lengthIsKnown: body == nil || body?.contentLength != nil)
+                _ = machine.taskMade(task)
+                exchange = Exchange(machine: machine)
+            }
+            defer { tasks[id] = exchange }
+            return change(&exchange)
+        }
+    }
+
+    /// What the task's latest stream handed out, read outside the lock: the stream may still be read meanwhile. A
+    /// stream of unknown length is whole once it handed out its last byte: at its end, or closed after it (a stream
+    /// closed early still has bytes to give).
+    private func count(of stream: MultipartBodyStream?) -> MultipartUpload.StateMachine.BodyCount {
+        guard let stream else { return .init(lastByte: true) }
+        let handedOut = stream.bytesRead
+        return .init(last: handedOut, furthest: handedOut, failure: stream.failure, lastByte: !stream.hasBytesAvailable)
+    }
+
     /// A new copy of the request's stream, whose reads this delegate counts.
     public func urlSession(
         _ session: URLSession,
@@ -108,8 +130,9 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         guard let original = task.originalRequest?.httpBodyStream as? MultipartBodyStream else {
             return completionHandler((task.originalRequest?.httpBodyStream as? NSCopying)?.copy() as? InputStream)
         }
-        let stream = modifyTasks { tasks -> MultipartBodyStream in
-            var exchange = tasks[ObjectIdentifier(task)] ?? Exchange()
+        let (stream, made) = modify(task, body: original) { exchange in
+            // The request's own stream, copied: the machine's body is the form's, whole.
+            _ = exchange.machine.bodyRequested()
             if exchange.progress == nil, let progress {
                 exchange.progress = ProgressCoalescer(totalBytes: original.contentLength) { [weak task] reported in
                     if let task { progress(task, reported) }
@@ -117,9 +140,9 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             }
             let stream = original.copy(progressHandler: exchange.progress?.report)
             exchange.stream = stream
-            tasks[ObjectIdentifier(task)] = exchange
-            return stream
+            return (stream, exchange.machine.streamMade())
         }
+        if case .close = made { stream.close() }
         completionHandler(stream)
     }
 
@@ -131,29 +154,24 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        let sent = task.currentRequest ?? task.originalRequest
+        let location = response.value(forHTTPHeaderField: "Location")
         // Made as every request is, by the origin rule (``RequestMaker``): this delegate has no headers hook.
-        let proposal = RequestMaker(
-            hook: nil, origin: task.originalRequest?.url, trustsOtherOrigins: credentialsToOtherOrigins
-        ).judged(
-            RedirectPolicy.resolving(
-                request, to: response.value(forHTTPHeaderField: "Location"), from: task.currentRequest?.url))
-        switch RedirectPolicy.decide(
-            statusCode: response.statusCode, answer: proposal, sent: task.currentRequest, canResend: false)
-        {
-        case .follow(let request):
-            completionHandler(request)
-        case .fail(let error):
-            stop(task, because: error)
-            completionHandler(nil)
-        case .resend:
-            // Not asked for: this task is the caller's, and cannot be replaced.
-            stop(
-                task,
-                because: MultipartError(.redirectNotFollowed(statusCode: response.statusCode, location: request.url)))
-            completionHandler(nil)
-        case .keepResponse:
-            completionHandler(nil)
+        let requests = RequestMaker(
+            hook: nil, origin: task.originalRequest?.url, trustsOtherOrigins: credentialsToOtherOrigins)
+        let answer = modify(task) { exchange -> URLRequest? in
+            guard
+                case .make(let resolved) = exchange.machine.redirectMet(
+                    proposed: request, location: location, from: sent?.url)
+            else { return nil }
+            switch exchange.machine.redirectAnswered(
+                statusCode: response.statusCode, answer: requests.judged(resolved), sent: sent)
+            {
+            case .follow(let request): return request
+            case .refuse: return nil
+            }
         }
+        completionHandler(answer)
     }
 
     /// The configuration's stored credential once, else the answer that makes the 401 or 407 the task's answer.
@@ -165,10 +183,12 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     ) {
         let (disposition, credential) = ChallengePolicy.defaultAnswer(
             to: challenge, storage: session.configuration.urlCredentialStorage)
-        if disposition == .cancelAuthenticationChallenge {
-            modifyTasks { tasks in tasks[ObjectIdentifier(task), default: Exchange()].gaveUpChallenge = true }
+        let chosen = modify(task) {
+            $0.machine.challengeAnswered(
+                caller: .init(disposition: .performDefaultHandling, credential: nil),
+                fallback: .init(disposition: disposition, credential: credential))
         }
-        completionHandler(disposition, credential)
+        completionHandler(chosen.disposition, chosen.credential)
     }
 
     /// Starts the answer's body afresh (Linux URLSession hands over a 401's body before the answer that follows it)
@@ -179,58 +199,35 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        let stream = modifyTasks { tasks in tasks[ObjectIdentifier(dataTask)]?.stream }
-        // Read outside the lock, once: the stream may still be read while this runs. A stream of unknown length is
-        // whole once it handed out its last byte: at its end, or closed after it (a stream closed early still has
-        // bytes to give).
-        let count = stream.map { ($0.bytesRead, !$0.hasBytesAvailable) }
-        let answer = ReceivedBody(response, handedOut: count?.0 ?? 0, as: reception)
-        modifyTasks { tasks in
-            guard var exchange = tasks[ObjectIdentifier(dataTask)] else { return }
-            exchange.answer = answer
-            exchange.atResponse = count
-            tasks[ObjectIdentifier(dataTask)] = exchange
-        }
+        let stream = modify(dataTask) { $0.stream }
+        let count = count(of: stream)
+        modify(dataTask) { $0.machine.responseBegan(count, response: response) }
         completionHandler(.allow)
     }
 
     /// Collects the answer's body, up to its bound: past it, the task stops (or, for an answer another may follow,
     /// the rest is dropped).
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        let stops = modifyTasks { tasks in
-            // In place: a copy of the exchange would copy its body on every piece.
-            tasks[ObjectIdentifier(dataTask), default: Exchange()].answer.take(data) == .stop
-        }
-        if stops { dataTask.cancel() }
+        if case .stop = modify(dataTask, { $0.machine.received(data) }) { dataTask.cancel() }
     }
 
-    /// Hands the task's outcome to `completion`, judged as every upload's request is: a failed part's
-    /// ``MultipartError`` before URLSession's own error, and a 2xx that came before the whole body a failure.
+    /// Hands the task's outcome to `completion`, judged as every upload's request is (``RequestOutcome``): a failed
+    /// part's ``MultipartError`` before URLSession's own error, and a 2xx that came before the whole body a failure.
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let exchange = modifyTasks { tasks in tasks.removeValue(forKey: ObjectIdentifier(task)) } ?? Exchange()
-        let stream = exchange.stream
-        let atEnd = stream.map { ($0.bytesRead, !$0.hasBytesAvailable) } ?? (0, true)
-        let handedOut = exchange.atResponse ?? atEnd
-        let outcome = RequestOutcome(
-            bodyFailure: stream?.failure,
-            stopReason: exchange.stopReason, response: task.response, error: error,
-            gaveUpChallenge: exchange.gaveUpChallenge, handedOut: handedOut.handedOut,
-            // A body that is not the form's (another stream) is not counted: it is taken as whole.
-            bodyEnd: stream == nil ? 0 : stream?.contentLength, handedOutLastByte: handedOut.lastByte,
-            formLength: stream?.contentLength, received: exchange.answer.data,
-            cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit)
-        let verdict = outcome.verdict
-        if let progress = exchange.progress {
-            if case .success = verdict { progress.settle(at: atEnd.0) }
+        let stream = modify(task) { $0.stream }
+        let count = count(of: stream)
+        let (ended, progress) = lock.withLock { () -> (MultipartUpload.StateMachine.EndAction?, ProgressCoalescer?) in
+            guard var exchange = tasks.removeValue(forKey: ObjectIdentifier(task)) else { return (nil, nil) }
+            return (exchange.machine.taskEnded(error: error, response: task.response, body: count), exchange.progress)
+        }
+        guard case .finish(let finish) = ended else { return }
+        if let progress {
+            if case .success = finish.result { progress.settle(at: finish.bytesSent) }
             progress.finish()
         }
-        switch verdict {
+        switch finish.result {
         case .success(let (data, response)): completion(task, data, response, nil)
         case .failure(let failure): completion(task, nil, task.response, failure)
         }
-    }
-
-    private func stop(_ task: URLSessionTask, because reason: MultipartError) {
-        modifyTasks { tasks in tasks[ObjectIdentifier(task), default: Exchange()].stopReason = reason }
     }
 }

@@ -19,6 +19,8 @@ extension MultipartUpload {
             var furthest: UInt64 = 0
             /// The first stream's failure, naming the part; URLSession only says the upload was aborted.
             var failure: MultipartError?
+            /// Whether the latest stream had handed out its last byte: what says a body of unknown length is whole.
+            var lastByte = false
         }
 
         /// The current task's exchange: what it was given and what came back.
@@ -36,6 +38,8 @@ extension MultipartUpload {
             /// The form's bytes handed out when the latest response's head arrived: a server cannot have read more
             /// than this before it answered, whatever it reads (and discards) afterwards.
             var bytesAtResponse: UInt64?
+            /// Whether the body had handed out its last byte when the latest response's head arrived.
+            var lastByteAtResponse = false
             /// The upload cancelled a challenge for want of a credential: the 401 or 407 is then the answer.
             var gaveUpChallenge = false
             /// Challenges answered with a credential: each lets URLSession send a body that goes out once again,
@@ -94,13 +98,17 @@ extension MultipartUpload {
         let oneShot: MultipartError?
         /// How the answers' bodies are kept.
         let reception: ResponseReception
+        /// Whether the body's length is known: a caller's stream of unknown length (which only the streamed delegate
+        /// sends, chunked) is whole once it handed out its last byte.
+        let lengthIsKnown: Bool
         private(set) var state = State.idle
 
         init(
             role: Role, contentLength: UInt64, contentType: String, oneShot: MultipartError? = nil,
-            reception: ResponseReception = .protocolAnswer
+            reception: ResponseReception = .protocolAnswer, lengthIsKnown: Bool = true
         ) {
             self.role = role
+            self.lengthIsKnown = lengthIsKnown
             self.reception = reception
             self.oneShot = oneShot
             self.contentLength = contentLength
@@ -347,6 +355,7 @@ extension MultipartUpload {
                 let handedOut = start + $0.bodyBytesHandedOut(count, countedByURLSession: countedByURLSession)
                 $0.answer = ReceivedBody(response, handedOut: handedOut, as: reception)
                 $0.bytesAtResponse = handedOut
+                $0.lastByteAtResponse = count.lastByte
             }
         }
 
@@ -541,7 +550,9 @@ extension MultipartUpload {
                 // 301-303 the count is the first request's: a server that redirected without reading the form never
                 // got it either.
                 handedOut: exchange.bytesAtResponse ?? bytesHandedOut(by: exchange, count),
-                bodyEnd: bodyStart + bodyLength, formLength: contentLength, received: exchange.answer.data,
+                bodyEnd: lengthIsKnown ? bodyStart + bodyLength : nil,
+                handedOutLastByte: exchange.bytesAtResponse == nil ? count.lastByte : exchange.lastByteAtResponse,
+                formLength: lengthIsKnown ? contentLength : nil, received: exchange.answer.data,
                 cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit)
             if case .failed(let failure) = exchange.written { outcome.bodyFailure = failure }
             if let http = response as? HTTPURLResponse { outcome.takesEarlySuccess = role.takesEarlySuccess(http) }
