@@ -104,7 +104,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
                 var machine = MultipartUpload.StateMachine(
                     role: .callerTask(.stream), contentLength: body?.contentLength ?? 0, contentType: "",
                     reception: reception, lengthIsKnown: body == nil || body?.contentLength != nil)
-                _ = machine.taskMade(task)
+                _ = machine.taskMade()
                 exchange = Exchange(machine: machine)
             }
             defer { tasks[id] = exchange }

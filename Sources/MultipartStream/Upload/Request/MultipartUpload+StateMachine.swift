@@ -27,7 +27,8 @@ extension MultipartUpload {
         struct Exchange {
             /// Tasks started after the first one, to send the form again.
             var resends: Int
-            var task: URLSessionTask?
+            /// Whether the exchange's task was made: the shell holds it, the machine only knows it exists.
+            var hasTask = false
             /// How many body streams the task was given.
             var streamsMade = 0
             /// The latest response's body, within its bound: a 401's or a redirect's is dropped when the next
@@ -194,16 +195,16 @@ extension MultipartUpload {
         }
 
         /// A task was made for the upload.
-        mutating func taskMade(_ task: URLSessionTask) -> TaskMadeAction {
+        mutating func taskMade() -> TaskMadeAction {
             switch state {
             case .idle:
-                state = .sending(Exchange(resends: 0, task: task))
+                state = .sending(Exchange(resends: 0, hasTask: true))
             case .sending(var exchange):
                 // The resend's task, made after `taskEnded` said so.
-                exchange.task = task
+                exchange.hasTask = true
                 state = .sending(exchange)
             case .cancelled(var exchange):
-                exchange.task = task
+                exchange.hasTask = true
                 state = .cancelled(exchange)
                 return .cancel
             case .awaitingResend, .stopping, .finished:
@@ -366,7 +367,7 @@ extension MultipartUpload {
             case deliver(Data)
             /// Stop the task: the answer's bound is reached, and nothing more of it is needed. Its end, with the
             /// cancel's error, is judged as the answer so far (``ReceivedBody/cutShort``).
-            case stop(URLSessionTask?)
+            case stop
         }
 
         /// A piece of the response's body arrived.
@@ -377,17 +378,18 @@ extension MultipartUpload {
                 switch exchange.answer.take(data) {
                 case .kept: break
                 case .deliver: action = .deliver(data)
-                case .stop: action = .stop(exchange.task)
+                case .stop: action = .stop
                 }
             }
             return action
         }
 
         /// The sink could not take the answer (`error`): the task stops, and the upload fails with that error.
-        mutating func sinkFailed(because error: any Error) -> URLSessionTask? {
-            guard case .sending(let exchange) = state else { return nil }
+        /// Returns whether the task is to be stopped.
+        mutating func sinkFailed(because error: any Error) -> Bool {
+            guard case .sending(let exchange) = state else { return false }
             state = .stopping(error, exchange)
-            return exchange.task
+            return true
         }
 
         enum RedirectAction: Equatable {
@@ -469,9 +471,9 @@ extension MultipartUpload {
         // MARK: Cancel
 
         enum CancelAction {
-            /// Close these streams and cancel the task, if there is one yet; end progress when it is the upload's
-            /// own (not one request's of a resumable upload, whose progress goes on).
-            case cancel(URLSessionTask?, endsProgress: Bool)
+            /// Close these streams and cancel the task, where one was made (`hasTask`); end progress when it is the
+            /// upload's own (not one request's of a resumable upload, whose progress goes on).
+            case cancel(hasTask: Bool, endsProgress: Bool)
             /// Nothing: cancelled or finished already.
             case none
         }
@@ -493,7 +495,7 @@ extension MultipartUpload {
             case .modifying: Self.changing()
             }
             state = .cancelled(exchange)
-            return .cancel(exchange.task, endsProgress: role.finishesProgress)
+            return .cancel(hasTask: exchange.hasTask, endsProgress: role.finishesProgress)
         }
 
         // MARK: The task's end
@@ -566,7 +568,7 @@ extension MultipartUpload {
             switch state {
             case .idle:
                 return .finish(finish(.failure(URLError(.cancelled)), exchange: Exchange(resends: 0), BodyCount()))
-            case .sending(let exchange) where exchange.task == nil, .cancelled(let exchange) where exchange.task == nil:
+            case .sending(let exchange) where !exchange.hasTask, .cancelled(let exchange) where !exchange.hasTask:
                 return .finish(finish(.failure(URLError(.cancelled)), exchange: exchange, BodyCount()))
             default:
                 return .none
@@ -578,8 +580,8 @@ extension MultipartUpload {
         /// not followed.
         mutating func resendFailed(because error: (any Error)? = nil) -> EndAction {
             // Cancelled before the resend's task was made: no task will end, so the upload ends here.
-            if case .cancelled(let exchange) = state, exchange.task == nil { return taskNotMade() }
-            guard case .sending(let exchange) = state, exchange.task == nil, let resending = exchange.resending
+            if case .cancelled(let exchange) = state, !exchange.hasTask { return taskNotMade() }
+            guard case .sending(let exchange) = state, !exchange.hasTask, let resending = exchange.resending
             else { return .none }
             let failure =
                 error

@@ -37,6 +37,8 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     private var machine: StateMachine
     /// The current task's body streams; the last is the one the last request read.
     private var streams: [MultipartBodyStream] = []
+    /// The current task: the machine holds values, and only knows that it exists.
+    private var task: URLSessionTask?
 
     init(
         form: MultipartFormData,
@@ -108,7 +110,11 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
             case .uploadFromFile(let file): session.uploadTask(with: request, fromFile: file)
             }
         }
-        act(on: modify { $0.taskMade(task) }, task: task)
+        let made = lock.withLock {
+            self.task = task
+            return machine.taskMade()
+        }
+        act(on: made, task: task)
         return task
     }
 
@@ -136,11 +142,16 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
     /// cancels a task on the queue that reads the body, which a caller stream blocked in `read` holds until it
     /// returns, so the task is cancelled from another thread.
     func cancel() {
-        guard case .cancel(let task, let endsProgress) = modify({ $0.cancel() }) else { return }
+        guard case .cancel(let hasTask, let endsProgress) = modify({ $0.cancel() }) else { return }
         if endsProgress { progress?.finish() }
         // Still counted: how far they reached bounds what the server may say it has.
         closeStreams(forgetting: false)
-        cancelOffQueue(task)
+        if hasTask { cancelOffQueue(currentTask) }
+    }
+
+    /// The task the machine's actions are about.
+    private var currentTask: URLSessionTask? {
+        lock.withLock { task }
     }
 
     // MARK: Body
@@ -229,13 +240,13 @@ final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
                 }
                 try sink.write(data, of: response, by: ObjectIdentifier(self))
             } catch {
-                cancelOffQueue(modify { $0.sinkFailed(because: error) })
+                if modify({ $0.sinkFailed(because: error) }) { cancelOffQueue(task) }
             }
-        case .stop(let stopped):
+        case .stop:
             // The caller is told when the task has stopped, not before: a request made meanwhile (a resumable
             // upload's next) would open another connection while this one is still read, on the one thread that
             // must also stop it.
-            cancelOffQueue(stopped)
+            cancelOffQueue(task)
         }
     }
 
