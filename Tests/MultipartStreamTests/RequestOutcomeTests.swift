@@ -142,7 +142,7 @@ import Testing
 
     /// The request machine's end, for the facts it can be fed, says what the table says.
     @Test func theRequestMachineSaysWhatTheVerdictSays() {
-        typealias Machine = MultipartUpload.StateMachine
+        typealias Machine = UploadRequest.StateMachine
         var form = MultipartFormData()
         form.append(Data(count: 1_000), name: "f")
         let length = form.contentLength!

@@ -96,12 +96,12 @@ import Testing
         let url = URL(string: "http://127.0.0.1:1/")!
         let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!
         for (reception, fails) in [(answer(.inMemory(upTo: 8)), true), (ResponseReception.protocolAnswer, false)] {
-            var machine = MultipartUpload.StateMachine(
+            var machine = UploadRequest.StateMachine(
                 role: .wholeForm(.stream), contentLength: form.contentLength!, contentType: form.contentType,
                 reception: reception)
             _ = machine.taskMade()
             #expect(machine.streamMade() == .hand)
-            let sent = MultipartUpload.StateMachine.BodyCount(last: form.contentLength!, furthest: form.contentLength!)
+            let sent = UploadRequest.StateMachine.BodyCount(last: form.contentLength!, furthest: form.contentLength!)
             machine.responseBegan(sent, response: response)
             let limit = fails ? 8 : Self.prefix
             if case .stop = machine.received(Data(count: limit)) { Issue.record("stopped within the bound") }

@@ -9,17 +9,17 @@ import Testing
     import FoundationNetworking
 #endif
 
-extension MultipartUpload.Role {
+extension UploadRequest.Role {
     /// A resumable upload's append, framed as the resumable layer frames it.
     fileprivate static func append(from offset: UInt64, upTo end: UInt64) -> Self {
         .append(from: offset, upTo: end, ResumableUpload.appendFraming)
     }
 }
 
-/// ``MultipartUpload/StateMachine``: one upload's tasks, bodies and what its caller is told, transition by
+/// ``UploadRequest/StateMachine``: one upload's tasks, bodies and what its caller is told, transition by
 /// transition, without a server.
 @Suite struct UploadStateMachineTests {
-    typealias Machine = MultipartUpload.StateMachine
+    typealias Machine = UploadRequest.StateMachine
 
     private let url = URL(string: "http://127.0.0.1/upload")!
     private let form: MultipartFormData = {
@@ -28,7 +28,7 @@ extension MultipartUpload.Role {
         return form
     }()
 
-    private func machine(_ role: MultipartUpload.Role = .wholeForm(.stream)) -> Machine {
+    private func machine(_ role: UploadRequest.Role = .wholeForm(.stream)) -> Machine {
         Machine(role: role, contentLength: form.contentLength!, contentType: form.contentType)
     }
 

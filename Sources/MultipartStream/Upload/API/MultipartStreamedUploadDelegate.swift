@@ -55,10 +55,10 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     private var tasks: [ObjectIdentifier: Exchange] = [:]
 
     /// What one task has shown so far. Its decisions are the request machine's, as for every other way to send
-    /// (``MultipartUpload/StateMachine``, in the role of a task handed to the caller); this delegate keeps only what
+    /// (``UploadRequest/StateMachine``, in the role of a task handed to the caller); this delegate keeps only what
     /// URLSession's delegate API forces on it: the stream it handed out, and the progress it reports.
     private struct Exchange {
-        var machine: MultipartUpload.StateMachine
+        var machine: UploadRequest.StateMachine
         /// The last stream handed to URLSession: the one whose bytes went out.
         var stream: MultipartBodyStream?
         var progress: ProgressCoalescer?
@@ -101,7 +101,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             if let existing = tasks.removeValue(forKey: id) {
                 exchange = existing
             } else {
-                var machine = MultipartUpload.StateMachine(
+                var machine = UploadRequest.StateMachine(
                     role: .callerTask(.stream), contentLength: body?.contentLength ?? 0, contentType: "",
                     reception: reception, lengthIsKnown: body == nil || body?.contentLength != nil)
                 _ = machine.taskMade()
@@ -115,7 +115,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     /// What the task's latest stream handed out, read outside the lock: the stream may still be read meanwhile. A
     /// stream of unknown length is whole once it handed out its last byte: at its end, or closed after it (a stream
     /// closed early still has bytes to give).
-    private func count(of stream: MultipartBodyStream?) -> MultipartUpload.StateMachine.BodyCount {
+    private func count(of stream: MultipartBodyStream?) -> UploadRequest.StateMachine.BodyCount {
         guard let stream else { return .init(lastByte: true) }
         let handedOut = stream.bytesRead
         return .init(last: handedOut, furthest: handedOut, failure: stream.failure, lastByte: !stream.hasBytesAvailable)
@@ -216,7 +216,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let stream = modify(task) { $0.stream }
         let count = count(of: stream)
-        let (ended, progress) = lock.withLock { () -> (MultipartUpload.StateMachine.EndAction?, ProgressCoalescer?) in
+        let (ended, progress) = lock.withLock { () -> (UploadRequest.StateMachine.EndAction?, ProgressCoalescer?) in
             guard var exchange = tasks.removeValue(forKey: ObjectIdentifier(task)) else { return (nil, nil) }
             return (exchange.machine.taskEnded(error: error, response: task.response, body: count), exchange.progress)
         }

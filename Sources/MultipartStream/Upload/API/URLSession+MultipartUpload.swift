@@ -196,7 +196,7 @@ extension URLSession {
     /// cancels it at once and throws `CancellationError`.
     func perform(
         _ request: URLRequest,
-        _ upload: MultipartUpload,
+        _ upload: UploadRequest,
         answeredTo result: PendingResponse
     ) async throws -> (Data, URLResponse) {
         do {
@@ -274,7 +274,7 @@ extension URLSession {
             if let refusal { .failed(refusal) } else if strategy.writesFile {
                 .fileToWrite(WholeFormUpload.temporaryBodyURL())
             } else { .stream }
-        let upload = MultipartUpload(
+        let upload = UploadRequest(
             form: form, role: .callerTask(body), callerSession: self,
             requests: RequestMaker(hook: nil, origin: request.url, trustsOtherOrigins: credentialsToOtherOrigins),
             pacer: strategy.pacing.map(MultipartPacer.init),

@@ -11,7 +11,7 @@ import Foundation
 /// The form's own request, a resend after a redirect, the retry after a 401, every request of a resumable upload
 /// (discovery, creation, append, offset, the clean-up `DELETE`, `abandonUpload`'s) and its fallback are made here.
 /// The body's own framing (`Content-Type`, `Content-Length`, the body) is the task's, set when the task is made
-/// (``MultipartUpload/StateMachine/plan(for:)``), after this.
+/// (``UploadRequest/StateMachine/plan(for:)``), after this.
 struct RequestMaker: Sendable {
     /// The caller's fresh headers, if any.
     let hook: MultipartHeaders?

@@ -7,7 +7,7 @@ import Foundation
 /// The whole form in one request, the one driver of every upload that sends it so: the plain upload
 /// (`.automatic`, `.stream`, `.file`) and a resumable upload's fallback to a server without the draft. It spools a
 /// part of unknown length first (or refuses it, where the part says so), sends the form's own request, follows what
-/// ``MultipartUpload`` follows, and retries once after a 401 when the headers hook gives other headers for it.
+/// ``UploadRequest`` follows, and retries once after a 401 when the headers hook gives other headers for it.
 struct WholeFormUpload {
     /// How the body reaches URLSession.
     enum Body {
@@ -81,7 +81,7 @@ struct WholeFormUpload {
             throw CancellationError()
         }
         let result = PendingResponse()
-        let upload = MultipartUpload(
+        let upload = UploadRequest(
             form: form, role: .wholeForm(uploadBody), callerSession: session, requests: requests, pacer: pacer,
             reception: reception, progress: progress, completion: result.resolve)
         defer { bodySent?(upload.furthestHandedOut) }

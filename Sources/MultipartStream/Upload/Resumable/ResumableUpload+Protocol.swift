@@ -123,7 +123,7 @@ extension ResumableUpload {
     /// How the request layer frames an append: its type, and a success that came before its last byte, which is
     /// an answer only where `Upload-Complete: ?0` says the server kept part of it (the upload goes on from its
     /// offset, bounded by what was handed out).
-    static let appendFraming = MultipartUpload.PartFraming(
+    static let appendFraming = UploadRequest.PartFraming(
         contentType: partialUploadType, takesEarlySuccess: { Answer($0).isComplete == false })
 
     /// A request of the protocol.

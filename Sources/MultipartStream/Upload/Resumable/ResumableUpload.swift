@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// A `.resumable` upload: carries out the actions its ``StateMachine`` decides, each request one ``MultipartUpload`` on
+/// A `.resumable` upload: carries out the actions its ``StateMachine`` decides, each request one ``UploadRequest`` on
 /// the caller session's private session, so that redirects, challenges, the caller's delegate, exact lengths and
 /// cancellation behave as in every other upload. Progress is one count over all requests: it goes on from the
 /// offset a request resumes at, and never counts a byte twice. An upload that fails or is cancelled once its upload
@@ -261,7 +261,7 @@ struct ResumableUpload {
         } catch {
             return (.failure(HeadersFailure(error: error)), 0)
         }
-        let role: MultipartUpload.Role =
+        let role: UploadRequest.Role =
             switch step {
             case .append(let offset, let end): .append(from: offset, upTo: end, Self.appendFraming)
             case .askOffset, .delete: .resourceRequest
@@ -297,11 +297,11 @@ struct ResumableUpload {
 
     /// One request of the upload in `role`, on the caller's session, and the answer it resolves.
     private func makeUpload(
-        _ role: MultipartUpload.Role, buffered: AppendBuffer? = nil, reception: ResponseReception,
+        _ role: UploadRequest.Role, buffered: AppendBuffer? = nil, reception: ResponseReception,
         progress: ProgressCoalescer?
-    ) -> (MultipartUpload, PendingResponse) {
+    ) -> (UploadRequest, PendingResponse) {
         let result = PendingResponse()
-        let upload = MultipartUpload(
+        let upload = UploadRequest(
             form: form, buffered: buffered, role: role, callerSession: session, requests: requests, pacer: pacer,
             reception: reception, progress: progress, completion: result.resolve)
         return (upload, result)
@@ -330,7 +330,7 @@ struct ResumableUpload {
     /// Runs `perform`; for an append under the policy's stall rule, ends it as stalled when `upload` hands out its
     /// bytes too slowly.
     private func watchingForStalls(
-        _ step: Step, of upload: MultipartUpload, _ perform: @escaping @Sendable () async throws -> Reply
+        _ step: Step, of upload: UploadRequest, _ perform: @escaping @Sendable () async throws -> Reply
     ) async throws -> Reply {
         guard case .append(_, let end) = step, let stall = policy.stall else { return try await perform() }
         return try await withThrowingTaskGroup(of: Reply?.self) { group in

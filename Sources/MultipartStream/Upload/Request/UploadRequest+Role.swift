@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-extension MultipartUpload {
+extension UploadRequest {
     /// What this layer needs to send a part of the form for a protocol above it (a resumable upload's append),
     /// given as values by that protocol, which this layer knows nothing of.
     struct PartFraming: Sendable {

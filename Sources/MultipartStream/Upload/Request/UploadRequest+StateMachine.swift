@@ -4,7 +4,7 @@ import Foundation
     import FoundationNetworking
 #endif
 
-extension MultipartUpload {
+extension UploadRequest {
     /// The decisions of one upload across its tasks, without I/O: every event (a task made, a body asked for, a
     /// redirect or challenge answered, a cancel, the task's end) goes in, and the action the shell carries out comes
     /// out. The fixed facts (the role, the form's length) are given once. It holds values only: the shell keeps the

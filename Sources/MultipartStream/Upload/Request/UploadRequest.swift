@@ -4,16 +4,17 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// One upload of a form, over one or more tasks (a redirect the upload follows itself makes a new one) on its
-/// caller session's ``PrivateSession``, which hands it its tasks' events.
+/// One request an upload sends (the whole form, an append, or a bodiless `OPTIONS`, `HEAD` or `DELETE` of the
+/// resumable protocol), over one or more tasks (a redirect it follows itself makes a new one) on its caller session's
+/// ``PrivateSession``, which hands it its tasks' events.
 ///
 /// The shell of its ``StateMachine``: every event goes through ``modify(_:)``, the one place that takes the lock,
 /// and the action that comes back is carried out after it is released: making tasks and streams, writing the
 /// temporary file, making a redirect's request (``RequestMaker``), asking the caller's delegate
 /// (``CallerDelegate``), reporting progress, closing, telling the caller. The machine holds values; the shell keeps
 /// the streams and tells the machine what they handed out.
-final class MultipartUpload: UploadTaskEvents, @unchecked Sendable {
-    // @unchecked: `machine` and `streams` are guarded by `lock`; the rest are constants.
+final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
+    // @unchecked: `machine`, `streams` and `task` are guarded by `lock`; the rest are constants.
     typealias Completion = @Sendable (Result<(Data, URLResponse), any Error>) -> Void
 
     private let form: MultipartFormData
