@@ -216,9 +216,10 @@ extension URLSession {
                 }
             } onCancel: {
                 upload.cancel()
-                // Answer now: URLSession handles the cancel on the queue that reads the body, which a caller stream
-                // blocked in `read` holds until it returns. The task ends, and closes everything, on its own.
-                result.resolve(.failure(CancellationError()))
+                // Answer now, as the verdict judges a cancel: URLSession handles the cancel on the queue that reads
+                // the body, which a caller stream blocked in `read` holds until it returns. The task ends, and closes
+                // everything, on its own.
+                result.resolve(RequestOutcome(isCancelled: true).verdict)
             }
         } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
             throw CancellationError()

@@ -565,11 +565,13 @@ extension UploadRequest {
         /// caller's session is gone. No task will end to finish the upload, so it ends here, and its temporary body
         /// with it.
         mutating func taskNotMade() -> EndAction {
+            // Judged as every request's end is, as one that was cancelled.
+            let cancelled = RequestOutcome(isCancelled: true).verdict
             switch state {
             case .idle:
-                return .finish(finish(.failure(URLError(.cancelled)), exchange: Exchange(resends: 0), BodyCount()))
+                return .finish(finish(cancelled, exchange: Exchange(resends: 0), BodyCount()))
             case .sending(let exchange) where !exchange.hasTask, .cancelled(let exchange) where !exchange.hasTask:
-                return .finish(finish(.failure(URLError(.cancelled)), exchange: exchange, BodyCount()))
+                return .finish(finish(cancelled, exchange: exchange, BodyCount()))
             default:
                 return .none
             }
@@ -583,11 +585,12 @@ extension UploadRequest {
             if case .cancelled(let exchange) = state, !exchange.hasTask { return taskNotMade() }
             guard case .sending(let exchange) = state, !exchange.hasTask, let resending = exchange.resending
             else { return .none }
-            let failure =
+            // Judged as every request's end is: stopped by the upload, for this reason.
+            let reason =
                 error
                 ?? MultipartError(
                     .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
-            return .finish(finish(.failure(failure), exchange: exchange, BodyCount()))
+            return .finish(finish(RequestOutcome(stopReason: reason).verdict, exchange: exchange, BodyCount()))
         }
 
         private mutating func finish(
