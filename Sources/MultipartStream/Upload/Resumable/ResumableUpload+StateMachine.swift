@@ -338,7 +338,8 @@ extension ResumableUpload {
             case .askingFinalOffset(let resource, let course, let failure):
                 return finalOffsetAnswered(answer, resource, course, failure: failure)
             case .finished:
-                return fail(UnexpectedAnswer("an answer after the upload ended"))
+                // The driver sends nothing once the machine has ended the upload.
+                preconditionFailure("an answer after the resumable upload ended")
             }
         }
 
@@ -685,7 +686,8 @@ extension ResumableUpload {
         /// the upload. Then the form's length is checked as a known one is.
         mutating func lengthFound(_ length: UInt64) -> Action {
             guard contentLength == nil, case .appending(var resource, let appendEnd, let course) = state else {
-                return fail(UnexpectedAnswer("a stream's end while no append was under way"))
+                // The driver finds a stream's end only while it fills an append of a form of unknown length.
+                preconditionFailure("a stream's end while no append of unknown length was under way")
             }
             contentLength = length
             if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
