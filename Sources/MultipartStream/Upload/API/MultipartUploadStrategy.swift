@@ -4,7 +4,9 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// How `URLSession.upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` sends a form, with
+/// How
+/// `URLSession.upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)`
+/// sends a form, with
 /// what applies to that way only: pacing where the body can be paced, a ``MultipartResumption`` policy where the upload
 /// can resume. Every strategy sends the exact `Content-Length`.
 ///
@@ -85,7 +87,8 @@ public struct MultipartUploadStrategy: Sendable {
     }
 }
 
-/// How `URLSession.multipartUploadTask(with:form:strategy:progress:completionHandler:)` sends a form: a task is made
+/// How `URLSession.multipartUploadTask(with:form:strategy:credentialsToOtherOrigins:progress:completionHandler:)` sends
+/// a form: a task is made
 /// before its first byte and cannot be replaced, so it streams or sends a file, and cannot resume.
 public struct MultipartTaskStrategy: Sendable {
     let pacing: MultipartPacing?

@@ -26,7 +26,8 @@ extension URLRequest {
     /// Makes the form this request's body: a new ``MultipartBodyStream``, `Content-Type`, and the exact
     /// `Content-Length`, which URLSession sends with the stream on every platform. A form holding a stream of unknown
     /// length has none: URLSession sends it with chunked framing, which some servers (Django, PHP-FPM, S3) do not read;
-    /// `URLSession.upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` sends it with a
+    /// `URLSession.upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)`
+    /// sends it with a
     /// length.
     ///
     /// On Linux this also sets `Transfer-Encoding` and `Expect` to a single space, which libcurl takes as "no
@@ -34,7 +35,8 @@ extension URLRequest {
     /// servers that ignore or refuse chunked bodies (Django, PHP-FPM, S3) need. A 301, 302 or 303 answer turns the
     /// request into a GET, and Linux URLSession keeps the `Content-Length` on it: give the session a delegate that
     /// removes it in `willPerformHTTPRedirection`, or upload with
-    /// `URLSession.upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)`, which does.
+    /// `URLSession.upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)`,
+    /// which does.
     ///
     /// - Parameter form: The form to stream; a new body stream is made from it each time this is called.
     public mutating func setMultipartFormData(_ form: MultipartFormData) {

@@ -93,7 +93,8 @@ extension URLSession {
         }
     }
 
-    /// `upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` (with a closure), keeping
+    /// `upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` (with a
+    /// closure), keeping
     /// `progress` up to date and true: its `totalUnitCount` is the form's length (-1 while a stream's length is
     /// unknown) and its `completedUnitCount` the bytes handed to URLSession, back where a resend starts (a 401, a
     /// 307/308, a resumable retry), and one short of the total until the upload has succeeded: `isFinished` only then.

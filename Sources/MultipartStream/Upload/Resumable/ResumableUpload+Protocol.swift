@@ -164,7 +164,8 @@ extension ResumableUpload {
         }
 
         /// The caller's `request` (its URL, headers and method where they apply) aimed where this step goes, with
-        /// no body of its own: what the headers hook and the origin rule are applied to before ``frame(_:version:contentLength:contentType:)``.
+        /// no body of its own: what the headers hook and the origin rule are applied to before
+        /// ``frame(_:version:contentLength:contentType:)``.
         func target(of request: URLRequest, location: URL?) -> URLRequest {
             var request = request
             request.httpBody = nil
