@@ -202,23 +202,30 @@ extension CommandLineTests {
 
 /// The bar as a terminal shows it: every frame on one line, within the width, redrawn in place.
 extension CommandLineTests {
-    /// The frames the command drew on a pseudo-terminal of `columns` (resized to `resized` after its second frame),
-    /// without the erase sequence, and the summary line after them.
-    private func frames(columns: Int, resized: Int? = nil) throws -> (frames: [String], summary: String) {
+    /// What `multipart --limit-rate 1M -F f=@clip.bin` (3,000,000 bytes) wrote to a pseudo-terminal of `size`
+    /// columns (`COLUMNS[:RESIZED]`, see Peers/pty-run.py), standard output there too with `stdoutToo`, else sent
+    /// to `/dev/null` with `-o`; without the erase sequence. Expects the command to succeed.
+    private func terminalOutput(size: String, stdoutToo: Bool = false) throws -> String {
         let server = try UploadServer()
         _ = try directory.file("clip.bin", contents: Data(count: 3_000_000))
-        let size = resized.map { "\(columns):\($0)" } ?? String(columns)
+        let output = stdoutToo ? "" : "-o /dev/null "
         let result = try run(
             [],
-            shell: "python3 \(peerScript("pty-run.py").path) \(size) \(Self.executable.path) --limit-rate 1M "
-                + "-F f=@clip.bin -o /dev/null \(server.url())")
+            shell: "python3 \(peerScript("pty-run.py").path) \(stdoutToo ? "--stdout-too " : "")\(size) "
+                + "\(Self.executable.path) --limit-rate 1M -F f=@clip.bin \(output)\(server.url())")
         struct Captured: Decodable {
             var output: String
             var status: Int
         }
         let captured = try JSONDecoder().decode(Captured.self, from: result.stdout)
-        #expect(captured.status == 0, "\(captured.output)")
-        let text = captured.output.replacingOccurrences(of: "\u{1B}[K", with: "")
+        #expect(captured.status == 0, "\(captured.output.suffix(300))")
+        return captured.output.replacingOccurrences(of: "\u{1B}[K", with: "")
+    }
+
+    /// The frames the command drew on a pseudo-terminal of `columns` (resized to `resized` after its second frame),
+    /// without the erase sequence, and the summary line after them.
+    private func frames(columns: Int, resized: Int? = nil) throws -> (frames: [String], summary: String) {
+        let text = try terminalOutput(size: resized.map { "\(columns):\($0)" } ?? String(columns))
         let lastNewline = try #require(text.lastIndex(of: "\n"))
         let drawn = text[..<lastNewline]
         let summary = drawn.split(separator: "\n").last.map(String.init) ?? ""
@@ -241,19 +248,7 @@ extension CommandLineTests {
     /// The answer, written to the terminal as it arrives, starts on a line of its own: the bar's line ends first,
     /// and no frame is drawn over the answer.
     @Test func theAnswerStartsOnALineOfItsOwn() throws {
-        let server = try UploadServer()
-        _ = try directory.file("clip.bin", contents: Data(count: 3_000_000))
-        let result = try run(
-            [],
-            shell: "python3 \(peerScript("pty-run.py").path) --stdout-too 50 \(Self.executable.path) --limit-rate 1M "
-                + "-F f=@clip.bin \(server.url())")
-        struct Captured: Decodable {
-            var output: String
-            var status: Int
-        }
-        let captured = try JSONDecoder().decode(Captured.self, from: result.stdout)
-        #expect(captured.status == 0, "\(captured.output.suffix(300))")
-        let text = captured.output.replacingOccurrences(of: "\u{1B}[K", with: "")
+        let text = try terminalOutput(size: "50", stdoutToo: true)
         let answerStart = try #require(text.range(of: "{\""), "no answer on the terminal: \(text.suffix(300))")
         let (before, answer) = (text[..<answerStart.lowerBound], text[answerStart.lowerBound...])
         #expect(before.contains("100%"), "the bar was drawn: \(before.suffix(300).debugDescription)")
