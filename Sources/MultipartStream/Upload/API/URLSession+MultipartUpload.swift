@@ -274,7 +274,7 @@ extension URLSession {
             }
         let body: UploadBody =
             if let refusal { .failed(refusal) } else if strategy.writesFile {
-                .fileToWrite(WholeFormUpload.temporaryBodyURL())
+                .fileToWrite(TemporaryBody.url())
             } else { .stream }
         let upload = UploadRequest(
             form: form, role: .callerTask(body), callerSession: self,

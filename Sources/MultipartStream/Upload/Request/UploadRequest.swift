@@ -174,7 +174,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
             var failure: MultipartError?
             do throws(MultipartError) {
                 // A cancel stops the write at its next chunk; the task it was for is ending.
-                _ = try form.writeEncodedData(to: url, until: { [self] in modify { $0.isCancelled } })
+                _ = try TemporaryBody.write(form, to: url, until: { [self] in modify { $0.isCancelled } })
             } catch {
                 failure = error
             }
