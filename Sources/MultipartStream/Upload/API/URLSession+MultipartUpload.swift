@@ -176,19 +176,15 @@ extension URLSession {
         let requests = RequestMaker(
             hook: refresh, origin: request.url,
             trustsOtherOrigins: credentialsToOtherOrigins || strategy.resumption?.credentialsToOtherOrigins == true)
-        let body: WholeFormUpload.Body
-        switch strategy.kind {
-        case .resumable(let policy, let pacing):
+        if case .resumable(let policy, let pacing) = strategy.kind {
             return try await ResumableUpload(
                 form: form, request: request, session: self, policy: policy, pacer: pacing.map(MultipartPacer.init),
                 requests: requests, reception: reception, progress: progress
             ).run()
-        case .automatic: body = .automatic
-        case .stream: body = .stream
-        case .file: body = .file
         }
         return try await WholeFormUpload(
-            form: form, request: request, session: self, body: body, pacer: strategy.pacing.map(MultipartPacer.init),
+            form: form, request: request, session: self, body: strategy.kind,
+            pacer: strategy.pacing.map(MultipartPacer.init),
             requests: requests, reception: reception, progress: progress
         ).run()
     }

@@ -9,20 +9,14 @@ import Foundation
 /// part of unknown length first (or refuses it, where the part says so), sends the form's own request, follows what
 /// ``UploadRequest`` follows, and retries once after a 401 when the headers hook gives other headers for it.
 struct WholeFormUpload {
-    /// How the body reaches URLSession.
-    enum Body {
-        /// Bytes in memory for a small form held in memory, else a stream (``UploadBody/automatic(for:)``).
-        case automatic
-        case stream
-        /// A temporary file written first.
-        case file
-    }
-
     var form: MultipartFormData
     /// The caller's request.
     let request: URLRequest
     let session: URLSession
-    let body: Body
+    /// How the body reaches URLSession, as the caller's strategy says: bytes in memory for a small form held in
+    /// memory (``UploadBody/automatic(for:)``), a stream, or a temporary file written first; a resumable upload's
+    /// fallback streams.
+    let body: MultipartUploadStrategy.Kind
     /// The upload's pacing clock, shared by every request's body.
     let pacer: MultipartPacer?
     let requests: RequestMaker
@@ -74,7 +68,7 @@ struct WholeFormUpload {
         switch body {
         case .file: uploadBody = .file(try await TemporaryBody.write(form))
         case .automatic: uploadBody = .automatic(for: form)
-        case .stream: uploadBody = .stream
+        case .stream, .resumable: uploadBody = .stream
         }
         if Task.isCancelled {
             if let file = uploadBody.temporaryFile { try? FileManager.default.removeItem(at: file) }

@@ -150,7 +150,7 @@ struct ResumableUpload {
                 state?.remove()
                 let events = policy.events
                 return try await WholeFormUpload(
-                    form: form, request: request, session: session, body: .stream, pacer: pacer,
+                    form: form, request: request, session: session, body: .stream(nil), pacer: pacer,
                     requests: requests, reception: reception, progress: progress,
                     spooled: { events?(.spooled(contentLength: $0)) },
                     bodySent: { events?(.bodySent(bytes: $0)) }
