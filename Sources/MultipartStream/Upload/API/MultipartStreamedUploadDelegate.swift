@@ -211,7 +211,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         if case .stop = modify(dataTask, { $0.machine.received(data) }) { dataTask.cancel() }
     }
 
-    /// Hands the task's outcome to `completion`, judged as every upload's request is (``RequestOutcome``): a failed
+    /// Hands the task's outcome to `completion`, judged as every upload's request is: a failed
     /// part's ``MultipartError`` before URLSession's own error, and a 2xx that came before the whole body a failure.
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let stream = modify(task) { $0.stream }
