@@ -101,6 +101,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             if let existing = tasks.removeValue(forKey: id) {
                 exchange = existing
             } else {
+                // No content type: the machine plans no task here (the caller made it), and only a plan frames one.
                 var machine = UploadRequest.StateMachine(
                     role: .callerTask(.stream), contentLength: body?.contentLength ?? 0, contentType: "",
                     reception: reception, lengthIsKnown: body == nil || body?.contentLength != nil)

@@ -106,7 +106,7 @@ struct ResponseReception: Sendable {
     /// caller would otherwise get cut short. A refused one's prefix is all its error carries; a protocol answer's
     /// is all anyone reads.
     func failsPastLimit(statusCode: Int?) -> Bool {
-        return isAnswer && accepts(statusCode)
+        isAnswer && accepts(statusCode)
     }
 
     /// Whether a body held in memory goes to the sink once it is known to be the answer.

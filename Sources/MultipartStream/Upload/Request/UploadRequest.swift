@@ -143,16 +143,15 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     /// cancels a task on the queue that reads the body, which a caller stream blocked in `read` holds until it
     /// returns, so the task is cancelled from another thread.
     func cancel() {
-        guard case .cancel(let hasTask, let endsProgress) = modify({ $0.cancel() }) else { return }
+        // The task read under the same lock as the machine's answer, which says whether there is one.
+        let (action, task) = lock.withLock { () -> (StateMachine.CancelAction, URLSessionTask?) in
+            (machine.cancel(), self.task)
+        }
+        guard case .cancel(let hasTask, let endsProgress) = action else { return }
         if endsProgress { progress?.finish() }
         // Still counted: how far they reached bounds what the server may say it has.
         closeStreams(forgetting: false)
-        if hasTask { cancelOffQueue(currentTask) }
-    }
-
-    /// The task the machine's actions are about.
-    private var currentTask: URLSessionTask? {
-        lock.withLock { task }
+        if hasTask { cancelOffQueue(task) }
     }
 
     // MARK: Body
