@@ -44,3 +44,50 @@ extension Process {
         isRunning ? nil : "the process exited with status \(terminationStatus)"
     }
 }
+
+/// Awaits `operation` with a deadline: its value, its error, or ``WaitGaveUp`` after `seconds` (the operation is then
+/// cancelled and left behind), so that an await that never ends (a task's `result`, a stream never finished) fails
+/// the test rather than hanging the run.
+public func within<Value: Sendable>(
+    seconds: Double, _ what: String, _ operation: @escaping @Sendable () async throws -> Value
+) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        let first = FirstOutcome(continuation)
+        let work = Task { first.resume(with: await Result { try await operation() }) }
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            if first.resume(with: .failure(WaitGaveUp(description: "waited \(seconds) s for \(what)"))) {
+                work.cancel()
+            }
+        }
+    }
+}
+
+/// The continuation of ``within(seconds:_:_:)``, resumed by whichever of the work and the deadline ends first.
+private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+    // @unchecked: `continuation` is guarded by `lock`.
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<Value, any Error>?
+
+    init(_ continuation: CheckedContinuation<Value, any Error>) {
+        self.continuation = continuation
+    }
+
+    /// Resumes the continuation unless another outcome did; whether this one was the first.
+    @discardableResult
+    func resume(with outcome: Result<Value, any Error>) -> Bool {
+        let continuation = lock.withLock { () -> CheckedContinuation<Value, any Error>? in
+            defer { self.continuation = nil }
+            return self.continuation
+        }
+        continuation?.resume(with: outcome)
+        return continuation != nil
+    }
+}
+
+extension Result where Failure == any Error {
+    /// The outcome of an async throwing `body`.
+    fileprivate init(_ body: () async throws -> Success) async {
+        do { self = .success(try await body()) } catch { self = .failure(error) }
+    }
+}

@@ -140,6 +140,40 @@ extension URLSessionSuites {
             #expect(try server.log().allSatisfy { $0.authorization == "Bearer T" })
         }
 
+        /// A cancel while the hook is asked for a redirect's headers ends the upload at once; the hook's answer, when
+        /// it comes, reaches no task the cancel stopped (Linux URLSession traps on a redirect answered after a cancel:
+        /// this test ended the process before the answer was kept from it).
+        @Test func aCancelWhileTheHookIsAskedForARedirectEndsTheUpload() async throws {
+            let server = try UploadServer()
+            let (asked, hookAsked) = AsyncStream.makeStream(of: Void.self)
+            let (release, releaseHook) = AsyncStream.makeStream(of: Void.self)
+            let (answered, hookAnswered) = AsyncStream.makeStream(of: Void.self)
+            var form = MultipartFormData()
+            form.append(Data(count: 300_000), name: "photo", fileName: "photo.jpg", mimeType: "image/jpeg")
+            let upload = Task { [form] in
+                try await URLSession.shared.upload(
+                    form, with: URLRequest(url: server.url("/redirect/307?to=/headers")),
+                    headers: .fresh { _, reason in
+                        guard case .redirect = reason else { return [:] }
+                        hookAsked.yield()
+                        for await _ in release { break }
+                        defer { hookAnswered.yield() }
+                        return ["Authorization": "Bearer late"]
+                    })
+            }
+            try await within(seconds: 30, "the hook asked for the redirect") { for await _ in asked { break } }
+            upload.cancel()
+            let ended = try await within(seconds: 30, "the cancelled upload ended") { await upload.result }
+            #expect(throws: CancellationError.self) { try ended.get() }
+            releaseHook.yield()
+            try await within(seconds: 30, "the hook answered") { for await _ in answered { break } }
+            // The process is alive after the late answer, and the session still uploads.
+            let (data, _) = try await URLSession.shared.upload(form, with: URLRequest(url: server.url("/headers")))
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
+            let log = try await server.log()
+            #expect(log.allSatisfy { $0.authorization != "Bearer late" }, "the late redirect was followed")
+        }
+
         /// A hook that fails (its own error, or a value that would forge a header) while a saved resumable upload
         /// goes on is neither the form's failure nor the server's word: the upload and its state are kept, and the
         /// next run resumes it where the server stands.

@@ -40,6 +40,12 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     private var streams: [MultipartBodyStream] = []
     /// The current task: the machine holds values, and only knows that it exists.
     private var task: URLSessionTask?
+    /// The current task's redirect, waiting for its answer. Linux URLSession traps ("Received callback for HTTP
+    /// redirection, but we're not waiting for it") when that answer comes after a cancel stopped the task, so it is
+    /// given at most once, before the task's cancel, and never after it.
+    private var redirectAnswer: (@Sendable (URLRequest?) -> Void)?
+    /// Whether the current task was cancelled: its redirect is then never answered.
+    private var taskCancelled = false
 
     init(
         form: MultipartFormData,
@@ -113,6 +119,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         }
         let made = lock.withLock {
             self.task = task
+            (redirectAnswer, taskCancelled) = (nil, false)
             return machine.taskMade()
         }
         act(on: made, task: task)
@@ -127,7 +134,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     private func act(on action: StateMachine.TaskMadeAction, task: URLSessionTask) {
         switch action {
         case .pinCaller: caller.pin()
-        case .cancel: task.cancel()
+        case .cancel: cancelTask(task, offQueue: false)
         case .none: break
         }
     }
@@ -254,7 +261,28 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     /// delegate queue (``PacedDelegateQueue``) or held by a caller stream blocked in `read`.
     private func cancelOffQueue(_ task: URLSessionTask?) {
         guard let task else { return }
-        DispatchQueue.global().async { task.cancel() }
+        cancelTask(task, offQueue: true)
+    }
+
+    /// Cancels `task`, refusing first a redirect of it that waits for its answer: URLSession runs the two in the
+    /// order they are given, and the refusal must come before the cancel stops the task.
+    private func cancelTask(_ task: URLSessionTask, offQueue: Bool) {
+        let waiting = lock.withLock { () -> (@Sendable (URLRequest?) -> Void)? in
+            guard task === self.task else { return nil }
+            defer { (redirectAnswer, taskCancelled) = (nil, true) }
+            return redirectAnswer
+        }
+        waiting?(nil)
+        if offQueue { DispatchQueue.global().async { task.cancel() } } else { task.cancel() }
+    }
+
+    /// Gives the current task's waiting redirect its answer, unless a cancel came first.
+    private func answerRedirect(_ request: URLRequest?) {
+        let waiting = lock.withLock { () -> (@Sendable (URLRequest?) -> Void)? in
+            defer { redirectAnswer = nil }
+            return redirectAnswer
+        }
+        waiting?(request)
     }
 
     /// The redirect's request is made as every request is (``RequestMaker``: the fresh headers, then the origin
@@ -267,19 +295,26 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     ) {
         let sent = task.currentRequest ?? task.originalRequest
         let location = response.value(forHTTPHeaderField: "Location")
+        // A task already cancelled ends by that cancel; an answer now would reach it stopped.
+        let waits = lock.withLock { () -> Bool in
+            guard task === self.task, !taskCancelled else { return false }
+            redirectAnswer = answer
+            return true
+        }
+        guard waits else { return }
         guard
             case .make(let resolved) = modify({
                 $0.redirectMet(proposed: proposed, location: location, from: sent?.url)
             }
             )
-        else { return answer(nil) }
+        else { return answerRedirect(nil) }
         let ask: @Sendable (URLRequest) -> Void = { proposal in
             self.caller.redirect(response, to: proposal, task: task) { request in
                 switch self.modify({ $0.redirectAnswered(statusCode: response.statusCode, answer: request, sent: sent) }
                 )
                 {
-                case .follow(let request): answer(request)
-                case .refuse: answer(nil)
+                case .follow(let request): self.answerRedirect(request)
+                case .refuse: self.answerRedirect(nil)
                 }
             }
         }
@@ -293,7 +328,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
                 ask(try await requests.make(resolved, for: .redirect(response)))
             } catch {
                 modify { $0.redirectFailed(because: error) }
-                answer(nil)
+                answerRedirect(nil)
             }
         }
     }
