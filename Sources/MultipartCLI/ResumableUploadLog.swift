@@ -13,6 +13,7 @@ final class ResumableUploadLog: @unchecked Sendable {
     private let progress: ProgressReporter?
     private var saved: URL?
     private var sent: UInt64 = 0
+    private var acknowledged: UInt64?
 
     init(silent: Bool, verbose: Bool = false, progress: ProgressReporter? = nil) {
         self.silent = silent
@@ -26,6 +27,9 @@ final class ResumableUploadLog: @unchecked Sendable {
     /// The form's bytes this run handed out, resent ones again: `%{size_upload}`.
     var bytesSent: UInt64 { lock.withLock { sent } }
 
+    /// The bytes the server last said it has (an `Upload-Offset`, or where the upload resumed); `nil` before it said.
+    var bytesAcknowledged: UInt64? { lock.withLock { acknowledged } }
+
     func record(_ event: MultipartResumption.Event) {
         let line: String?
         switch event {
@@ -34,12 +38,15 @@ final class ResumableUploadLog: @unchecked Sendable {
             if verbose { say(["> \(method) \(url.absoluteString)"] + Self.lines(fields, "> ")) }
         case .answerReceived(let status, let fields):
             line = nil
+            if let offset = fields["Upload-Offset"].flatMap(UInt64.init) { lock.withLock { acknowledged = offset } }
             if verbose { say(["< HTTP \(status)"] + Self.lines(fields, "< ")) }
         case .retrying(let reason, let seconds):
             line = "\(reason); trying again in \(String(format: "%.1f", seconds)) s"
         case .continuing(let offset, let length?):
+            lock.withLock { acknowledged = offset }
             line = "the server has \(offset) of \(length) bytes (\(Self.percent(offset, of: length))): resuming"
         case .continuing(let offset, nil):
+            lock.withLock { acknowledged = offset }
             line = "the server has \(offset) bytes: resuming"
         case .streaming(let size):
             line = nil
@@ -65,6 +72,7 @@ final class ResumableUploadLog: @unchecked Sendable {
             lock.withLock { saved = file }
             line = nil
         case .resumed(let offset, let length):
+            lock.withLock { acknowledged = offset }
             progress?.resumed(at: offset)
             line = "resuming the saved upload at byte \(offset) of \(length) (\(Self.percent(offset, of: length)))"
         case .startedOver(.formChanged):

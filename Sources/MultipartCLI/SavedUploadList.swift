@@ -14,7 +14,8 @@ extension Command {
         for upload in uploads {
             print(
                 "\(upload.method) \(upload.url): the server last acknowledged \(upload.bytesAcknowledged) of "
-                    + "\(upload.contentLength) bytes (\(ResumableUploadLog.percent(upload.bytesAcknowledged, of: upload.contentLength))), saved \(duration(now.timeIntervalSince(upload.saved))) "
+                    + "\(upload.contentLength) bytes (\(ResumableUploadLog.percent(upload.bytesAcknowledged, of: upload.contentLength))) "
+                    + "when last asked (a run since may have sent more), saved \(duration(now.timeIntervalSince(upload.saved))) "
                     + "ago, removed in \(duration(upload.expires.timeIntervalSince(now))); \(upload.stateFile.path)")
         }
         return .success
