@@ -68,6 +68,7 @@ Scenarios that lie (a server's answers are untrusted input; the client must neit
                         an empty PATCH (the last, ?1, at the form's end) answers 413
   complete-then-drop    the PATCH that completes the form is processed by the application (listed in /forms), then
                         the connection drops without an answer; HEAD says Upload-Complete: ?1 at the full length
+  relative-location     the creation answers Location: /u/ID, on the origin the request came to (through a proxy)
   location-no-host      the creation answers Location: http:///u/ID (no host)
   location-userinfo     the creation answers Location: http://u:p@127.0.0.1:PORT/u/ID
   location-ftp          the creation answers Location: ftp://127.0.0.1:PORT/u/ID
@@ -182,7 +183,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         wanted = length if limit is None else min(limit, length)
         data = bytearray()
         while len(data) < wanted:
-            chunk = self.rfile.read(min(65536, wanted - len(data)))
+            try:
+                chunk = self.rfile.read(min(65536, wanted - len(data)))
+            except (ConnectionError, OSError):
+                # A connection reset mid-body: the server keeps what it read, as the draft lets it.
+                chunk = b""
             if not chunk:
                 break
             data += chunk
@@ -295,6 +300,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                   "heads": 0, "next": threading.Event()}
         port = ports["alt"] if scenario == "other-origin" else ports["main"]
         headers = {"Location": {
+            "relative-location": f"/u/{upload_id}",
             "location-no-host": f"http:///u/{upload_id}",
             "location-userinfo": f"http://u:p@127.0.0.1:{port}/u/{upload_id}",
             "location-ftp": f"ftp://127.0.0.1:{port}/u/{upload_id}",

@@ -6,11 +6,16 @@ Usage: fault-proxy.py TARGET_PORT [CUT ...]
         opened is reset in both directions after exactly that many, and the next CUT waits for the next connection.
         `stall:BYTES` stalls it instead, as a sleeping laptop or a network that drops packets silently would: the
         target's side is reset, and the client's is kept open but neither read nor answered (for 120 s).
+        `outage:BYTES:SECONDS` cuts it as CUT does and begins an outage, as when a network is down: every open
+        connection is reset, and for SECONDS every new one as soon as it is accepted (each counted as a try during
+        the outage).
 Prints its port on the first line of stdout, and on stderr a line for each connection, cut and stall with its time
-(`at SECONDS`, Unix time). When standard input closes it prints one JSON line,
-{"forwarded": BYTES, "connections": N, "cuts": N, "stalls": N, "flowing": SECONDS}, BYTES counting every client
-byte it passed to the target, and SECONDS the Unix time when they first passed 64 KiB (a body is flowing: a request's
-head is far smaller), or null; and exits.
+(`at SECONDS`, Unix time). For each line on standard input, and when it closes, it prints one JSON line,
+{"forwarded": BYTES, "connections": N, "cuts": N, "stalls": N, "flowing": SECONDS, "outage_tries": N,
+"outage_end": SECONDS, "first_after_outage": SECONDS}, BYTES counting every client byte it passed to the target,
+`flowing` the Unix time when they first passed 64 KiB (a body is flowing: a request's head is far smaller), or null,
+`outage_end` when the outage ends and `first_after_outage` when the first connection after it came, or null; once
+standard input closes, it exits.
 """
 import asyncio
 import json
@@ -36,6 +41,11 @@ class Proxy:
         self.made_cuts = 0
         self.made_stalls = 0
         self.flowing = None
+        self.outage_end = None
+        self.outage_tries = 0
+        self.first_after_outage = None
+        # The writers of every open connection, which an outage resets all at once.
+        self.open = set()
 
     def count(self, forwarded):
         self.forwarded += forwarded
@@ -57,7 +67,15 @@ class Proxy:
     async def handle(self, client_reader, client_writer):
         self.connections += 1
         number = self.connections
-        print(f"fault-proxy: connection {number} at {time.time():.3f}", file=sys.stderr, flush=True)
+        now = time.time()
+        print(f"fault-proxy: connection {number} at {now:.3f}", file=sys.stderr, flush=True)
+        if self.outage_end is not None:
+            if now < self.outage_end:
+                self.outage_tries += 1
+                self.reset(client_writer)
+                return
+            if self.first_after_outage is None:
+                self.first_after_outage = now
         try:
             upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self.target)
         except OSError:
@@ -65,6 +83,8 @@ class Proxy:
             return
         sent = 0
         stalled = False
+        pair = (client_writer, upstream_writer)
+        self.open.add(pair)
 
         async def upward():
             nonlocal sent, stalled
@@ -74,7 +94,7 @@ class Proxy:
                     upstream_writer.write_eof()
                     return
                 if self.cuts and sent + len(data) >= self.cuts[0][0]:
-                    at, stalls = self.cuts.pop(0)
+                    at, stalls, outage = self.cuts.pop(0)
                     allowed = at - sent
                     upstream_writer.write(data[:allowed])
                     await upstream_writer.drain()
@@ -89,6 +109,10 @@ class Proxy:
                         self.reset(client_writer)
                         return
                     self.made_cuts += 1
+                    if outage:
+                        self.outage_end = time.time() + outage
+                        for writers in list(self.open):
+                            self.reset(*writers)
                     print(f"fault-proxy: cut connection {number} after {at} bytes", file=sys.stderr, flush=True)
                     self.reset(client_writer, upstream_writer)
                     return
@@ -119,6 +143,7 @@ class Proxy:
         except (ConnectionError, OSError):
             pass
         finally:
+            self.open.discard(pair)
             for task in tasks:
                 task.cancel()
             for writer in (client_writer, upstream_writer):
@@ -127,14 +152,25 @@ class Proxy:
 
 async def main():
     target = int(sys.argv[1])
-    cuts = [(parse_size(cut.removeprefix("stall:")), cut.startswith("stall:")) for cut in sys.argv[2:]]
+    cuts = []
+    for cut in sys.argv[2:]:
+        if cut.startswith("outage:"):
+            _, size, seconds = cut.split(":")
+            cuts.append((parse_size(size), False, float(seconds)))
+        else:
+            cuts.append((parse_size(cut.removeprefix("stall:")), cut.startswith("stall:"), None))
     proxy = Proxy(target, cuts)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
     print(server.sockets[0].getsockname()[1], flush=True)
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(None, sys.stdin.read)
-    print(json.dumps({"forwarded": proxy.forwarded, "connections": proxy.connections, "cuts": proxy.made_cuts,
-                      "stalls": proxy.made_stalls, "flowing": proxy.flowing}), flush=True)
+    while True:
+        line = await loop.run_in_executor(None, sys.stdin.readline)
+        print(json.dumps({"forwarded": proxy.forwarded, "connections": proxy.connections, "cuts": proxy.made_cuts,
+                          "stalls": proxy.made_stalls, "flowing": proxy.flowing, "outage_tries": proxy.outage_tries,
+                          "outage_end": proxy.outage_end, "first_after_outage": proxy.first_after_outage}),
+              flush=True)
+        if not line:
+            break
     server.close()
 
 

@@ -40,11 +40,17 @@ struct Options: Equatable {
     var connectTimeout: Double?
     /// `--retry`: attempts after the first; `nil` when not given.
     var retryOption: Int?
-    /// Attempts after the first: `--retry`, else none as in curl, but ``resumableRetries`` for `-C -`, whose upload
-    /// is kept when they are spent, so that trying first loses nothing.
-    var retries: Int { retryOption ?? (resumes ? Self.resumableRetries : 0) }
-    /// The retries of `-C -` without `--retry`: with the backoff from 1 s, a drop is retried for about 7 s.
-    static let resumableRetries = 3
+    /// Attempts after the first: `--retry`, else none as in curl, but for `-C -`, whose upload is kept when they are
+    /// spent, so that trying first loses nothing, ``resumableRetries`` failures in a row, or as many as
+    /// `--retry-max-time` takes.
+    var retries: Int {
+        retryOption ?? (resumes ? (retryMaxTime == nil ? Self.resumableRetries : 1_000) : 0)
+    }
+    /// The retries of `-C -` without `--retry`: the library's, which wait out an outage of 3 minutes at least.
+    static let resumableRetries = MultipartResumption().maximumAttempts
+    /// `--retry-max-time`, seconds: with `-C -` the longest wait without progress; else, as in curl, no retry starts
+    /// past it since the first attempt. `nil` (or 0) for no bound.
+    var retryMaxTime: Double?
     /// `-C -`: a resumable upload, which sends only what the server lacks after a drop (`--retry` times).
     var resumes = false
     /// `--retry-delay`, seconds; `nil` (or 0) for curl's doubling backoff from 1 s.
@@ -88,7 +94,7 @@ struct Options: Equatable {
     private static let valueOptions: Set<String> = [
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
-        "--retry-delay", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
+        "--retry-delay", "--retry-max-time", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
@@ -212,6 +218,9 @@ struct Options: Equatable {
             speedLimit = rate
         case "--speed-time":
             speedTime = try Self.seconds(value, option: name)
+        case "--retry-max-time":
+            let seconds = try Self.seconds(value, option: name, allowingZero: true)
+            retryMaxTime = seconds > 0 ? seconds : nil
         default:  // --retry-delay
             retryDelay = try Self.seconds(value, option: name, allowingZero: true)
         }

@@ -37,7 +37,7 @@ struct Transfer {
             let log =
                 options.resumes
                 ? ResumableUploadLog(silent: options.silent, verbose: options.verbose, progress: progress) : nil
-            let retryAfter: Double?
+            let delay: Double
             let problem: String
             do {
                 let answer = try await send(with: session, progress: progress, log: log)
@@ -49,22 +49,26 @@ struct Transfer {
                 let status = answer.response.statusCode
                 progress.finish(outcome: "HTTP \(status)")
                 // A resumable upload retried what it could itself; another attempt would start the form over.
-                guard Self.retriedStatuses.contains(status), !options.resumes, attempt < options.retries else {
+                let retryAfter = answer.response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
+                guard Self.retriedStatuses.contains(status), !options.resumes, attempt < options.retries,
+                    retryStartsInTime(since: start, after: retryDelay(attempt: attempt, retryAfter: retryAfter))
+                else {
                     return answer
                 }
-                retryAfter = answer.response.value(forHTTPHeaderField: "Retry-After").flatMap(Double.init)
+                delay = retryDelay(attempt: attempt, retryAfter: retryAfter)
                 problem = "HTTP \(status)"
             } catch let failure as AttemptFailure {
                 report.bytesUploaded = log?.bytesSent ?? progress.bytesSent
                 progress.finish(outcome: Interruption.shared.caught == nil ? "failed" : "interrupted")
                 // A resumable upload has spent its retries on the connection already.
-                guard failure.isTransient, !options.resumes, attempt < options.retries else {
+                guard failure.isTransient, !options.resumes, attempt < options.retries,
+                    retryStartsInTime(since: start, after: retryDelay(attempt: attempt, retryAfter: nil))
+                else {
                     throw failure.commandFailure
                 }
-                retryAfter = nil
+                delay = retryDelay(attempt: attempt, retryAfter: nil)
                 problem = failure.commandFailure.message
             }
-            let delay = retryDelay(attempt: attempt, retryAfter: retryAfter)
             let left = options.retries - attempt
             if !options.silent {
                 Command.printError(
@@ -74,6 +78,13 @@ struct Transfer {
             try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             attempt += 1
         }
+    }
+
+    /// Whether a retry after `delay` seconds starts within `--retry-max-time` of the first attempt (`start`), as
+    /// curl's does.
+    private func retryStartsInTime(since start: UInt64, after delay: Double) -> Bool {
+        guard let most = options.retryMaxTime else { return true }
+        return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 + delay <= most
     }
 
     /// `--retry-delay` when given, else the server's `Retry-After` (up to 10 minutes), else curl's backoff: 1 s,
@@ -88,15 +99,17 @@ struct Transfer {
         value == value.rounded() ? String(Int(value)) : String(format: "%.2f", value)
     }
 
-    /// How `-C -` resumes: `--retry` and `--retry-delay` shape its retries, `--speed-limit` and `--speed-time` its
-    /// stall rule, and its state is kept under `--state-dir` (else the user's state directory), unless the form reads
-    /// standard input into a file, which another run cannot read again.
+    /// How `-C -` resumes: `--retry`, `--retry-delay` and `--retry-max-time` shape its retries, `--speed-limit` and
+    /// `--speed-time` its stall rule, and its state is kept under `--state-dir` (else the user's state directory),
+    /// unless the form reads standard input into a file, which another run cannot read again.
     static func resumption(_ options: Options, log: ResumableUploadLog?) -> MultipartResumption {
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         // The policy trusts as the upload does (--location-trusted): `--abandon`'s DELETE has only the policy.
+        // The library's ceiling on waits (so that a retry comes within it of the network's return), from curl's 1 s.
         var resumption = MultipartResumption(
-            maximumAttempts: options.retries, initialDelay: givenDelay ?? 1, maximumDelay: givenDelay ?? 600,
-            credentialsToOtherOrigins: options.trustsRedirects)
+            maximumAttempts: options.retries, initialDelay: givenDelay ?? 1,
+            maximumDelay: givenDelay ?? MultipartResumption().maximumDelay,
+            maximumWaitWithoutProgress: options.retryMaxTime, credentialsToOtherOrigins: options.trustsRedirects)
         if let stall = options.stall { resumption.stall = stall }
         let readsStandardInput = options.fields.contains { $0.readsStandardInput && $0.isFile }
         if !readsStandardInput {
@@ -222,7 +235,13 @@ private struct AttemptFailure: Error {
         resumingCommand: String?
     ) {
         let name = signal == SIGINT ? "interrupted" : "terminated"
-        var message = "\(name) after \(sent)" + (form.contentLength.map { " of \($0) bytes" } ?? " bytes")
+        // What is known, as what it is: the bytes handed out to the connection, and the server's own word when
+        // it gave one, which may be less than it holds: the next run asks.
+        var message =
+            "\(name) after handing out \(sent)" + (form.contentLength.map { " of \($0) bytes" } ?? " bytes")
+        if let acknowledged = log?.bytesAcknowledged {
+            message += " (the server had \(acknowledged) when it last said; it may hold more)"
+        }
         if let state = log?.stateFile {
             message += "; the server keeps the upload and " + Self.howToResume(state: state, command: resumingCommand)
         } else {

@@ -46,7 +46,8 @@ let usage = """
                                                    from its first byte, e.g. --retry 3
       -C -, --continue-at -                        a resumable upload: after a dropped or stalled connection,
                                                    ask the server how much it has and send only the rest
-                                                   (--retry N times, 3 unless given); a server that does not
+                                                   (--retry N failures in a row, 30 unless given: progress
+                                                   gives them back); a server that does not
                                                    speak the resumable-upload draft gets the whole form once,
                                                    e.g. -C - --retry 8. Its state is saved (no credentials):
                                                    after Ctrl-C, a kill, a reboot or retries spent, run the
@@ -63,7 +64,11 @@ let usage = """
       --speed-time S, -y                           for S seconds has stalled (defaults 1 and 30 when only one
                                                    is given): exit 4, or with -C - a resume, e.g. -y 10
       --retry-delay S                              seconds between retries (default: the server's Retry-After,
-                                                   else 1 s doubling), e.g. --retry-delay 2
+                                                   else 1 s doubling; with -C - up to 15 s), e.g. --retry-delay 2
+      --retry-max-time S                           no retry starts S seconds after the first attempt; with -C -,
+                                                   the longest it waits out failures without progress (an
+                                                   outage), then exit 4 with the upload saved, e.g.
+                                                   -C - --retry-max-time 600
       --boundary B                                 the boundary (default: 128 random bits), e.g. --boundary XyZ
       --strategy stream|file|automatic             automatic (the default) streams the body, or sends a small
                                                    form of fields as bytes; stream always streams; file

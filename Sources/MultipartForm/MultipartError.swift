@@ -236,6 +236,10 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case stateUnwritable(URL, errno: Int32)
         /// A resumable upload gave up after `seconds`, the total time ``MultipartResumption/maximumDuration`` allows.
         case resumeTimeExceeded(seconds: Double, bytesAcknowledged: UInt64, contentLength: UInt64?)
+        /// A resumable upload made no progress for `seconds` of failures and waits (an outage), the most
+        /// ``MultipartResumption/maximumWaitWithoutProgress`` allows: not the server's word, so an upload whose state
+        /// is saved keeps it and its upload resource, for a later run to resume.
+        case outageOutlasted(seconds: Double, bytesAcknowledged: UInt64, contentLength: UInt64?)
 
         // Found while encoding.
 
@@ -392,6 +396,9 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .resumeTimeExceeded(let seconds, let acknowledged, let contentLength):
             "the resumable upload gave up after \(String(format: "%.1f", seconds)) s in all, the server having "
                 + Self.bytes(acknowledged, of: contentLength, "form")
+        case .outageOutlasted(let seconds, let acknowledged, let contentLength):
+            "the resumable upload made no progress for \(String(format: "%.1f", seconds)) s, the server having "
+                + Self.bytes(acknowledged, of: contentLength, "form")
         case .tooLargeForMemory(let length): "a body of \(length) bytes does not fit in memory"
         case .outputFileExists(let url): "\(url.path) already exists"
         case .outputWriteFailed(let url, let code): "writing \(url.path) failed: \(POSIX.errnoText(code))"
@@ -426,7 +433,8 @@ extension MultipartError.Reason {
         case .resumeFailed, .resumeSaved, .appendResent, .resumptionRefused, .uploadExpired, .answerLost,
             .formOverUploadLimit,
             .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadCompleteMissing,
-            .appendLimitsConflict, .uploadInProgress, .stateUnwritable, .resumeTimeExceeded, .offsetNotBuffered,
+            .appendLimitsConflict, .uploadInProgress, .stateUnwritable, .resumeTimeExceeded, .outageOutlasted,
+            .offsetNotBuffered,
             .completedBeforeEnd, .completionClaimedEarly, .unusableUploadLocation:
             .resumable
         case .tooLargeForMemory, .outputFileExists, .outputWriteFailed:

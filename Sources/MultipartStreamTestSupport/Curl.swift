@@ -2,7 +2,7 @@ import Foundation
 
 /// `url`'s answer, fetched with curl rather than URLSession: URLSession's one queue for the process may be held by a
 /// test's blocked stream.
-func curl(_ url: URL) throws -> Data {
+public func curl(_ url: URL) throws -> Data {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["curl", "-s", "--max-time", "30", url.absoluteString]

@@ -5,12 +5,12 @@ import Foundation
 struct PeerProcess {
     let process = Process()
     let stdin = Pipe()
+    let stdout = Pipe()
     /// The first line the peer printed, trimmed.
     let firstLine: String
 
     /// Starts `/usr/bin/env arguments` and waits for its first line; `name` says which peer failed.
     init(_ arguments: [String], name: String) throws {
-        let stdout = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardInput = stdin
@@ -25,9 +25,13 @@ struct PeerProcess {
         firstLine = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Closes the peer's stdin, which makes it exit, and waits for it: no server outlives its test.
-    func stop() {
+    /// Closes the peer's stdin, which makes it exit, and waits for it: no server outlives its test. Returns what it
+    /// printed on stdout after its first line.
+    @discardableResult
+    func stop() -> Data {
         try? stdin.fileHandleForWriting.close()
+        let rest = stdout.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
+        return rest
     }
 }

@@ -21,6 +21,7 @@ import Testing
         (.appendResent, .resumable),
         (.resumeFailed(retries: 1, bytesAcknowledged: 0, contentLength: 1), .resumable),
         (.resumeSaved(retries: 0, bytesAcknowledged: 1, contentLength: 2), .resumable),
+        (.outageOutlasted(seconds: 10, bytesAcknowledged: 1, contentLength: 2), .resumable),
         (.outputFileExists(URL(fileURLWithPath: "/tmp/x")), .output),
         (.tooLargeForMemory(1 << 62), .output),
     ])

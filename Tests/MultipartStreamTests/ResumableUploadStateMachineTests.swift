@@ -193,7 +193,7 @@ import Testing
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset))
         expect(resumption.handle(answer(204, offset: 400, complete: false)), is: .send(.append(from: 400, upTo: 1_000)))
         #expect(resumption.acknowledged == 400)
-        #expect(resumption.retries == 1)
+        #expect(resumption.retries == 0, "the offset moved on: the retry is given back")
     }
 
     @Test func theBackoffDoublesUntilTheOffsetMovesOn() {
@@ -210,6 +210,8 @@ import Testing
         var resumption = appending()
         _ = resumption.handle(dropped)
         _ = resumption.handle(answer(204, offset: 700, complete: false))
+        // Counted from the progress: three more failures in a row.
+        _ = resumption.handle(dropped)
         _ = resumption.handle(dropped)
         _ = resumption.handle(dropped)
         guard case .fail(let failure, _) = resumption.handle(dropped), let error = failure as? MultipartError,
@@ -1190,7 +1192,9 @@ import Testing
         var ranges: [ClosedRange<Double>] = []
     }
 
-    @Test func eachWaitIsDrawnBetweenTheInitialDelayAndACeilingThatDoubles() {
+    /// Each wait is drawn from the upper half of its ceiling, never below the initial wait: a long outage is probed
+    /// at most every `maximumDelay / 2`, and no more than `maximumDelay` after the network comes back.
+    @Test func eachWaitIsDrawnFromTheUpperHalfOfACeilingThatDoubles() {
         let draws = Draws()
         let policy = MultipartResumption(maximumAttempts: 5, initialDelay: 0.5, maximumDelay: 3)
         var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy) { range in
@@ -1201,7 +1205,7 @@ import Testing
         _ = resumption.handle(answer(200, limit: true))
         _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
         for _ in 0..<4 { _ = resumption.handle(dropped) }
-        #expect(draws.ranges == [0.5...0.5, 0.5...1, 0.5...2, 0.5...3])
+        #expect(draws.ranges == [0.5...0.5, 0.5...1, 1...2, 1.5...3])
         // Retry-After is the server's own wait, taken as it is.
         expect(resumption.handle(answer(503, retryAfter: 2)), is: .wait(seconds: 2, then: .askOffset))
     }
@@ -1251,6 +1255,138 @@ import Testing
         }
         #expect(deleting == location)
         #expect(error.localizedDescription.contains("after 13.1 s in all"), "\(error.localizedDescription)")
+    }
+}
+
+/// Outages: retries given back by progress, waits drawn from the upper half of a doubling ceiling, and a bound on the
+/// time waited without progress that keeps a saved upload.
+extension ResumableUploadStateMachineTests {
+    /// A machine on `clock` that has created its upload and sent its first append.
+    private func appending(
+        _ policy: MultipartResumption, savesState: Bool = false, on clock: Clock,
+        jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = { $0.upperBound }
+    ) -> ResumableUpload.StateMachine {
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, savesState: savesState, jitter: jitter,
+            clock: { clock.nanoseconds })
+        _ = resumption.start()
+        _ = resumption.handle(answer(200, limit: true))
+        _ = resumption.handle(answer(201, location: location, offset: 0, complete: false))
+        return resumption
+    }
+
+    /// Three drops with `maximumAttempts: 2`, the offset rising between them (the issue's 20 MiB upload, which gave
+    /// up after the third): each drop after progress starts the count afresh. Without progress, the third gives up.
+    @Test func progressGivesTheRetriesBack() {
+        let policy = MultipartResumption(maximumAttempts: 2, initialDelay: 0.5, maximumDelay: 4)
+        var resumption = appending(policy, on: Clock())
+        for offset: UInt64 in [300, 600, 900] {
+            expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset), "the first wait again")
+            expect(
+                resumption.handle(answer(204, offset: offset, complete: false)),
+                is: .send(.append(from: offset, upTo: 1_000)))
+        }
+        #expect(resumption.retries == 0)
+        expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset))
+        expect(resumption.handle(answer(204, offset: 900, complete: false)), is: .send(.append(from: 900, upTo: 1_000)))
+        expect(resumption.handle(dropped), is: .wait(seconds: 1, then: .askOffset), "no progress: the ceiling doubled")
+        expect(resumption.handle(answer(204, offset: 900, complete: false)), is: .send(.append(from: 900, upTo: 1_000)))
+        guard case .fail(let error, let deleting) = resumption.handle(dropped),
+            case .resumeFailed(2, 900, 1_000)? = (error as? MultipartError)?.reason
+        else {
+            Issue.record("a third failure in a row without progress gives up")
+            return
+        }
+        #expect(deleting == location)
+    }
+
+    /// The defaults wait out an outage of 2 minutes whatever the draws: the shortest waits they can draw add up to
+    /// more than that before they give up, and the longest is 15 s.
+    @Test func theDefaultsWaitOutAnOutageOfTwoMinutes() {
+        for pick in [\ClosedRange<Double>.lowerBound, \.upperBound] {
+            var resumption = appending(MultipartResumption(), on: Clock(), jitter: { $0[keyPath: pick] })
+            var waits: [Double] = []
+            while case .wait(let seconds, _) = resumption.handle(dropped), waits.count < 1_000 {
+                waits.append(seconds)
+                _ = resumption.handle(answer(204, offset: 0, complete: false))
+            }
+            let total = waits.reduce(0, +)
+            #expect(waits.count == 30 && total >= 120 && waits.allSatisfy { $0 <= 15 }, "\(waits.count), \(total) s")
+        }
+    }
+
+    /// An outage longer than `maximumWaitWithoutProgress`: the last try starts at the bound, and its failure ends
+    /// the run. With saved state that keeps the state and the server's upload, the server asked where it stands
+    /// first; the error says why, typed.
+    @Test func anOutageLongerThanTheBoundKeepsASavedUpload() {
+        let clock = Clock()
+        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4)
+        policy.maximumWaitWithoutProgress = 10
+        var resumption = appending(policy, savesState: true, on: clock)
+        expect(resumption.handle(dropped), is: .wait(seconds: 4, then: .askOffset), "the outage begins")
+        clock.nanoseconds += 4_000_000_000
+        expect(resumption.handle(.failed(URLError(.cannotConnectToHost))), is: .wait(seconds: 4, then: .askOffset))
+        clock.nanoseconds += 4_000_000_000
+        expect(
+            resumption.handle(.failed(URLError(.cannotConnectToHost))), is: .wait(seconds: 2, then: .askOffset),
+            "8 s waited: the last try starts at 10 s")
+        clock.nanoseconds += 2_000_000_000
+        // The failed try asked where the server stands (a HEAD), so it is not asked again.
+        guard case .stop(let error, let keeping) = resumption.handle(.failed(URLError(.cannotConnectToHost))),
+            case .resumeSaved(_, 0, 1_000) = error.reason,
+            case .outageOutlasted(10, 0, 1_000)? = (error.underlying as? MultipartError)?.reason
+        else {
+            Issue.record("the outage ends the run, keeping the upload")
+            return
+        }
+        #expect(keeping == nil, "saved where it stands already, at its creation")
+        #expect("\(error)".contains("made no progress for 10.0 s"), "\(error)")
+    }
+
+    /// An outage that begins during an append: at the bound, the server is asked where it stands before the
+    /// upload is kept.
+    @Test func anOutageThatBeganInAnAppendAsksTheOffsetBeforeKeepingTheUpload() {
+        let clock = Clock()
+        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4)
+        policy.maximumWaitWithoutProgress = 3
+        var resumption = appending(policy, savesState: true, on: clock)
+        expect(resumption.handle(dropped), is: .wait(seconds: 3, then: .askOffset))
+        expect(resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 1_000)))
+        clock.nanoseconds += 3_000_000_000
+        expect(resumption.handle(dropped), is: .send(.askOffset), "the bound, met by an append's failure")
+        guard case .stop(let error, _) = resumption.handle(answer(204, offset: 0, complete: false)),
+            case .outageOutlasted(3, 0, 1_000)? = (error.underlying as? MultipartError)?.reason
+        else {
+            Issue.record("kept, once the server said where it stands")
+            return
+        }
+    }
+
+    /// Progress ends an outage: the bound counts from the first failure since the offset last moved on, so an upload
+    /// that moves never outlasts it, however long it takes.
+    @Test func progressEndsAnOutage() {
+        let clock = Clock()
+        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4)
+        policy.maximumWaitWithoutProgress = 10
+        var resumption = appending(policy, on: clock)
+        for offset: UInt64 in [100, 200, 300, 400] {
+            clock.nanoseconds += 3_600_000_000_000
+            expect(resumption.handle(dropped), is: .wait(seconds: 4, then: .askOffset), "an hour in, a new outage")
+            clock.nanoseconds += 9_000_000_000
+            expect(
+                resumption.handle(answer(204, offset: offset, complete: false)),
+                is: .send(.append(from: offset, upTo: 1_000)))
+        }
+        clock.nanoseconds += 1_000_000_000
+        expect(resumption.handle(dropped), is: .wait(seconds: 4, then: .askOffset))
+        clock.nanoseconds += 10_000_000_000
+        guard case .fail(let error, let deleting) = resumption.handle(.failed(URLError(.timedOut))),
+            case .outageOutlasted(10, 400, 1_000)? = (error as? MultipartError)?.reason
+        else {
+            Issue.record("10 s without progress ends an upload that keeps no state")
+            return
+        }
+        #expect(deleting == location, "nobody can resume it: its resource is deleted")
     }
 }
 

@@ -8,20 +8,30 @@ import Foundation
 /// and keeps its state for another process. Fresh headers for each of its requests come from the upload's own
 /// `headers` hook.
 public struct MultipartResumption: Sendable {
-    /// Requests after a failure (a dropped connection, a stall, a timeout, a conflict, a 5xx) before the upload gives
-    /// up.
+    /// Failures in a row (a dropped connection, a refused one, a stall, a timeout, a conflict, a 5xx) before the
+    /// upload gives up. Progress gives them back: they are counted since the server's offset last moved on, so that a
+    /// drop an hour into an upload costs no less patience than one at the start.
     public var maximumAttempts: Int
-    /// The shortest wait in seconds before a retry. Each wait is drawn at random (full jitter) between it and a
-    /// ceiling that doubles with each retry that makes no progress, up to ``maximumDelay``. Any value is taken: one
-    /// that is negative or NaN waits nothing, and none waits over an hour.
+    /// The shortest wait in seconds before a retry. Each wait is drawn at random between half a ceiling and the
+    /// ceiling, which starts here and doubles with each failure that makes no progress, up to ``maximumDelay``. Any
+    /// value is taken: one that is negative or NaN waits nothing, and none waits over an hour.
     public var initialDelay: Double
     /// The longest wait in seconds between two retries, also for a server's `Retry-After`; bounded as
-    /// ``initialDelay`` is.
+    /// ``initialDelay`` is. It is also how long after the network's return the upload may take to notice it.
     public var maximumDelay: Double
     /// The longest the upload may take in all, retries and waits included, in seconds; `nil` (the default) for no
-    /// limit. A retry that would start after it fails the upload with
-    /// ``MultipartError/Reason/resumeTimeExceeded(seconds:bytesAcknowledged:contentLength:)``.
+    /// limit. A retry that would start after it ends the upload with
+    /// ``MultipartError/Reason/resumeTimeExceeded(seconds:bytesAcknowledged:contentLength:)``: with saved state,
+    /// the state and the server's upload are kept, as ``MultipartError/Reason/resumeSaved(retries:bytesAcknowledged:contentLength:)``.
     public var maximumDuration: Double?
+    /// The longest the upload waits out failures without progress (an outage), in seconds, from the first failure
+    /// since the server's offset last moved on; `nil` (the default) for no bound but ``maximumAttempts``. Unlike
+    /// ``maximumDuration`` it never ends an upload that is moving, however long it takes. Its last retry starts at
+    /// the bound, and its failure ends the upload with
+    /// ``MultipartError/Reason/outageOutlasted(seconds:bytesAcknowledged:contentLength:)``: not the server's word,
+    /// so with saved state the state and the server's upload are kept for a later run
+    /// (``MultipartError/Reason/resumeSaved(retries:bytesAcknowledged:contentLength:)`` with it beneath).
+    public var maximumWaitWithoutProgress: Double?
     /// Whether requests to an upload resource that the server put on another origin (its `Location`) carry the
     /// request's `Authorization`, `Cookie` and `Proxy-Authorization`, as `curl --location-trusted` lets them follow
     /// redirects; off by default, since the server chose that URL. The upload's own `credentialsToOtherOrigins:`
@@ -117,13 +127,16 @@ public struct MultipartResumption: Sendable {
         case expired
     }
 
-    /// Creates a policy; the defaults retry 5 times, waiting 0.25 s and up to 30 s, count a part that hands out
+    /// Creates a policy. The defaults wait out an outage of 3 minutes at least: 30 failures in a row without
+    /// progress, waiting from 0.25 s, doubling, up to 15 s between tries (at least 188 s of waits in all, at most
+    /// 376 s), so that an upload tries again within 15 s of the network's return; they count a part that hands out
     /// nothing for 30 s as stalled, and keep no state.
     public init(
-        maximumAttempts: Int = 5,
+        maximumAttempts: Int = 30,
         initialDelay: Double = 0.25,
-        maximumDelay: Double = 30,
+        maximumDelay: Double = 15,
         maximumDuration: Double? = nil,
+        maximumWaitWithoutProgress: Double? = nil,
         credentialsToOtherOrigins: Bool = false,
         stall: Stall? = Stall(bytesPerSecond: 1, seconds: 30),
         stateDirectory: URL? = nil,
@@ -133,6 +146,7 @@ public struct MultipartResumption: Sendable {
         self.initialDelay = initialDelay
         self.maximumDelay = maximumDelay
         self.maximumDuration = maximumDuration
+        self.maximumWaitWithoutProgress = maximumWaitWithoutProgress
         self.credentialsToOtherOrigins = credentialsToOtherOrigins
         self.stall = stall
         self.stateDirectory = stateDirectory

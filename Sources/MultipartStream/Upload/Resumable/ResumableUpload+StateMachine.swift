@@ -120,9 +120,12 @@ extension ResumableUpload {
         struct Course {
             /// What the server said it takes, from the `OPTIONS` and creation answers.
             var limits = Limits()
-            /// Retries made so far, of ``MultipartResumption/maximumAttempts``.
+            /// Failures since the server's offset last moved on, of ``MultipartResumption/maximumAttempts``.
             var retries = 0
-            /// The wait before the next retry; back to the initial one after a retry that moved the offset on.
+            /// When the first of them came, on the monotonic clock: the outage's start, which
+            /// ``MultipartResumption/maximumWaitWithoutProgress`` bounds.
+            var failingSince: UInt64?
+            /// The ceiling of the wait before the next retry; back to the initial one once the offset moves on.
             var delay: Double
             /// Whether the upload expired once already and was created again.
             var restarted = false
@@ -646,7 +649,10 @@ extension ResumableUpload {
         {
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
             var (resource, course) = (resource, course)
-            if offset > resource.acknowledged { course.delay = policy.wait(policy.initialDelay) }
+            if offset > resource.acknowledged {
+                // Progress gives the retries back, and ends an outage.
+                (course.delay, course.retries, course.failingSince) = (policy.wait(policy.initialDelay), 0, nil)
+            }
             resource.acknowledged = offset
             resource.answered = resource.location
             let end = appendEnd(from: offset, course.limits)
@@ -723,7 +729,7 @@ extension ResumableUpload {
                 guard course.retries < policy.maximumAttempts else {
                     return giveUp(because: UnexpectedAnswer(answer, to: step))
                 }
-                course.retries += 1
+                failed(&course)
             }
             return acknowledge(offset, answer: answer, resource, course)
         }
@@ -744,7 +750,7 @@ extension ResumableUpload {
                 return giveUp(because: UnexpectedAnswer(answer, to: step))
             }
             var (resource, course) = (resource, course)
-            course.retries += 1
+            failed(&course)
             resource.location = moved
             state = asking(resource)(course)
             return .send(.askOffset)
@@ -799,8 +805,15 @@ extension ResumableUpload {
             { .askingOffset(resource, savedOffset: nil, $0) }
         }
 
+        /// Counts a failure without progress, the first of an outage noting when it began.
+        private func failed(_ course: inout Course) {
+            course.retries += 1
+            if course.failingSince == nil { course.failingSince = clock() }
+        }
+
         /// Another try, in the state `next` makes, after the backoff (or the server's `Retry-After`): unless the
-        /// retries are spent, or the wait would end past the total time the policy allows.
+        /// retries are spent, the outage has lasted the longest the policy waits out, or the wait would end past the
+        /// total time the policy allows.
         private mutating func retry(_ next: (Course) -> State, _ course: Course, because failure: any Error)
             -> Action
         {
@@ -810,19 +823,30 @@ extension ResumableUpload {
             guard course.retries < policy.maximumAttempts else {
                 return giveUp(because: failure, askingFirst: appending)
             }
-            course.retries += 1
-            // The server's own wait as it is (bounded); else one drawn up to the ceiling.
+            failed(&course)
+            // The server's own wait as it is (bounded); else one drawn from the upper half of the ceiling (never
+            // below the initial wait), so that a long outage is probed every `maximumDelay / 2` at the most often.
             let retryAfter = (failure as? UnexpectedAnswer)?.retryAfter
-            let wait =
-                retryAfter.map(policy.wait)
-                ?? jitter(min(policy.wait(policy.initialDelay), course.delay)...course.delay)
+            let least = min(max(policy.wait(policy.initialDelay), course.delay / 2), course.delay)
+            var wait = retryAfter.map(policy.wait) ?? jitter(least...course.delay)
             course.delay = policy.wait(course.delay * 2)
             state = next(course)
-            let elapsed = Double(clock().subtractingSaturated(began)) / 1e9
+            let now = clock()
+            if let bound = policy.maximumWaitWithoutProgress, let since = course.failingSince {
+                let waited = Double(now.subtractingSaturated(since)) / 1e9
+                guard waited < bound else {
+                    let reason = MultipartError.Reason.outageOutlasted(
+                        seconds: waited, bytesAcknowledged: acknowledged, contentLength: contentLength)
+                    return outlasted(MultipartError(reason, underlying: failure), askingFirst: appending)
+                }
+                // The last try starts at the bound, not before it.
+                wait = min(wait, bound - waited)
+            }
+            let elapsed = Double(now.subtractingSaturated(began)) / 1e9
             if let limit = policy.maximumDuration, elapsed + wait > limit {
                 let reason = MultipartError.Reason.resumeTimeExceeded(
                     seconds: elapsed, bytesAcknowledged: acknowledged, contentLength: contentLength)
-                return fail(MultipartError(reason))
+                return outlasted(MultipartError(reason, underlying: failure), askingFirst: appending)
             }
             let step: Step =
                 switch state {
@@ -831,6 +855,16 @@ extension ResumableUpload {
                 default: .askOffset
                 }
             return .wait(seconds: wait, then: step)
+        }
+
+        /// Ends an upload that waited as long as the policy allows: a time, not the server's word, so an upload whose
+        /// state is saved is kept for the next run (as after spent retries, the server asked first after an append);
+        /// one without saved state fails, its upload resource deleted, since nobody can resume it.
+        private mutating func outlasted(_ error: MultipartError, askingFirst: Bool) -> Action {
+            guard savesState, let resource, let course else { return fail(error) }
+            guard askingFirst else { return stop(because: error, resource, course, at: resource.acknowledged) }
+            state = .askingFinalOffset(resource, course, failure: error)
+            return .send(.askOffset)
         }
 
         /// Gives up, with where the upload stood and the last failure beneath. An upload whose state is saved is
