@@ -453,6 +453,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.drop()
         with lock:
             body = form_answer(upload)
+            # Its HEAD says so from now on, as a server that keeps a completed upload does.
+            upload["processed"] = True
         status = {"complete-409": 409, "complete-404": 404, "complete-503": 503}.get(scenario, 200)
         headers = {"Upload-Complete": "?1", "Upload-Offset": str(stored), "Content-Type": "application/json"}
         if scenario == "complete-no-field":

@@ -236,6 +236,15 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case stateUnwritable(URL, errno: Int32)
         /// A resumable upload gave up after `seconds`, the total time ``MultipartResumption/maximumDuration`` allows.
         case resumeTimeExceeded(seconds: Double, bytesAcknowledged: UInt64, contentLength: UInt64?)
+        /// Another process runs the upload queue kept in this directory (or this one runs it already): two never run
+        /// one queue at once.
+        case queueInUse(URL)
+        /// A request given to an upload queue carries a credential (`Authorization`, `Cookie`,
+        /// `Proxy-Authorization`, or a user and password in its URL, as named), which a queue never writes to disk:
+        /// give it through the `headers` hook of the queue's `run` instead.
+        case credentialNotQueued(String)
+        /// A stream part cannot outlive the process: an upload queue takes fields, data and file parts only.
+        case streamNotQueued
         /// A resumable upload made no progress for `seconds` of failures and waits (an outage), the most
         /// ``MultipartResumption/maximumWaitWithoutProgress`` allows: not the server's word, so an upload whose state
         /// is saved keeps it and its upload resource, for a later run to resume.
@@ -396,6 +405,13 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .resumeTimeExceeded(let seconds, let acknowledged, let contentLength):
             "the resumable upload gave up after \(String(format: "%.1f", seconds)) s in all, the server having "
                 + Self.bytes(acknowledged, of: contentLength, "form")
+        case .queueInUse(let directory):
+            "another process runs the upload queue in \(directory.path); two never run one queue at once"
+        case .credentialNotQueued(let credential):
+            "the request carries \(credential), which an upload queue never writes to disk: give credentials through "
+                + "the headers hook of the queue's run(on:headers:) instead"
+        case .streamNotQueued:
+            "a stream part cannot outlive the process: an upload queue takes fields, data and files"
         case .outageOutlasted(let seconds, let acknowledged, let contentLength):
             "the resumable upload made no progress for \(String(format: "%.1f", seconds)) s, the server having "
                 + Self.bytes(acknowledged, of: contentLength, "form")
@@ -420,13 +436,14 @@ extension MultipartError.Reason {
             .fileSizeChanged, .fileChanged, .fileReadFailed:
             .file
         case .invalidBoundary, .invalidSubtype, .jsonEncodingFailed, .invalidHeaderName, .invalidHeaderValue,
-            .invalidMIMEType, .bodyTooLong, .boundaryInPart:
+            .invalidMIMEType, .bodyTooLong, .boundaryInPart, .streamNotQueued:
             .form
         case .streamEndedEarly, .streamLongerThanDeclared, .streamFailed, .streamFactoryFailed, .streamAlreadyConsumed,
             .streamNotOpen, .invalidReadLength, .notReplayable, .offsetPastEnd, .cannotResumeOneShotStream,
             .chunkNotFilled:
             .stream
-        case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent, .lengthUnknown, .responseTooLarge:
+        case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent, .lengthUnknown, .responseTooLarge,
+            .queueInUse, .credentialNotQueued:
             .upload
         case .unacceptableStatus:
             .status

@@ -4,6 +4,11 @@ import Foundation
 public struct WaitGaveUp: Error, CustomStringConvertible {
     /// What was awaited, and why the wait ended.
     public let description: String
+
+    /// A wait that gave up, as `description` says.
+    public init(description: String) {
+        self.description = description
+    }
 }
 
 /// Waits for `what` with a deadline, polling `condition` every `interval` seconds: a test that waits on a process, a

@@ -22,6 +22,9 @@ import Testing
         (.resumeFailed(retries: 1, bytesAcknowledged: 0, contentLength: 1), .resumable),
         (.resumeSaved(retries: 0, bytesAcknowledged: 1, contentLength: 2), .resumable),
         (.outageOutlasted(seconds: 10, bytesAcknowledged: 1, contentLength: 2), .resumable),
+        (.queueInUse(URL(fileURLWithPath: "/tmp/q")), .upload),
+        (.credentialNotQueued("Authorization"), .upload),
+        (.streamNotQueued, .form),
         (.outputFileExists(URL(fileURLWithPath: "/tmp/x")), .output),
         (.tooLargeForMemory(1 << 62), .output),
     ])

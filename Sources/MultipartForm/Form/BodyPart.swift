@@ -9,6 +9,10 @@ package struct BodyPart: Sendable {
     package var headers: PartHeaders
     package var body: Body
 
+    package init(name: String?, fileName: String?, headers: PartHeaders, body: Body) {
+        (self.name, self.fileName, self.headers, self.body) = (name, fileName, headers, body)
+    }
+
     /// Where a part's body bytes come from, and how many there are.
     package enum Body: Sendable {
         case bytes(Data)

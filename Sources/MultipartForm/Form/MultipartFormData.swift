@@ -406,6 +406,19 @@ public struct MultipartFormData: Sendable {
         bodyParts[index].body = body
     }
 
+    /// A form made again from what a record kept of one: its `subtype`, `boundary` (taken as chosen, so that it is
+    /// never drawn again) and parts, each checked as an append checks it.
+    package init(rebuilding subtype: String, boundary: String, parts: [BodyPart]) throws(MultipartError) {
+        try self.init(subtype: subtype, boundary: boundary)
+        for (index, part) in parts.enumerated() {
+            do throws(MultipartError.Reason) {
+                try add(part)
+            } catch {
+                throw MultipartError(error, partIndex: index, partName: part.name)
+            }
+        }
+    }
+
     private mutating func add(_ part: BodyPart) throws(MultipartError.Reason) {
         // A Content-Length is an Int64 to URLSession: the whole body, with a longer boundary drawn, must fit one.
         // A stream of unknown length counts its headers only: its bytes are counted as they are read.

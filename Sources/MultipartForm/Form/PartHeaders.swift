@@ -18,6 +18,25 @@ package struct PartHeaders: Sendable {
         bytes += "\r\n".utf8
     }
 
+    /// The header block `encoded` holds, each line checked as a caller's are; `nil` unless it is lines of
+    /// `Name: value` and the check makes the same bytes again.
+    package init?(encoded: [UInt8]) {
+        guard encoded.count >= 2, encoded.suffix(2).elementsEqual("\r\n".utf8) else { return nil }
+        var lines: [(name: String, value: String)] = []
+        var rest = encoded.dropLast(2)[...]
+        while !rest.isEmpty {
+            guard let end = rest.indices.first(where: { rest[$0] == UInt8(ascii: "\r") }), end + 1 < rest.endIndex,
+                rest[end + 1] == UInt8(ascii: "\n"),
+                let line = String(validating: rest[rest.startIndex..<end], as: UTF8.self),
+                let colon = line.firstIndex(of: ":"), line[line.index(after: colon)...].hasPrefix(" ")
+            else { return nil }
+            lines.append((String(line[..<colon]), String(line[line.index(colon, offsetBy: 2)...])))
+            rest = rest[(end + 2)...]
+        }
+        guard let checked = try? PartHeaders(validating: lines), checked.bytes == encoded else { return nil }
+        self = checked
+    }
+
     /// `form-data; name="…"[; filename="…"]`, escaped as above: the value the named appends send, and what the
     /// `multipart` command writes when a field has header lines of its own.
     package static func formDataDisposition(name: String, fileName: String?) -> [UInt8] {

@@ -12,7 +12,7 @@ import Foundation
 /// its contents last changed (mtime) and when the inode last changed (ctime, which even a `touch -r` that puts the
 /// old mtime back moves). A change within one tick of the file system's clock (a few milliseconds on Linux) of the
 /// last one goes unseen.
-package struct FileIdentity: Equatable, Sendable {
+package struct FileIdentity: Equatable, Sendable, Codable {
     package var device: UInt64
     package var inode: UInt64
     package var length: UInt64

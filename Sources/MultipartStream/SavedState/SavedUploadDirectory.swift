@@ -112,9 +112,14 @@ struct SavedUploadDirectory: Sendable {
 
     /// Replaces the record under `key` whole: written to a temporary file, synced, renamed over the old one.
     func save(_ record: SavedUpload, as key: String) throws(MultipartError) {
-        let file = file(for: key)
-        let data = (try? SavedUpload.encoder.encode(record.sealed())) ?? Data()
-        let temporary = url.appendingPathComponent(".\(key).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp")
+        try replace(file(for: key), with: (try? SavedUpload.encoder.encode(record.sealed())) ?? Data())
+    }
+
+    /// Replaces `file`, in this directory, with `data` whole: written to a temporary file, synced, renamed over the
+    /// old one, and the rename synced, so that a kill at any moment leaves the old file or the new one.
+    func replace(_ file: URL, with data: Data) throws(MultipartError) {
+        let name = file.lastPathComponent
+        let temporary = url.appendingPathComponent(".\(name).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp")
         let descriptor: Int32
         do throws(POSIX.Failure) {
             descriptor = try POSIX.open(

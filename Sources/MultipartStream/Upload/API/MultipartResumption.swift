@@ -55,6 +55,9 @@ public struct MultipartResumption: Sendable {
     /// a server that does not speak the draft, and what happens to saved state (an upload resumed or started over,
     /// its state written, a state file ignored). Called on the upload's task; keep it quick.
     public var events: (@Sendable (Event) -> Void)?
+    /// Whether the saved state outlives the answer: an upload queue removes it only once its own record says the
+    /// upload completed, so that a kill in between finds the server's upload again rather than sending the form twice.
+    var keepsStateAfterAnswer = false
 
     /// The stall rule, as curl's `--speed-limit` and `--speed-time`: fewer than `bytesPerSecond` for `seconds`.
     public struct Stall: Sendable, Equatable {

@@ -156,7 +156,7 @@ struct ResumableUpload {
                     bodySent: { events?(.bodySent(bytes: $0)) }
                 ).run()
             case .answer(let reply):
-                state?.remove()
+                if !policy.keepsStateAfterAnswer { state?.remove() }
                 return reply
             case .fail(let error, let location):
                 await delete(location, version: resumption.version)

@@ -1,0 +1,170 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension MultipartUploadQueue {
+    /// How one send of an upload ended.
+    struct Finished: Sendable {
+        enum Outcome: Sendable {
+            /// The server has the form.
+            case completed(Answer)
+            /// The upload is over without it, for this reason.
+            case failed(String)
+            /// The network or the server failed it for now.
+            case waiting
+            /// Cancelled: the upload is kept, for the next run.
+            case stopped
+        }
+
+        var id: ID
+        var outcome: Outcome
+        /// Whether the form went from its first byte again after a run that had started it.
+        var sentAgain: Bool
+    }
+
+    /// One send of an upload, as a resumable upload with its saved state in the queue's directory, run on a task of
+    /// the run's group.
+    struct Job: Sendable {
+        let id: ID
+        let form: MultipartFormData
+        let request: URLRequest
+        let stateDirectory: URL
+        /// Whether a run before this one started the upload.
+        let startedBefore: Bool
+        let session: URLSession
+        let headers: MultipartHeaders?
+        let cancel: CancelHandle
+        let progress: @Sendable (UInt64) -> Void
+
+        /// The most of an answer's body a completed upload keeps.
+        static let answerPrefix = 64 << 10
+
+        func send() async -> Finished {
+            let notes = Notes()
+            var policy = MultipartResumption()
+            policy.stateDirectory = stateDirectory
+            policy.keepsStateAfterAnswer = true
+            policy.events = { notes.record($0) }
+            let (form, request, session, headers, progress) = (form, request, session, headers, progress)
+            let work = Task {
+                try await session.upload(
+                    form, with: request, strategy: .resumable(policy), headers: headers,
+                    acceptableStatusCodes: 200..<300, responseBody: .chunks { _, data in notes.keep(data) },
+                    progress: { progress($0.bytesSent) })
+            }
+            cancel.set { work.cancel() }
+            let result = await work.result
+            let sentAgain = startedBefore && notes.wentAgainFromTheStart
+            switch result {
+            case .success(let (_, response)):
+                let http = response as? HTTPURLResponse
+                let fields = (http?.allHeaderFields as? [String: String]) ?? [:]
+                let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
+                return Finished(id: id, outcome: .completed(answer), sentAgain: sentAgain)
+            case .failure(let error):
+                return Finished(id: id, outcome: Self.outcome(of: error), sentAgain: sentAgain)
+            }
+        }
+
+        /// What an upload's error makes of it: the network's or a busy server's is for now, the form's own or the
+        /// server's final word ends it; a form the server holds whole, its answer lost, is completed.
+        static func outcome(of error: any Error) -> Finished.Outcome {
+            if error is CancellationError { return .stopped }
+            if let error = error as? URLError {
+                if error.code == .cancelled { return .stopped }
+                return isTransient(error) ? .waiting : .failed(error.localizedDescription)
+            }
+            guard let error = error as? MultipartError else { return .failed(String(describing: error)) }
+            switch error.reason {
+            case .answerLost:
+                return .completed(Answer(statusCode: nil, headers: [:], body: Data()))
+            case .resumeSaved, .resumeFailed, .resumeTimeExceeded, .outageOutlasted:
+                return .waiting
+            case .unacceptableStatus(let status, _):
+                let busy = status == 408 || status == 429 || (500..<600).contains(status)
+                return busy ? .waiting : .failed("the server answered \(status)")
+            default:
+                if let underlying = error.underlying as? URLError, isTransient(underlying) { return .waiting }
+                return .failed(error.description)
+            }
+        }
+
+        private static func isTransient(_ error: URLError) -> Bool {
+            let codes: Set<URLError.Code> = [
+                .networkConnectionLost, .timedOut, .cannotConnectToHost, .notConnectedToInternet, .cannotFindHost,
+                .dnsLookupFailed, .badServerResponse, .resourceUnavailable, .internationalRoamingOff,
+                .dataNotAllowed, .secureConnectionFailed,
+            ]
+            return codes.contains(error.code)
+        }
+    }
+
+    /// What one send saw: whether the form went from its first byte with no resumable upload to resume (a server
+    /// without the draft, or one that forgot the upload), and the start of the answer's body.
+    final class Notes: Sendable {
+        private struct Seen {
+            var fromTheStart = false
+            var answer = Data()
+        }
+        private let seen = LockedValue(Seen())
+
+        func record(_ event: MultipartResumption.Event) {
+            switch event {
+            case .notResumable, .startedOver(.uploadGone): seen.withLock { $0.fromTheStart = true }
+            default: break
+            }
+        }
+
+        func keep(_ data: Data) {
+            seen.withLock { seen in
+                let room = Job.answerPrefix - seen.answer.count
+                if room > 0 { seen.answer.append(data.prefix(room)) }
+            }
+        }
+
+        var wentAgainFromTheStart: Bool { seen.withLock { $0.fromTheStart } }
+        var answer: Data { seen.withLock { $0.answer } }
+    }
+
+    /// Cancels a send from the queue: before its task exists, the task is cancelled as soon as it does.
+    final class CancelHandle: Sendable {
+        private struct Held {
+            var cancel: (@Sendable () -> Void)?
+            var cancelled = false
+        }
+        private let held = LockedValue(Held())
+
+        func set(_ cancel: @escaping @Sendable () -> Void) {
+            let now = held.withLock { held -> Bool in
+                held.cancel = cancel
+                return held.cancelled
+            }
+            if now { cancel() }
+        }
+
+        func cancel() {
+            let cancel = held.withLock { held -> (@Sendable () -> Void)? in
+                held.cancelled = true
+                return held.cancel
+            }
+            cancel?()
+        }
+    }
+}
+
+/// A value behind a lock.
+final class LockedValue<Value>: @unchecked Sendable {
+    // @unchecked: `value` is only touched under `lock`.
+    private let lock = Lock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.withLock { body(&value) }
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+
+extension MultipartUploadQueue {
+    /// An upload's identity in its queue, kept in its record: the same in every process that runs the queue.
+    public struct ID: Hashable, Sendable, CustomStringConvertible {
+        /// The ID as its record's file name holds it.
+        public let rawValue: String
+
+        /// The ID as text.
+        public var description: String { rawValue }
+    }
+
+    /// Where an upload of the queue stands.
+    public enum State: Sendable, Equatable {
+        /// Waiting for its turn.
+        case pending
+        /// Being sent.
+        case running
+        /// The network or the server failed it for now: it goes again at this time.
+        case waiting(until: Date)
+        /// The server has the form: its answer, kept until the upload is removed.
+        case completed(Answer)
+        /// The upload ended without the server's having the form, for this reason (a file deleted or changed, a
+        /// refused status, the server's final word); it can be retried or removed.
+        case failed(reason: String)
+    }
+
+    /// The server's answer to a completed upload.
+    public struct Answer: Sendable, Equatable {
+        /// The answer's status; `nil` when the answer was lost with its connection and the server then said it holds
+        /// the whole form.
+        public var statusCode: Int?
+        /// The answer's header fields.
+        public var headers: [String: String]
+        /// The first 64 KiB of its body.
+        public var body: Data
+    }
+
+    /// One upload of the queue.
+    public struct Upload: Sendable, Identifiable {
+        /// Its identity.
+        public let id: ID
+        /// Where it stands.
+        public var state: State
+        /// The URL it goes to.
+        public var url: URL
+        /// When it was added.
+        public var added: Date
+        /// The form's length.
+        public var contentLength: UInt64
+        /// Times the form went again from its first byte after a run that had started it ended unfinished (the
+        /// server forgot the upload, or does not speak the resumable draft): where it is more than 0, the server may
+        /// have had the form more than once.
+        public var sentAgain: Int
+    }
+
+    /// What happens in the queue, as ``events`` tells it.
+    public enum Event: Sendable, Equatable {
+        /// An upload was added.
+        case added(ID)
+        /// An upload started (again).
+        case started(ID)
+        /// An upload handed out this many of its form's bytes.
+        case progress(ID, bytesSent: UInt64, of: UInt64)
+        /// An upload waits for the network or the server until then.
+        case waiting(ID, until: Date)
+        /// An upload completed: the server has the form.
+        case completed(ID, Answer)
+        /// An upload failed, for this reason.
+        case failed(ID, reason: String)
+    }
+}
+
+extension MultipartUploadQueue.Answer {
+    init(_ stored: QueueRecord.Answer) {
+        self.init(statusCode: stored.statusCode, headers: stored.headers, body: stored.body)
+    }
+
+    var stored: QueueRecord.Answer { .init(statusCode: statusCode, headers: headers, body: body) }
+}

@@ -1,0 +1,394 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A queue of uploads kept in a directory of the caller's choosing, sent a few at a time in the order added, that
+/// outlives the process and waits out outages.
+///
+/// ```swift
+/// let queue = try MultipartUploadQueue(directory: backupDirectory)
+/// var form = MultipartFormData()
+/// try form.append(fileURL: photo, name: "photo")
+/// _ = try await queue.add(form, with: URLRequest(url: uploadURL))
+/// try await queue.run(on: .shared, headers: .fresh { _ in ["Authorization": try await tokens.current()] })
+/// ```
+///
+/// Each upload is on disk before ``add(_:with:)`` returns: what rebuilds its form byte for byte (fields, data and
+/// file parts by path with the file's identity, custom part headers), and the request without credentials, which go
+/// through the `headers` hook of ``run(on:headers:)`` and are never written. ``run(on:headers:)`` sends the uploads
+/// ``maximumConcurrentUploads`` at a time as resumable uploads (<doc:ResumableUploads>), each with its saved state in
+/// the queue's directory: a kill, a crash or a reboot costs what was in flight, and the next run, in any process,
+/// resumes each upload where the server stands. See <doc:UploadQueues> for what is guaranteed where.
+public actor MultipartUploadQueue {
+    /// The directory the queue is kept in.
+    public nonisolated let directory: URL
+    /// How many uploads go at once.
+    public nonisolated let maximumConcurrentUploads: Int
+    /// The queue's progress in bytes of its forms: every upload's length in all, and the bytes of those that ended
+    /// and of those in flight. It never goes back: an upload resumed or sent again counts no byte twice.
+    public nonisolated let progress: Progress
+    /// What happens in the queue, for one reader: uploads added, started, their progress, waits, completions and
+    /// failures.
+    public nonisolated let events: AsyncStream<Event>
+
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let store: SavedUploadDirectory
+    private var entries: [Entry] = []
+    private var nextSequence = 0
+    private var isRunning = false
+    /// The bytes of uploads that ended (completed, failed or removed), which progress never takes back.
+    private var endedBytes: UInt64 = 0
+
+    /// One upload as the queue holds it.
+    private struct Entry {
+        var id: ID
+        /// The record; `nil` for a file that could not be read, listed as failed.
+        var record: QueueRecord?
+        var file: URL
+        var state: State
+        /// The most bytes of the form this upload handed out.
+        var sent: UInt64 = 0
+        /// Waits in a row for the network or the server.
+        var waits = 0
+        /// Cancels the upload under way.
+        var cancel: CancelHandle?
+        /// Whether the caller removed it while it ran.
+        var removing = false
+
+        /// Whether it ended: completed or failed.
+        var isOver: Bool {
+            switch state {
+            case .completed, .failed: true
+            default: false
+            }
+        }
+
+        var isCompleted: Bool {
+            if case .completed = state { return true }
+            return false
+        }
+    }
+
+    /// The queue kept in `directory`, made if it does not exist (owned by this user, not writable by others), with
+    /// every upload an earlier process added. A record that cannot be read is listed as a failed upload.
+    ///
+    /// - Parameters:
+    ///   - directory: Where the queue is kept: a directory of the app's own (Application Support, or
+    ///     `$XDG_STATE_HOME`).
+    ///   - maximumConcurrentUploads: How many uploads go at once: 3 unless set, at least 1.
+    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` for a directory that cannot be made or is
+    ///   another user's.
+    public init(directory: URL, maximumConcurrentUploads: Int = 3) throws {
+        self.directory = directory
+        self.maximumConcurrentUploads = max(1, maximumConcurrentUploads)
+        store = SavedUploadDirectory(directory, interopVersions: [])
+        try store.prepare()
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
+        var loaded: [Entry] = []
+        let files =
+            (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? []
+        let recordFiles = files.filter { $0.pathExtension == "json" }
+        for file in recordFiles.sorted(by: { $0.lastPathComponent < $1.lastPathComponent }) {
+            let name = file.deletingPathExtension().lastPathComponent
+            do {
+                let record = try QueueRecord.read(file)
+                var entry = Entry(id: ID(rawValue: record.id), record: record, file: file, state: .pending)
+                switch record.outcome {
+                case .completed(let answer)?: entry.state = .completed(Answer(answer))
+                case .failed(let reason)?: entry.state = .failed(reason: reason)
+                case nil: break
+                }
+                loaded.append(entry)
+                nextSequence = max(nextSequence, record.sequence + 1)
+            } catch {
+                loaded.append(
+                    Entry(
+                        id: ID(rawValue: name), file: file,
+                        state: .failed(reason: "its record \(file.lastPathComponent) is damaged: \(error.reason)")))
+            }
+        }
+        entries = loaded
+        let total = loaded.reduce(UInt64(0)) { $0 + ($1.record?.contentLength ?? 0) }
+        let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isOver ? ($1.record?.contentLength ?? 0) : 0) }
+        endedBytes = ended
+        progress = Progress(totalUnitCount: Int64(clamping: total))
+        progress.completedUnitCount = Int64(clamping: ended)
+    }
+
+    /// Every upload of the queue, in its order.
+    public var uploads: [Upload] {
+        entries.map { entry in
+            Upload(
+                id: entry.id, state: entry.state, url: entry.record?.request.url ?? entry.file,
+                added: entry.record?.added ?? .distantPast, contentLength: entry.record?.contentLength ?? 0,
+                sentAgain: entry.record?.sentAgain ?? 0)
+        }
+    }
+
+    // MARK: Adding
+
+    /// Adds an upload of `form` with `request` to the end of the queue, on disk before it returns.
+    ///
+    /// - Throws: ``MultipartError/Reason/streamNotQueued`` naming a stream part, which cannot outlive the process;
+    ///   ``MultipartError/Reason/credentialNotQueued(_:)`` for a request that carries `Authorization`, `Cookie`,
+    ///   `Proxy-Authorization` or a user and password in its URL (give them through the `headers` hook of
+    ///   ``run(on:headers:)``); the form's ``MultipartFormData/appendError``;
+    ///   ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written (a full disk): then
+    ///   nothing was added.
+    public func add(_ form: MultipartFormData, with request: URLRequest) async throws -> ID {
+        let stored = try QueueRecord.Form(form)
+        let storedRequest = try QueueRecord.Request(request)
+        if let appendError = form.appendError { throw appendError }
+        guard let length = form.contentLength else { throw MultipartError(.streamNotQueued) }
+        let record = QueueRecord(
+            id: UUID().uuidString.lowercased(), sequence: nextSequence, added: Date(), request: storedRequest,
+            form: stored, contentLength: length)
+        try record.write(to: store)
+        nextSequence += 1
+        let id = ID(rawValue: record.id)
+        let file = directory.appendingPathComponent(record.fileName)
+        entries.append(Entry(id: id, record: record, file: file, state: .pending))
+        progress.totalUnitCount += Int64(clamping: length)
+        eventSink.yield(.added(id))
+        return id
+    }
+
+    // MARK: Running
+
+    /// Sends the queue's uploads, ``maximumConcurrentUploads`` at a time in the order added, until none is left to
+    /// send: each completed or failed. An upload the network or the server fails for now (a dropped or refused
+    /// connection, a timeout, a 408, 429 or 5xx, an outage longer than its retries) waits and goes again; cancel the
+    /// task that runs the queue to stop it, and the uploads in flight are kept for the next run.
+    ///
+    /// - Parameters:
+    ///   - session: The session the uploads go through.
+    ///   - headers: Fresh headers for each request, credentials included, which the queue never writes.
+    /// - Throws: ``MultipartError/Reason/queueInUse(_:)`` when another process (or another `run` of this queue)
+    ///   runs it; `CancellationError` when cancelled. An upload's own failure is its state, never thrown.
+    public func run(on session: URLSession = .shared, headers: MultipartHeaders? = nil) async throws {
+        guard !isRunning else { throw MultipartError(.queueInUse(directory)) }
+        let lock = try takeLock()
+        isRunning = true
+        var failure: (any Error)?
+        do {
+            try await drive(session: session, headers: headers)
+        } catch {
+            failure = error
+        }
+        lock.release()
+        isRunning = false
+        // Uploads stopped by a cancel are pending again: their saved state resumes them.
+        for index in entries.indices where entries[index].state == .running { entries[index].state = .pending }
+        if let failure { throw failure }
+    }
+
+    /// The queue's lock, which one process at a time holds while it runs the queue.
+    private func takeLock() throws(MultipartError) -> SavedUploadLock {
+        do {
+            return try store.lock("queue")
+        } catch {
+            if case .uploadInProgress = error.reason { throw MultipartError(.queueInUse(directory)) }
+            throw error
+        }
+    }
+
+    /// Starts uploads while there is room and one to start, and records each as it ends, until none is left.
+    private func drive(session: URLSession, headers: MultipartHeaders?) async throws {
+        try await withThrowingTaskGroup(of: Finished.self) { group in
+            var inFlight = 0
+            while true {
+                try Task.checkCancellation()
+                while inFlight < maximumConcurrentUploads, let job = startNext(session: session, headers: headers) {
+                    group.addTask { await job.send() }
+                    inFlight += 1
+                }
+                if inFlight == 0 {
+                    guard let wake = nextWake() else { return }
+                    try await Task.sleep(nanoseconds: UInt64(max(0, wake.timeIntervalSinceNow) * 1e9) + 1_000_000)
+                    continue
+                }
+                guard let finished = try await group.next() else { continue }
+                inFlight -= 1
+                await finish(finished, session: session, headers: headers)
+            }
+        }
+    }
+
+    /// Fails a failed upload again: it goes back to pending, at the end of its turn as it was added.
+    public func retry(_ id: ID) throws {
+        guard let index = entries.firstIndex(where: { $0.id == id }), case .failed = entries[index].state,
+            var record = entries[index].record
+        else { return }
+        record.outcome = nil
+        try record.write(to: store)
+        entries[index].record = record
+        entries[index].state = .pending
+        endedBytes -= min(endedBytes, record.contentLength)
+        report()
+    }
+
+    /// Removes an upload from the queue and its record from disk. One that has not completed is given up: cancelled
+    /// if it runs, and its upload resource on the server deleted (through `session`, with `headers`).
+    public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async {
+        guard let index = entries.firstIndex(where: { $0.id == id }) else { return }
+        let entry = entries[index]
+        if entry.state == .running {
+            entries[index].removing = true
+            entry.cancel?.cancel()
+            return
+        }
+        await forget(entry, session: session, headers: headers, givingUp: !entry.isCompleted)
+    }
+
+    // MARK: The run's steps
+
+    /// The first pending upload whose turn it is, or a waiting one whose time has come, marked running; `nil` for
+    /// none.
+    private func startNext(session: URLSession, headers: MultipartHeaders?) -> Job? {
+        let now = Date()
+        guard
+            let index = entries.firstIndex(where: { entry in
+                switch entry.state {
+                case .pending: true
+                case .waiting(let until): until <= now
+                default: false
+                }
+            }), var record = entries[index].record
+        else { return nil }
+        let startedBefore = record.starts > 0
+        record.starts += 1
+        do {
+            try record.write(to: store)
+        } catch {
+            entries[index].state = .failed(reason: "its record cannot be written: \(error)")
+            return startNext(session: session, headers: headers)
+        }
+        entries[index].record = record
+        let form: MultipartFormData?
+        do {
+            form = try record.form.rebuilt()
+        } catch {
+            fail(index, because: "\(error)")
+            return startNext(session: session, headers: headers)
+        }
+        guard let form else {
+            fail(index, because: "its record does not make a form")
+            return startNext(session: session, headers: headers)
+        }
+        let id = entries[index].id
+        let handle = CancelHandle()
+        entries[index].state = .running
+        entries[index].cancel = handle
+        eventSink.yield(.started(id))
+        return Job(
+            id: id, form: form, request: record.request.urlRequest, stateDirectory: stateDirectory(of: id),
+            startedBefore: startedBefore, session: session, headers: headers, cancel: handle
+        ) { [weak self] sent in
+            Task { await self?.sent(sent, by: id) }
+        }
+    }
+
+    /// When the next waiting upload goes again, where one waits.
+    private func nextWake() -> Date? {
+        entries.compactMap { entry -> Date? in
+            if case .waiting(let until) = entry.state { return until }
+            return nil
+        }.min()
+    }
+
+    private func sent(_ bytes: UInt64, by id: ID) {
+        guard let index = entries.firstIndex(where: { $0.id == id }), bytes > entries[index].sent else { return }
+        entries[index].sent = bytes
+        eventSink.yield(.progress(id, bytesSent: bytes, of: entries[index].record?.contentLength ?? bytes))
+        report()
+    }
+
+    /// Sets the progress from what ended and what is in flight: never less than before.
+    private func report() {
+        let inFlight = entries.reduce(UInt64(0)) { $0 + ($1.isOver ? 0 : min($1.sent, $1.record?.contentLength ?? 0)) }
+        let completed = Int64(clamping: endedBytes + inFlight)
+        if completed > progress.completedUnitCount { progress.completedUnitCount = completed }
+    }
+
+    /// Records how an upload ended.
+    private func finish(_ finished: Finished, session: URLSession, headers: MultipartHeaders?) async {
+        guard let index = entries.firstIndex(where: { $0.id == finished.id }) else { return }
+        entries[index].cancel = nil
+        if entries[index].removing {
+            return await forget(entries[index], session: session, headers: headers, givingUp: true)
+        }
+        if finished.sentAgain, var record = entries[index].record {
+            record.sentAgain += 1
+            entries[index].record = record
+        }
+        switch finished.outcome {
+        case .completed(let answer):
+            complete(index, with: answer)
+        case .failed(let reason):
+            fail(index, because: reason)
+        case .waiting:
+            entries[index].waits += 1
+            // The queue's probe: at most every 15 s, so that an upload goes again within 15 s of the network's
+            // return; its own retries waited out the outage's start already.
+            let until = Date(timeIntervalSinceNow: 15)
+            entries[index].state = .waiting(until: until)
+            try? entries[index].record?.write(to: store)
+            eventSink.yield(.waiting(finished.id, until: until))
+        case .stopped:
+            entries[index].state = .pending
+        }
+    }
+
+    private func complete(_ index: Int, with answer: Answer) {
+        let id = entries[index].id
+        entries[index].state = .completed(answer)
+        if var record = entries[index].record {
+            record.outcome = .completed(answer.stored)
+            entries[index].record = record
+            // The saved state goes only once the record says the upload completed: a kill in between resumes it,
+            // and the server says it has the form.
+            if (try? record.write(to: store)) != nil {
+                try? FileManager.default.removeItem(at: stateDirectory(of: id))
+            }
+            endedBytes += record.contentLength
+        }
+        report()
+        eventSink.yield(.completed(id, answer))
+    }
+
+    private func fail(_ index: Int, because reason: String) {
+        let id = entries[index].id
+        entries[index].state = .failed(reason: reason)
+        if var record = entries[index].record {
+            record.outcome = .failed(reason: reason)
+            entries[index].record = record
+            try? record.write(to: store)
+            endedBytes += record.contentLength
+        }
+        report()
+        eventSink.yield(.failed(id, reason: reason))
+    }
+
+    /// Removes `entry`'s record and state; `givingUp` an upload that has not completed deletes its upload resource.
+    private func forget(_ entry: Entry, session: URLSession, headers: MultipartHeaders?, givingUp: Bool) async {
+        entries.removeAll { $0.id == entry.id }
+        try? FileManager.default.removeItem(at: entry.file)
+        if givingUp, let record = entry.record, let form = try? record.form.rebuilt() {
+            var policy = MultipartResumption()
+            policy.stateDirectory = stateDirectory(of: entry.id)
+            _ = try? await session.abandonUpload(
+                form, with: record.request.urlRequest, resumption: policy, headers: headers)
+        }
+        try? FileManager.default.removeItem(at: stateDirectory(of: entry.id))
+        if !entry.isOver { endedBytes += entry.record?.contentLength ?? 0 }
+        report()
+    }
+
+    /// Where an upload keeps its saved state: a directory of its own, so that two uploads of the same form never
+    /// share one.
+    private nonisolated func stateDirectory(of id: ID) -> URL {
+        directory.appendingPathComponent("state", isDirectory: true).appendingPathComponent(id.rawValue)
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One queued upload as its file in the queue's directory holds it: what rebuilds the form byte for byte and the
+/// request without credentials, and how far the upload got. Written whole to a temporary file, flushed, and renamed
+/// over the last version, so that a kill at any moment leaves the last whole record.
+struct QueueRecord: Codable, Sendable {
+    /// The record's format, for a later version to read an older one.
+    var format = 1
+    var id: String
+    /// The upload's place in the queue: uploads go in this order.
+    var sequence: Int
+    var added: Date
+    var request: Request
+    var form: Form
+    var contentLength: UInt64
+    var outcome: Outcome?
+    /// Runs that started the upload: one that finds it started before may resume it, or send it again.
+    var starts = 0
+    /// Times the form went again from its first byte after a run that started it ended unfinished (the server
+    /// forgot the upload, or does not speak the resumable draft): the server may have it more than once.
+    var sentAgain = 0
+
+    /// The request, as URLSession would send it, without any credential.
+    struct Request: Codable, Sendable {
+        var url: URL
+        var method: String
+        /// Header lines in order: name, value.
+        var headers: [[String]]
+        var timeout: Double
+
+        init(_ request: URLRequest) throws(MultipartError) {
+            guard let url = request.url else { throw MultipartError(.credentialNotQueued("no URL")) }
+            if url.user != nil || url.password != nil {
+                throw MultipartError(.credentialNotQueued("a user and password in its URL"))
+            }
+            let fields = request.allHTTPHeaderFields ?? [:]
+            for name in ["Authorization", "Cookie", "Proxy-Authorization"]
+            where fields.keys.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
+                throw MultipartError(.credentialNotQueued(name))
+            }
+            self.url = url
+            method = request.httpMethod ?? "POST"
+            headers = fields.sorted { $0.key < $1.key }.map { [$0.key, $0.value] }
+            timeout = request.timeoutInterval
+        }
+
+        var urlRequest: URLRequest {
+            var request = URLRequest(url: url, timeoutInterval: timeout)
+            request.httpMethod = method
+            for pair in headers where pair.count == 2 { request.setValue(pair[1], forHTTPHeaderField: pair[0]) }
+            return request
+        }
+    }
+
+    /// The form: its subtype, boundary, and each part's header block and body.
+    struct Form: Codable, Sendable {
+        var subtype: String
+        var boundary: String
+        var parts: [Part]
+
+        struct Part: Codable, Sendable {
+            var name: String?
+            var fileName: String?
+            /// The part's header block, as it goes out.
+            var headers: Data
+            /// Its bytes, for a field or data part.
+            var bytes: Data?
+            /// Its file's path, for a file part, and the file's identity when it was appended: a file changed since
+            /// fails the upload, naming the part.
+            var file: String?
+            var identity: FileIdentity?
+        }
+
+        init(_ form: MultipartFormData) throws(MultipartError) {
+            subtype = form.subtype
+            boundary = form.boundary
+            parts = []
+            for (index, part) in form.bodyParts.enumerated() {
+                var stored = Part(name: part.name, fileName: part.fileName, headers: Data(part.headers.bytes))
+                switch part.body {
+                case .bytes(let data): stored.bytes = data
+                case .file(let url, let identity): (stored.file, stored.identity) = (url.path, identity)
+                case .stream, .streamFactory:
+                    throw MultipartError(.streamNotQueued, partIndex: index, partName: part.name)
+                }
+                parts.append(stored)
+            }
+        }
+
+        /// The form again, byte for byte; `nil` where the record does not make one.
+        func rebuilt() throws(MultipartError) -> MultipartFormData? {
+            var bodyParts: [BodyPart] = []
+            for part in parts {
+                guard let headers = PartHeaders(encoded: Array(part.headers)) else { return nil }
+                let body: BodyPart.Body
+                if let bytes = part.bytes, part.file == nil {
+                    body = .bytes(bytes)
+                } else if let path = part.file, let identity = part.identity, part.bytes == nil {
+                    body = .file(URL(fileURLWithPath: path), identity)
+                } else {
+                    return nil
+                }
+                bodyParts.append(BodyPart(name: part.name, fileName: part.fileName, headers: headers, body: body))
+            }
+            return try MultipartFormData(rebuilding: subtype, boundary: boundary, parts: bodyParts)
+        }
+    }
+
+    /// How the upload ended.
+    enum Outcome: Codable, Sendable {
+        case completed(Answer)
+        case failed(reason: String)
+    }
+
+    /// The server's answer to a completed upload: status, headers and the start of its body; no status when the
+    /// answer was lost with the connection and the server said it holds the whole form.
+    struct Answer: Codable, Sendable {
+        var statusCode: Int?
+        var headers: [String: String]
+        var body: Data
+    }
+}
+
+extension QueueRecord {
+    /// The record's file name: its place in the queue, then its ID, so that a listing in name order is the queue's.
+    var fileName: String { String(format: "%012d-", sequence) + id + ".json" }
+
+    /// Writes the record whole into `directory` (see ``SavedUploadDirectory/replace(_:with:)``).
+    func write(to directory: SavedUploadDirectory) throws(MultipartError) {
+        let target = directory.url.appendingPathComponent(fileName)
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        guard let data = try? encoder.encode(self) else {
+            throw MultipartError(.stateUnwritable(target, errno: EINVAL))
+        }
+        try directory.replace(target, with: data)
+    }
+
+    /// Why a record file cannot be read.
+    struct Damage: Error {
+        var reason: String
+    }
+
+    /// The record in `file`.
+    static func read(_ file: URL) throws(Damage) -> QueueRecord {
+        guard let data = try? Data(contentsOf: file) else { throw Damage(reason: "it cannot be read") }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        guard let record = try? decoder.decode(QueueRecord.self, from: data) else {
+            throw Damage(reason: "it is not a whole queue record")
+        }
+        guard record.format == 1, record.fileName == file.lastPathComponent else {
+            throw Damage(reason: "it is not a record this version reads, or not under its own name")
+        }
+        return record
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartForm
+@testable import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// ``MultipartUploadQueue``: what it keeps on disk, what it refuses, and its uploads against the draft server, N at a
+/// time, each failing alone, none sent twice where the server keeps a completed upload.
+@Suite struct UploadQueueTests {
+    let directory: TemporaryDirectory
+
+    init() throws {
+        directory = try TemporaryDirectory()
+    }
+
+    private var queueDirectory: URL { directory.path("queue") }
+
+    private func records() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: queueDirectory.path)) ?? []).filter {
+            $0.hasSuffix(".json")
+        }
+    }
+
+    /// A form of a field, bytes, a file and a part with header lines of its own.
+    private func form(_ index: Int, fileBytes: Int = 50_000) throws -> MultipartFormData {
+        var form = MultipartFormData()
+        form.append("photo \(index)", name: "title")
+        form.append(Data([0, 13, 10, UInt8(index)]), name: "raw", fileName: "raw.bin")
+        try form.append(
+            fileURL: directory.file(
+                "photo-\(index).jpg",
+                contents: Data((0..<fileBytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })),
+            name: "photo")
+        try form.append(
+            headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
+        return form
+    }
+
+    /// What the server must have processed for `form`.
+    private func expected(_ form: MultipartFormData) throws -> DraftServer.Form {
+        let file = directory.path("expected-\(UUID())")
+        try form.writeEncodedData(to: file)
+        return DraftServer.Form(bytes: Int(form.contentLength!), sha256: try sha256sum(file))
+    }
+
+    // MARK: What add keeps and refuses
+
+    @Test func aRecordRebuildsTheFormByteForByte() async throws {
+        let original = try form(1)
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        _ = try await queue.add(original, with: URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
+        let files = records()
+        #expect(files.count == 1, "on disk before add returns")
+        let record = try QueueRecord.read(queueDirectory.appendingPathComponent(files[0]))
+        let rebuilt = try #require(try record.form.rebuilt())
+        #expect(try rebuilt.encode() == original.encode())
+        #expect(rebuilt.contentType == original.contentType)
+    }
+
+    @Test func aStreamPartIsRefusedNamingIt() async throws {
+        var form = MultipartFormData()
+        form.append("a", name: "first")
+        form.append(InputStream(data: Data(count: 10)), length: 10, name: "pipe")
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        let error = try await #require(throws: MultipartError.self) {
+            _ = try await queue.add(form, with: URLRequest(url: URL(string: "http://127.0.0.1:9/")!))
+        }
+        guard case .streamNotQueued = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
+        #expect(error.part?.index == 1 && error.part?.name == "pipe", "\(error)")
+        #expect(records().isEmpty)
+    }
+
+    /// No credential is ever written: each way a request carries one is refused, saying where credentials go.
+    @Test(arguments: ["Authorization", "cookie", "Proxy-Authorization", "url"])
+    func aCredentialIsRefused(carrying credential: String) async throws {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
+        if credential == "url" {
+            request.url = URL(string: "http://ada:secret@127.0.0.1:9/")
+        } else {
+            request.setValue("secret", forHTTPHeaderField: credential)
+        }
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        let error = try await #require(throws: MultipartError.self) {
+            _ = try await queue.add(try form(1), with: request)
+        }
+        guard case .credentialNotQueued = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
+        #expect(error.description.contains("headers hook"), "\(error)")
+        #expect(records().isEmpty)
+        let written = try FileManager.default.subpathsOfDirectory(atPath: queueDirectory.path)
+        for path in written {
+            let text = (try? String(contentsOf: queueDirectory.appendingPathComponent(path), encoding: .utf8)) ?? ""
+            #expect(!text.contains("secret"))
+        }
+    }
+
+    // MARK: Running
+
+    /// Eight uploads, three at a time, in the order added: each completed once and whole, its answer kept (also by
+    /// a queue opened anew on the directory), the progress at its total; a second run sends nothing.
+    @Test func uploadsGoThreeAtATimeInOrderAndCompleteOnce() async throws {
+        let server = try DraftServer()
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        var forms: [MultipartFormData] = []
+        var ids: [MultipartUploadQueue.ID] = []
+        for index in 0..<8 {
+            let form = try form(index)
+            forms.append(form)
+            ids.append(try await queue.add(form, with: URLRequest(url: server.url())))
+        }
+        let watcher = Task { () -> (most: Int, started: [MultipartUploadQueue.ID]) in
+            var (running, most, started) = (0, 0, [MultipartUploadQueue.ID]())
+            for await event in queue.events {
+                switch event {
+                case .started(let id):
+                    started.append(id)
+                    running += 1
+                    most = max(most, running)
+                case .completed, .failed, .waiting:
+                    running -= 1
+                    if started.count == 8, running == 0 { return (most, started) }
+                default: break
+                }
+            }
+            return (most, started)
+        }
+        try await within(seconds: 120, "the queue's run") {
+            try await queue.run(on: URLSession(configuration: .ephemeral))
+        }
+        let seen = try await within(seconds: 10, "the events") { await watcher.value }
+        #expect(seen.most == 3, "at most three at once, and three at a time")
+        #expect(seen.started == ids, "in the order added")
+        #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
+        #expect(try server.forms().count == 8, "each once")
+        let uploads = await queue.uploads
+        for upload in uploads {
+            guard case .completed(let answer) = upload.state else {
+                Issue.record("\(upload.id): \(upload.state)")
+                continue
+            }
+            #expect(answer.statusCode == 200 && !answer.body.isEmpty)
+        }
+        #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount)
+        #expect(!FileManager.default.fileExists(atPath: queueDirectory.appendingPathComponent("state/\(ids[0])").path))
+
+        let reopened = try MultipartUploadQueue(directory: queueDirectory)
+        #expect(await reopened.uploads.map(\.state) == uploads.map(\.state), "the answers are kept")
+        let before = try server.log().count
+        try await within(seconds: 30, "a second run") { try await reopened.run(on: .shared) }
+        #expect(try server.log().count == before, "nothing sent again")
+    }
+
+    /// A file deleted while queued fails its upload alone, naming the part; the others complete.
+    @Test func aDeletedFileFailsItsUploadAlone() async throws {
+        let server = try DraftServer()
+        let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
+        var ids: [MultipartUploadQueue.ID] = []
+        for index in 0..<3 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
+        try FileManager.default.removeItem(at: directory.path("photo-1.jpg"))
+        try await within(seconds: 60, "the queue's run") { try await queue.run() }
+        let states = await queue.uploads.map(\.state)
+        guard case .failed(let reason) = states[1] else {
+            Issue.record("\(states)")
+            return
+        }
+        #expect(reason.contains("photo"), "\(reason)")
+        #expect(states[0] != states[1] && states[2] != states[1])
+        #expect(try server.forms().count == 2)
+    }
+
+    /// The server's final answer came, and the process died before the queue's record said so (here: the upload
+    /// the queue makes, run by hand, keeping its state as the queue does): the next run asks the server, which
+    /// holds the whole form, and records the upload completed, the answer unknown. No second copy goes.
+    @Test func aRelaunchAfterTheFinalAnswerSendsNoSecondCopy() async throws {
+        let server = try DraftServer()
+        let form = try form(7)
+        let request = URLRequest(url: server.url())
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        let id = try await queue.add(form, with: request)
+        var policy = MultipartResumption()
+        policy.stateDirectory = queueDirectory.appendingPathComponent("state/\(id)")
+        policy.keepsStateAfterAnswer = true
+        _ = try await URLSession.shared.upload(form, with: request, strategy: .resumable(policy))
+        #expect(try server.forms().count == 1)
+
+        let relaunched = try MultipartUploadQueue(directory: queueDirectory)
+        try await within(seconds: 30, "the run") { try await relaunched.run() }
+        let unknown = MultipartUploadQueue.Answer(statusCode: nil, headers: [:], body: Data())
+        #expect(await relaunched.uploads.map(\.state) == [.completed(unknown)], "the answer unknown")
+        #expect(try server.forms().count == 1, "no second copy")
+        #expect(try server.log().filter { $0.method == "PATCH" }.count == 1)
+    }
+
+    /// Two runs of one directory, in two queues: the second is refused while the first runs.
+    @Test func oneDirectoryIsRunByOneQueueAtATime() async throws {
+        let server = try DraftServer()
+        let first = try MultipartUploadQueue(directory: queueDirectory)
+        _ = try await first.add(try form(1, fileBytes: 2_000_000), with: URLRequest(url: server.url(scenario: "slow")))
+        let running = Task { try await first.run() }
+        defer { running.cancel() }
+        // The slow server takes 64 KiB every 50 ms: the 2 MB form takes 1.6 s.
+        let started = Stopwatch()
+        while await first.uploads.first?.state != .running {
+            guard started.seconds < 30 else { throw WaitGaveUp(description: "the first run never started") }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        let second = try MultipartUploadQueue(directory: queueDirectory)
+        let error = try await #require(throws: MultipartError.self) { try await second.run() }
+        guard case .queueInUse(let busy) = error.reason else {
+            Issue.record("\(error)")
+            return
+        }
+        #expect(busy == queueDirectory)
+    }
+
+    /// A record that is not whole is one upload listed as failed; the others go on.
+    @Test func aDamagedRecordIsOneFailedUpload() async throws {
+        let server = try DraftServer()
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        _ = try await queue.add(try form(1), with: URLRequest(url: server.url()))
+        _ = try await queue.add(try form(2), with: URLRequest(url: server.url()))
+        let damaged = queueDirectory.appendingPathComponent(records().sorted()[0])
+        try Data("{\"format\":1,".utf8).write(to: damaged)
+        let reopened = try MultipartUploadQueue(directory: queueDirectory)
+        try await within(seconds: 60, "the run") { try await reopened.run() }
+        let states = await reopened.uploads.map(\.state)
+        guard states.count == 2, case .failed(let reason) = states[0], case .completed = states[1] else {
+            Issue.record("\(states)")
+            return
+        }
+        #expect(reason.contains("damaged"))
+        #expect(try server.forms().count == 1)
+    }
+}
