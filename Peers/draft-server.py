@@ -474,7 +474,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(409, {"Upload-Offset": str(len(upload["data"])), "Upload-Complete": "?0"})
         read = 0
         while read < declared:
-            chunk = self.rfile.read(min(65536, declared - read))
+            try:
+                chunk = self.rfile.read(min(65536, declared - read))
+            except (ConnectionError, OSError):
+                chunk = b""
             if not chunk:
                 break
             with lock:
@@ -492,6 +495,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 complete = None
             else:
                 complete = form_answer(upload)
+                upload["processed"] = True
         if complete is None:
             return self.answer(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
         self.answer(200, {"Upload-Complete": "?1", "Upload-Offset": str(stored), "Content-Type": "application/json"},

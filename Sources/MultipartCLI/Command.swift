@@ -41,6 +41,7 @@ enum Command {
             return .success
         }
         if options.listsSaved { return listSavedUploads(options) }
+        if let queue = options.queue { return await queueCommand(options, directory: queue) }
         do {
             // `@-` under `-C -` goes out as it is read, with no copy, where the server speaks the draft (else the
             // library copies it once); otherwise it is copied to a file that lives until the command ends.
@@ -74,7 +75,7 @@ enum Command {
         }
     }
 
-    private static func printUsageError(_ error: UsageError) {
+    static func printUsageError(_ error: UsageError) {
         printError(
             "multipart: \(error.message)\nusage: multipart [-F name=value|name=@file|name=<file]... [options] [URL] "
                 + "(see --help)")

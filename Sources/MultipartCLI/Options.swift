@@ -61,6 +61,12 @@ struct Options: Equatable {
     var abandons = false
     /// `--list-saved`: list the saved uploads instead of sending anything.
     var listsSaved = false
+    /// `--queue DIR`: add the form to the upload queue kept in DIR (with a URL), or send that queue (`--run`).
+    var queue: String?
+    /// `--run`: with `--queue DIR`, send the queue's uploads.
+    var runsQueue = false
+    /// `--parallel N`: with `--queue DIR --run`, how many uploads go at once.
+    var parallel: Int?
 
     /// Where `-C -` keeps its state: `--state-dir`, else `$XDG_STATE_HOME/multipart` or `~/.local/state/multipart`.
     var stateDirectoryURL: URL {
@@ -95,6 +101,7 @@ struct Options: Equatable {
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
         "--retry-delay", "--retry-max-time", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
+        "--queue", "--parallel",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
@@ -148,6 +155,10 @@ struct Options: Equatable {
             }
             return
         }
+        if queue != nil || runsQueue || parallel != nil {
+            try validateQueue()
+            return
+        }
         if url == nil, output == nil, outputBody == nil {
             throw UsageError("give a URL to upload to, or -o FILE (- for standard output) to write the body")
         }
@@ -173,6 +184,28 @@ struct Options: Equatable {
         }
         if fields.filter(\.readsStandardInput).count + (writeOut == "@-" ? 1 : 0) > 1 {
             throw UsageError("standard input can be read once: only one -F may use @- or <-, or -w @-")
+        }
+    }
+
+    /// `--queue DIR` with `-F` and a URL adds an upload; `--queue DIR --run` sends the queue.
+    private func validateQueue() throws(UsageError) {
+        guard queue != nil else {
+            throw UsageError("--run and --parallel send an upload queue: give it with --queue DIR")
+        }
+        if runsQueue {
+            guard url == nil, fields.isEmpty else {
+                throw UsageError(
+                    "--run sends the queue's uploads: leave out -F and the URL (add each with --queue DIR)")
+            }
+        } else {
+            guard url != nil, !fields.isEmpty else {
+                throw UsageError("--queue DIR adds an upload: give -F and the URL, or --run to send the queue")
+            }
+            guard parallel == nil else { throw UsageError("--parallel is for --run") }
+        }
+        guard output == nil, outputBody == nil, !resumes, !abandons, stateDirectory == nil else {
+            throw UsageError(
+                "a queue's uploads are resumable and keep their own state: leave out -o, -C -, --state-dir")
         }
     }
 
@@ -218,6 +251,14 @@ struct Options: Equatable {
             speedLimit = rate
         case "--speed-time":
             speedTime = try Self.seconds(value, option: name)
+        case "--queue":
+            guard !value.isEmpty else { throw UsageError("--queue needs a directory") }
+            queue = value
+        case "--parallel":
+            guard let count = Int(value), (1...64).contains(count) else {
+                throw UsageError("--parallel \(value): expected a number of uploads at once from 1 to 64")
+            }
+            parallel = count
         case "--retry-max-time":
             let seconds = try Self.seconds(value, option: name, allowingZero: true)
             retryMaxTime = seconds > 0 ? seconds : nil
@@ -237,6 +278,7 @@ struct Options: Equatable {
         case "--include": includeHeaders = true
         case "--abandon": abandons = true
         case "--list-saved": listsSaved = true
+        case "--run": runsQueue = true
         case "--location": followRedirects = true
         case "--location-trusted":
             followRedirects = true

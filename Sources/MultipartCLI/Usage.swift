@@ -60,6 +60,13 @@ let usage = """
                                                    acknowledged, age, when each is removed), once those past
                                                    their lifetime (the server's max-age, else 7 days) are
                                                    removed; with --state-dir DIR
+      --queue DIR                                  add the form to the upload queue kept in DIR (no credentials:
+                                                   give them to --run), printing its ID; with --run, send the
+                                                   queue: resumable uploads, 3 at a time in the order added,
+                                                   each resumed after a kill, e.g. --queue ~/q -F f=@a.log URL
+      --run                                        with --queue DIR: send its uploads, -H and -u going with each
+                                                   request; exit 0 when all completed, 4 when one failed
+      --parallel N                                 with --queue DIR --run: uploads at once (default 3)
       --speed-limit BYTES, -Y                      with --speed-time: an attempt slower than BYTES a second
       --speed-time S, -y                           for S seconds has stalled (defaults 1 and 30 when only one
                                                    is given): exit 4, or with -C - a resume, e.g. -y 10

@@ -63,7 +63,7 @@ extension CommandLineTests {
     }
 
     /// `multipart` with `arguments`, started in the background with the test's state directory.
-    private func start(_ arguments: [String], stderr: URL) throws -> Process {
+    func start(_ arguments: [String], stderr: URL) throws -> Process {
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = arguments

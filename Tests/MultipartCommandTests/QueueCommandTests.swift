@@ -1,0 +1,157 @@
+import Foundation
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartCLI
+@testable import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+@Suite struct QueueOptionTests {
+    @Test func queueOptionsParse() throws {
+        let add = try Options(parsing: ["--queue", "/tmp/q", "-F", "a=1", "http://a.example/"])
+        #expect(add.queue == "/tmp/q" && !add.runsQueue)
+        let run = try Options(parsing: ["--queue=/tmp/q", "--run", "--parallel", "5", "-H", "Authorization: Bearer t"])
+        #expect(run.runsQueue && run.parallel == 5)
+    }
+
+    @Test(arguments: [
+        (["--run"], "give it with --queue DIR"),
+        (["--queue", "q", "--run", "-F", "a=1", "http://a.example/"], "leave out -F and the URL"),
+        (["--queue", "q", "-F", "a=1"], "give -F and the URL"),
+        (["--queue", "q", "--parallel", "2", "-F", "a=1", "http://a.example/"], "--parallel is for --run"),
+        (["--queue", "q", "-C", "-", "-F", "a=1", "http://a.example/"], "keep their own state"),
+        (["--queue", "q", "--run", "--parallel", "0"], "from 1 to 64"),
+    ])
+    func badQueueOptions(arguments: [String], message: String) throws {
+        let error = try #require(throws: UsageError.self) { try Options(parsing: arguments) }
+        #expect(error.message.contains(message), "\(error.message)")
+    }
+}
+
+extension CommandLineTests {
+    /// `multipart --queue DIR -F ... URL`, printing the upload's ID.
+    private func enqueue(_ index: Int, to url: URL, queue: String) throws -> (id: String, form: DraftServer.Form) {
+        let arguments = ["--boundary", "queued-\(index)", "-F", "n=\(index)", "-F", "file=@f-\(index).bin"]
+        let added = try run(["--queue", queue] + arguments + [url.absoluteString])
+        #expect(added.status == 0, "\(added.stderr)")
+        let written = try run(["-s"] + arguments + ["-o", "e-\(index).multipart"])
+        #expect(written.status == 0, "\(written.stderr)")
+        let expected = directory.path("e-\(index).multipart")
+        let bytes = try FileManager.default.attributesOfItem(atPath: expected.path)[.size] as? Int ?? 0
+        let id = String(decoding: added.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return (id, DraftServer.Form(bytes: bytes, sha256: try sha256sum(expected)))
+    }
+
+    /// 24 files of 1 MiB queued, then `--run` through a slow server (64 KiB every 50 ms an upload), killed with
+    /// SIGKILL 6 times at random moments and started again: every form on the server, byte-exact, and once unless
+    /// the queue says it went again; all 24 completed; a further run sends nothing.
+    @Test func aQueueKilledSixTimesDeliversEveryFormOnce() throws {
+        let server = try DraftServer()
+        let queue = directory.path("queue").path
+        var generator = SeededGenerator(seed: 55)
+        var queued: [(id: String, form: DraftServer.Form)] = []
+        for index in 0..<24 {
+            try generator.writeFile(at: directory.path("f-\(index).bin"), size: 1 << 20)
+            queued.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue))
+        }
+        for round in 0..<6 {
+            let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-\(round).err"))
+            // A random moment of the run: its input, not a wait for anything.
+            Thread.sleep(forTimeInterval: Double.random(in: 0.3...2.0, using: &generator))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let (last, _) = try runQueue(queue, upTo: 240)
+        #expect(last.status == 0, "\(last.stderr)")
+
+        let uploads = try MultipartUploadQueueSnapshot(directory: directory.path("queue"))
+        #expect(uploads.completed == queued.map(\.id), "all 24 completed, in order: \(uploads)")
+        let forms = try server.forms()
+        for (id, form) in queued {
+            let copies = forms.filter { $0 == form }.count
+            #expect(copies >= 1, "\(id) is on the server")
+            #expect(copies == 1 + (uploads.sentAgain[id] ?? 0), "\(id): \(copies) copies; the queue says")
+        }
+        let again = uploads.sentAgain.values.reduce(0, +)
+        #expect(forms.count == 24 + again)
+        // Resumed, not started over: one upload resource a form (and one more for each it says went again), and
+        // the kills met uploads in flight, which the next run asked the server about.
+        let log = try server.log()
+        #expect(log.filter { $0.method == "POST" }.count == 24 + again)
+        #expect(log.contains { $0.method == "HEAD" }, "no kill met an upload in flight")
+        let sent = log.filter { $0.method == "PATCH" }.reduce(0) { $0 + $1.bytes }
+        #expect(sent - queued.reduce(0) { $0 + $1.form.bytes } <= 6 << 20, "\(sent) bytes of PATCH bodies")
+
+        let before = try server.log().count
+        let (further, _) = try runQueue(queue, upTo: 60)
+        #expect(further.status == 0, "\(further.stderr)")
+        #expect(try server.log().count == before, "a further run sends nothing")
+    }
+
+    /// A credential given to an add is refused, and never written: it goes to `--run`, on every request.
+    @Test func aQueueTakesCredentialsAtRunOnly() throws {
+        let server = try DraftServer()
+        let queue = directory.path("queue").path
+        _ = try directory.file("f-0.bin", contents: Data(count: 1_000))
+        let refused = try run([
+            "--queue", queue, "-u", "ada:secret", "-F", "file=@f-0.bin", server.url().absoluteString,
+        ])
+        #expect(refused.status == 2 && refused.stderr.contains("headers hook"), "\(refused.stderr)")
+        let id = try enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
+        let (sent, _) = try runQueue(queue, upTo: 60, ["-u", "u:p"])
+        #expect(sent.status == 0 && sent.stderr.contains("\(id) completed: HTTP 200"), "\(sent.stderr)")
+        for path in try FileManager.default.subpathsOfDirectory(atPath: queue) {
+            let text = (try? String(contentsOfFile: queue + "/" + path, encoding: .utf8)) ?? ""
+            #expect(!text.contains("secret") && !text.contains("dTpw"), "\(path) holds a credential")
+        }
+    }
+
+    /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.
+    private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) throws -> (Run, Double) {
+        let stderr = directory.path("run-\(UUID().uuidString).err")
+        let process = try start(["--queue", queue, "--run"] + more, stderr: stderr)
+        let stopwatch = Stopwatch()
+        defer { if process.isRunning { process.terminate() } }
+        try waitFor("the queue's run", upTo: seconds, every: 0.1) { !process.isRunning }
+        return (
+            Run(
+                status: process.terminationStatus, stdout: Data(),
+                stderr: try String(contentsOf: stderr, encoding: .utf8)), stopwatch.seconds
+        )
+    }
+}
+
+/// The queue kept in a directory, as a new process would find it.
+private struct MultipartUploadQueueSnapshot: CustomStringConvertible {
+    var completed: [String] = []
+    var sentAgain: [String: Int] = [:]
+    var states: [String] = []
+
+    init(directory: URL) throws {
+        let semaphore = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var found: [MultipartUploadQueue.Upload] = []
+        nonisolated(unsafe) var failure: (any Error)?
+        Task {
+            do {
+                found = try await MultipartUploadQueue(directory: directory).uploads
+            } catch {
+                failure = error
+            }
+            semaphore.signal()
+        }
+        guard semaphore.wait(timeout: .now() + 30) == .success else {
+            throw WaitGaveUp(description: "the queue could not be read in 30 s")
+        }
+        if let failure { throw failure }
+        for upload in found {
+            if case .completed = upload.state { completed.append(upload.id.rawValue) }
+            if upload.sentAgain > 0 { sentAgain[upload.id.rawValue] = upload.sentAgain }
+            states.append("\(upload.id): \(upload.state)")
+        }
+    }
+
+    var description: String { states.joined(separator: "\n") }
+}
