@@ -160,6 +160,25 @@ import Testing
         #expect(try server.log().count == before, "nothing sent again")
     }
 
+    /// A server that speaks no version of the draft is asked once for a queue, not once an upload: the first upload
+    /// probes it, and every later one sends its form whole at once.
+    @Test func aServerWithoutTheDraftIsProbedOnce() async throws {
+        let server = try UploadServer()
+        let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+        var forms: [MultipartFormData] = []
+        for index in 0..<6 {
+            forms.append(try form(index))
+            _ = try await queue.add(forms[index], with: URLRequest(url: server.url("/headers")))
+        }
+        try await within(seconds: 60, "the queue's run") { try await queue.run() }
+        let log = try await server.log()
+        let probes = log.filter { $0.method == "OPTIONS" }.count
+        #expect(probes >= 1 && probes <= 4, "\(probes) probes, all for the first upload")
+        #expect(log.prefix(probes).allSatisfy { $0.method == "OPTIONS" })
+        #expect(log.filter { $0.method == "POST" }.map(\.bytes) == forms.map { Int($0.contentLength!) })
+        #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
+    }
+
     /// A file deleted while queued fails its upload alone, naming the part; the others complete.
     @Test func aDeletedFileFailsItsUploadAlone() async throws {
         let server = try DraftServer()

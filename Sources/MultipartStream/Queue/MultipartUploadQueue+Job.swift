@@ -22,6 +22,8 @@ extension MultipartUploadQueue {
         var outcome: Outcome
         /// Whether the form went from its first byte again after a run that had started it.
         var sentAgain: Bool
+        /// Whether the server speaks no version of the draft: the form went whole.
+        var sentWhole: Bool
     }
 
     /// One send of an upload, as a resumable upload with its saved state in the queue's directory, run on a task of
@@ -33,6 +35,8 @@ extension MultipartUploadQueue {
         let stateDirectory: URL
         /// Whether a run before this one started the upload.
         let startedBefore: Bool
+        /// Whether an earlier upload of the queue found that the server speaks no version of the draft.
+        let knownNotResumable: Bool
         let session: URLSession
         let headers: MultipartHeaders?
         let cancel: CancelHandle
@@ -46,6 +50,7 @@ extension MultipartUploadQueue {
             var policy = MultipartResumption()
             policy.stateDirectory = stateDirectory
             policy.keepsStateAfterAnswer = true
+            policy.knownNotResumable = knownNotResumable
             policy.events = { notes.record($0) }
             let (form, request, session, headers, progress) = (form, request, session, headers, progress)
             let work = Task {
@@ -57,14 +62,15 @@ extension MultipartUploadQueue {
             cancel.set { work.cancel() }
             let result = await work.result
             let sentAgain = startedBefore && notes.wentAgainFromTheStart
+            let whole = knownNotResumable || notes.sentWhole
             switch result {
             case .success(let (_, response)):
                 let http = response as? HTTPURLResponse
                 let fields = (http?.allHeaderFields as? [String: String]) ?? [:]
                 let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
-                return Finished(id: id, outcome: .completed(answer), sentAgain: sentAgain)
+                return Finished(id: id, outcome: .completed(answer), sentAgain: sentAgain, sentWhole: whole)
             case .failure(let error):
-                return Finished(id: id, outcome: Self.outcome(of: error), sentAgain: sentAgain)
+                return Finished(id: id, outcome: Self.outcome(of: error), sentAgain: sentAgain, sentWhole: whole)
             }
         }
 
@@ -106,13 +112,15 @@ extension MultipartUploadQueue {
     final class Notes: Sendable {
         private struct Seen {
             var fromTheStart = false
+            var whole = false
             var answer = Data()
         }
         private let seen = LockedValue(Seen())
 
         func record(_ event: MultipartResumption.Event) {
             switch event {
-            case .notResumable, .startedOver(.uploadGone): seen.withLock { $0.fromTheStart = true }
+            case .notResumable: seen.withLock { ($0.fromTheStart, $0.whole) = (true, true) }
+            case .startedOver(.uploadGone): seen.withLock { $0.fromTheStart = true }
             default: break
             }
         }
@@ -125,6 +133,7 @@ extension MultipartUploadQueue {
         }
 
         var wentAgainFromTheStart: Bool { seen.withLock { $0.fromTheStart } }
+        var sentWhole: Bool { seen.withLock { $0.whole } }
         var answer: Data { seen.withLock { $0.answer } }
     }
 

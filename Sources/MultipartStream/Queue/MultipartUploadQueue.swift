@@ -40,6 +40,8 @@ public actor MultipartUploadQueue {
     private var isRunning = false
     /// The bytes of uploads that ended (completed, failed or removed), which progress never takes back.
     private var endedBytes: UInt64 = 0
+    /// The origins found to speak no version of the draft: one probe for a server, not one an upload.
+    private var plainOrigins: Set<String> = []
 
     /// One upload as the queue holds it.
     private struct Entry {
@@ -284,7 +286,9 @@ public actor MultipartUploadQueue {
         eventSink.yield(.started(id))
         return Job(
             id: id, form: form, request: record.request.urlRequest, stateDirectory: stateDirectory(of: id),
-            startedBefore: startedBefore, session: session, headers: headers, cancel: handle
+            startedBefore: startedBefore,
+            knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)), session: session,
+            headers: headers, cancel: handle
         ) { [weak self] sent in
             Task { await self?.sent(sent, by: id) }
         }
@@ -322,6 +326,9 @@ public actor MultipartUploadQueue {
         if finished.sentAgain, var record = entries[index].record {
             record.sentAgain += 1
             entries[index].record = record
+        }
+        if finished.sentWhole, let url = entries[index].record?.request.url {
+            plainOrigins.insert(Self.origin(of: url))
         }
         switch finished.outcome {
         case .completed(let answer):
@@ -384,6 +391,11 @@ public actor MultipartUploadQueue {
         try? FileManager.default.removeItem(at: stateDirectory(of: entry.id))
         if !entry.isOver { endedBytes += entry.record?.contentLength ?? 0 }
         report()
+    }
+
+    /// `url`'s scheme, host and port: where one server answers.
+    private static func origin(of url: URL) -> String {
+        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? -1)"
     }
 
     /// Where an upload keeps its saved state: a directory of its own, so that two uploads of the same form never

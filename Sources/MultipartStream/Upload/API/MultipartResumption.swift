@@ -58,6 +58,9 @@ public struct MultipartResumption: Sendable {
     /// Whether the saved state outlives the answer: an upload queue removes it only once its own record says the
     /// upload completed, so that a kill in between finds the server's upload again rather than sending the form twice.
     var keepsStateAfterAnswer = false
+    /// Whether the server is known to speak no version of the draft (an upload queue found it out from an earlier
+    /// upload to the same origin): a new upload sends the whole form without asking again.
+    var knownNotResumable = false
 
     /// The stall rule, as curl's `--speed-limit` and `--speed-time`: fewer than `bytesPerSecond` for `seconds`.
     public struct Stall: Sendable, Equatable {

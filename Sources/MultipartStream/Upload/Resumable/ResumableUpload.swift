@@ -68,7 +68,8 @@ struct ResumableUpload {
         // A saved upload's state is on disk already.
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
-        var action = resumption.start()
+        // One probe for a server, not one an upload: a queue that found it speaks no draft sends the form whole.
+        var action = policy.knownNotResumable && record == nil ? .sendWhole : resumption.start()
         // Why the last request failed, until the upload goes on from where the server stands.
         var failure: String?
         // A stream of unknown length, read as the appends go out; made at the first append.
