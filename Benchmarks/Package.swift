@@ -66,6 +66,14 @@ let package = Package(
             ],
             path: "Sources/UploadCost"
         ),
+        .executableTarget(
+            name: "queue-cost",
+            dependencies: [
+                .product(name: "MultipartStream", package: "MultipartStream"),
+                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+            ],
+            path: "Sources/QueueCost"
+        ),
         // The README's and the DocC articles' Swift blocks, written here by doc-snippets.py: compiled, never run.
         .target(
             name: "DocSnippets",

@@ -24,12 +24,18 @@ extension MultipartUploadQueue {
         var sentAgain: Bool
         /// Whether the server speaks no version of the draft: the form went whole.
         var sentWhole: Bool
+        /// The record the send wrote, as it wrote it: a completed upload's, written beside the others in flight
+        /// rather than one after another by the queue.
+        var recorded: QueueRecord?
     }
 
     /// One send of an upload, as a resumable upload with its saved state in the queue's directory, run on a task of
     /// the run's group.
     struct Job: Sendable {
         let id: ID
+        /// The upload's record as the send starts, and the directory it is kept in.
+        let record: QueueRecord
+        let store: SavedUploadDirectory
         let form: MultipartFormData
         let request: URLRequest
         let stateDirectory: URL
@@ -48,7 +54,8 @@ extension MultipartUploadQueue {
         func send() async -> Finished {
             let notes = Notes()
             var policy = MultipartResumption()
-            policy.stateDirectory = stateDirectory
+            // A server that speaks no draft gets the whole form, and has nothing to resume.
+            policy.stateDirectory = knownNotResumable ? nil : stateDirectory
             policy.keepsStateAfterAnswer = true
             policy.knownNotResumable = knownNotResumable
             policy.events = { notes.record($0) }
@@ -68,10 +75,24 @@ extension MultipartUploadQueue {
                 let http = response as? HTTPURLResponse
                 let fields = (http?.allHeaderFields as? [String: String]) ?? [:]
                 let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
-                return Finished(id: id, outcome: .completed(answer), sentAgain: sentAgain, sentWhole: whole)
+                return Finished(
+                    id: id, outcome: .completed(answer), sentAgain: sentAgain, sentWhole: whole,
+                    recorded: recordCompleted(answer, sentAgain: sentAgain))
             case .failure(let error):
                 return Finished(id: id, outcome: Self.outcome(of: error), sentAgain: sentAgain, sentWhole: whole)
             }
+        }
+
+        /// Writes the record of the completed upload, then removes its saved state: only once the record says the
+        /// upload completed, so that a kill in between resumes it, and the server says it has the form. `nil` when
+        /// the record could not be written (the state is kept: the next run finds the upload completed).
+        private func recordCompleted(_ answer: Answer, sentAgain: Bool) -> QueueRecord? {
+            var record = record
+            record.outcome = .completed(answer.stored)
+            if sentAgain { record.sentAgain += 1 }
+            guard (try? record.write(to: store)) != nil else { return nil }
+            try? FileManager.default.removeItem(at: stateDirectory)
+            return record
         }
 
         /// What an upload's error makes of it: the network's or a busy server's is for now, the form's own or the

@@ -35,7 +35,17 @@ public actor MultipartUploadQueue {
 
     private let eventSink: AsyncStream<Event>.Continuation
     private let store: SavedUploadDirectory
-    private var entries: [Entry] = []
+    private var entries: [Entry] = [] {
+        didSet { if entries.count != index.count { reindex() } }
+    }
+    /// Where each upload is in ``entries``.
+    private var index: [ID: Int] = [:]
+    /// No upload before this place in ``entries`` is pending: where the search for the next one starts.
+    private var cursor = 0
+    /// The uploads that wait, until when.
+    private var waiting: [ID: Date] = [:]
+    /// The bytes handed out by uploads that have not ended.
+    private var inFlightBytes: UInt64 = 0
     private var nextSequence = 0
     private var isRunning = false
     /// The bytes of uploads that ended (completed, failed or removed), which progress never takes back.
@@ -89,13 +99,17 @@ public actor MultipartUploadQueue {
         try store.prepare()
         (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         var loaded: [Entry] = []
+        var seen: Set<String> = []
         let files =
             (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? []
         let recordFiles = files.filter { $0.pathExtension == "json" }
         for file in recordFiles.sorted(by: { $0.lastPathComponent < $1.lastPathComponent }) {
             let name = file.deletingPathExtension().lastPathComponent
-            do {
+            do throws(QueueRecord.Damage) {
                 let record = try QueueRecord.read(file)
+                guard seen.insert(record.id).inserted else {
+                    throw QueueRecord.Damage(reason: "another record has its ID")
+                }
                 var entry = Entry(id: ID(rawValue: record.id), record: record, file: file, state: .pending)
                 switch record.outcome {
                 case .completed(let answer)?: entry.state = .completed(Answer(answer))
@@ -112,11 +126,18 @@ public actor MultipartUploadQueue {
             }
         }
         entries = loaded
+        index = Dictionary(loaded.enumerated().map { ($0.element.id, $0.offset) }) { first, _ in first }
         let total = loaded.reduce(UInt64(0)) { $0 + ($1.record?.contentLength ?? 0) }
         let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isOver ? ($1.record?.contentLength ?? 0) : 0) }
         endedBytes = ended
         progress = Progress(totalUnitCount: Int64(clamping: total))
         progress.completedUnitCount = Int64(clamping: ended)
+    }
+
+    /// Rebuilds ``index`` after an upload was removed or added.
+    private func reindex() {
+        index = Dictionary(entries.enumerated().map { ($0.element.id, $0.offset) }) { first, _ in first }
+        cursor = min(cursor, entries.count)
     }
 
     /// Every upload of the queue, in its order.
@@ -151,6 +172,7 @@ public actor MultipartUploadQueue {
         nextSequence += 1
         let id = ID(rawValue: record.id)
         let file = directory.appendingPathComponent(record.fileName)
+        index[id] = entries.count
         entries.append(Entry(id: id, record: record, file: file, state: .pending))
         progress.totalUnitCount += Int64(clamping: length)
         eventSink.yield(.added(id))
@@ -182,7 +204,10 @@ public actor MultipartUploadQueue {
         lock.release()
         isRunning = false
         // Uploads stopped by a cancel are pending again: their saved state resumes them.
-        for index in entries.indices where entries[index].state == .running { entries[index].state = .pending }
+        for index in entries.indices where entries[index].state == .running {
+            entries[index].state = .pending
+            cursor = min(cursor, index)
+        }
         if let failure { throw failure }
     }
 
@@ -220,13 +245,13 @@ public actor MultipartUploadQueue {
 
     /// Fails a failed upload again: it goes back to pending, at the end of its turn as it was added.
     public func retry(_ id: ID) throws {
-        guard let index = entries.firstIndex(where: { $0.id == id }), case .failed = entries[index].state,
-            var record = entries[index].record
-        else { return }
+        guard let at = index[id], case .failed = entries[at].state, var record = entries[at].record else { return }
         record.outcome = nil
         try record.write(to: store)
-        entries[index].record = record
-        entries[index].state = .pending
+        entries[at].record = record
+        entries[at].state = .pending
+        entries[at].sent = 0
+        cursor = min(cursor, at)
         endedBytes -= min(endedBytes, record.contentLength)
         report()
     }
@@ -234,10 +259,10 @@ public actor MultipartUploadQueue {
     /// Removes an upload from the queue and its record from disk. One that has not completed is given up: cancelled
     /// if it runs, and its upload resource on the server deleted (through `session`, with `headers`).
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async {
-        guard let index = entries.firstIndex(where: { $0.id == id }) else { return }
-        let entry = entries[index]
+        guard let at = index[id] else { return }
+        let entry = entries[at]
         if entry.state == .running {
-            entries[index].removing = true
+            entries[at].removing = true
             entry.cancel?.cancel()
             return
         }
@@ -249,20 +274,19 @@ public actor MultipartUploadQueue {
     /// The first pending upload whose turn it is, or a waiting one whose time has come, marked running; `nil` for
     /// none.
     private func startNext(session: URLSession, headers: MultipartHeaders?) -> Job? {
+        while cursor < entries.count, entries[cursor].state != .pending { cursor += 1 }
         let now = Date()
-        guard
-            let index = entries.firstIndex(where: { entry in
-                switch entry.state {
-                case .pending: true
-                case .waiting(let until): until <= now
-                default: false
-                }
-            }), var record = entries[index].record
-        else { return nil }
+        let ready = waiting.filter { $0.value <= now }.compactMap { self.index[$0.key] }.min()
+        let pending = cursor < entries.count ? cursor : nil
+        guard let index = [ready, pending].compactMap({ $0 }).min(), var record = entries[index].record else {
+            return nil
+        }
+        waiting[entries[index].id] = nil
         let startedBefore = record.starts > 0
         record.starts += 1
         do {
-            try record.write(to: store)
+            // Not synced: it outlives a kill, and counts what a crash of the system may send again.
+            try record.write(to: store, syncing: false)
         } catch {
             entries[index].state = .failed(reason: "its record cannot be written: \(error)")
             return startNext(session: session, headers: headers)
@@ -285,10 +309,10 @@ public actor MultipartUploadQueue {
         entries[index].cancel = handle
         eventSink.yield(.started(id))
         return Job(
-            id: id, form: form, request: record.request.urlRequest, stateDirectory: stateDirectory(of: id),
-            startedBefore: startedBefore,
-            knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)), session: session,
-            headers: headers, cancel: handle
+            id: id, record: record, store: store, form: form, request: record.request.urlRequest,
+            stateDirectory: stateDirectory(of: id),
+            startedBefore: startedBefore, knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)),
+            session: session, headers: headers, cancel: handle
         ) { [weak self] sent in
             Task { await self?.sent(sent, by: id) }
         }
@@ -296,14 +320,12 @@ public actor MultipartUploadQueue {
 
     /// When the next waiting upload goes again, where one waits.
     private func nextWake() -> Date? {
-        entries.compactMap { entry -> Date? in
-            if case .waiting(let until) = entry.state { return until }
-            return nil
-        }.min()
+        waiting.values.min()
     }
 
     private func sent(_ bytes: UInt64, by id: ID) {
-        guard let index = entries.firstIndex(where: { $0.id == id }), bytes > entries[index].sent else { return }
+        guard let index = index[id], !entries[index].isOver, bytes > entries[index].sent else { return }
+        inFlightBytes += bytes - entries[index].sent
         entries[index].sent = bytes
         eventSink.yield(.progress(id, bytesSent: bytes, of: entries[index].record?.contentLength ?? bytes))
         report()
@@ -311,19 +333,20 @@ public actor MultipartUploadQueue {
 
     /// Sets the progress from what ended and what is in flight: never less than before.
     private func report() {
-        let inFlight = entries.reduce(UInt64(0)) { $0 + ($1.isOver ? 0 : min($1.sent, $1.record?.contentLength ?? 0)) }
-        let completed = Int64(clamping: endedBytes + inFlight)
+        let completed = Int64(clamping: endedBytes + inFlightBytes)
         if completed > progress.completedUnitCount { progress.completedUnitCount = completed }
     }
 
     /// Records how an upload ended.
     private func finish(_ finished: Finished, session: URLSession, headers: MultipartHeaders?) async {
-        guard let index = entries.firstIndex(where: { $0.id == finished.id }) else { return }
+        guard let index = index[finished.id] else { return }
         entries[index].cancel = nil
         if entries[index].removing {
             return await forget(entries[index], session: session, headers: headers, givingUp: true)
         }
-        if finished.sentAgain, var record = entries[index].record {
+        if let recorded = finished.recorded {
+            entries[index].record = recorded
+        } else if finished.sentAgain, var record = entries[index].record {
             record.sentAgain += 1
             entries[index].record = record
         }
@@ -332,7 +355,7 @@ public actor MultipartUploadQueue {
         }
         switch finished.outcome {
         case .completed(let answer):
-            complete(index, with: answer)
+            complete(index, with: answer, recorded: finished.recorded != nil)
         case .failed(let reason):
             fail(index, because: reason)
         case .waiting:
@@ -341,23 +364,28 @@ public actor MultipartUploadQueue {
             // return; its own retries waited out the outage's start already.
             let until = Date(timeIntervalSinceNow: 15)
             entries[index].state = .waiting(until: until)
+            waiting[finished.id] = until
             try? entries[index].record?.write(to: store)
             eventSink.yield(.waiting(finished.id, until: until))
         case .stopped:
             entries[index].state = .pending
+            cursor = min(cursor, index)
         }
     }
 
-    private func complete(_ index: Int, with answer: Answer) {
+    /// The upload completed; `recorded` when its send wrote the record already.
+    private func complete(_ index: Int, with answer: Answer, recorded: Bool) {
         let id = entries[index].id
+        inFlightBytes -= min(inFlightBytes, entries[index].sent)
         entries[index].state = .completed(answer)
         if var record = entries[index].record {
-            record.outcome = .completed(answer.stored)
-            entries[index].record = record
-            // The saved state goes only once the record says the upload completed: a kill in between resumes it,
-            // and the server says it has the form.
-            if (try? record.write(to: store)) != nil {
-                try? FileManager.default.removeItem(at: stateDirectory(of: id))
+            if !recorded {
+                record.outcome = .completed(answer.stored)
+                entries[index].record = record
+                // The saved state goes only once the record says the upload completed (see `Job.recordCompleted`).
+                if (try? record.write(to: store)) != nil {
+                    try? FileManager.default.removeItem(at: stateDirectory(of: id))
+                }
             }
             endedBytes += record.contentLength
         }
@@ -367,6 +395,7 @@ public actor MultipartUploadQueue {
 
     private func fail(_ index: Int, because reason: String) {
         let id = entries[index].id
+        if !entries[index].isOver { inFlightBytes -= min(inFlightBytes, entries[index].sent) }
         entries[index].state = .failed(reason: reason)
         if var record = entries[index].record {
             record.outcome = .failed(reason: reason)
@@ -381,6 +410,8 @@ public actor MultipartUploadQueue {
     /// Removes `entry`'s record and state; `givingUp` an upload that has not completed deletes its upload resource.
     private func forget(_ entry: Entry, session: URLSession, headers: MultipartHeaders?, givingUp: Bool) async {
         entries.removeAll { $0.id == entry.id }
+        waiting[entry.id] = nil
+        if !entry.isOver { inFlightBytes -= min(inFlightBytes, entry.sent) }
         try? FileManager.default.removeItem(at: entry.file)
         if givingUp, let record = entry.record, let form = try? record.form.rebuilt() {
             var policy = MultipartResumption()

@@ -129,15 +129,16 @@ extension QueueRecord {
     /// The record's file name: its place in the queue, then its ID, so that a listing in name order is the queue's.
     var fileName: String { String(format: "%012d-", sequence) + id + ".json" }
 
-    /// Writes the record whole into `directory` (see ``SavedUploadDirectory/replace(_:with:)``).
-    func write(to directory: SavedUploadDirectory) throws(MultipartError) {
+    /// Writes the record whole into `directory`, `syncing` it to disk (see
+    /// ``SavedUploadDirectory/replace(_:with:syncing:)``).
+    func write(to directory: SavedUploadDirectory, syncing: Bool = true) throws(MultipartError) {
         let target = directory.url.appendingPathComponent(fileName)
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let data = try? encoder.encode(self) else {
             throw MultipartError(.stateUnwritable(target, errno: EINVAL))
         }
-        try directory.replace(target, with: data)
+        try directory.replace(target, with: data, syncing: syncing)
     }
 
     /// Why a record file cannot be read.

@@ -115,9 +115,10 @@ struct SavedUploadDirectory: Sendable {
         try replace(file(for: key), with: (try? SavedUpload.encoder.encode(record.sealed())) ?? Data())
     }
 
-    /// Replaces `file`, in this directory, with `data` whole: written to a temporary file, synced, renamed over the
-    /// old one, and the rename synced, so that a kill at any moment leaves the old file or the new one.
-    func replace(_ file: URL, with data: Data) throws(MultipartError) {
+    /// Replaces `file`, in this directory, with `data` whole: written to a temporary file, renamed over the old one,
+    /// so that a kill at any moment leaves the old file or the new one; `syncing` both to disk first, so that a
+    /// crash of the system does too.
+    func replace(_ file: URL, with data: Data, syncing: Bool = true) throws(MultipartError) {
         let name = file.lastPathComponent
         let temporary = url.appendingPathComponent(".\(name).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp")
         let descriptor: Int32
@@ -129,7 +130,7 @@ struct SavedUploadDirectory: Sendable {
         }
         do throws(POSIX.Failure) {
             try POSIX.writeAll(descriptor, data)
-            try POSIX.sync(descriptor)
+            if syncing { try POSIX.sync(descriptor) }
             try POSIX.closeAfterWriting(descriptor)
         } catch {
             POSIX.close(descriptor)
@@ -142,7 +143,7 @@ struct SavedUploadDirectory: Sendable {
             try? POSIX.unlink(temporary.path)
             throw MultipartError(.stateUnwritable(file, errno: error.code))
         }
-        syncDirectory()
+        if syncing { syncDirectory() }
     }
 
     /// Removes the record under `key`, if there is one.

@@ -1,0 +1,166 @@
+import Foundation
+import MultipartStream
+import MultipartStreamTestSupport
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// What a queue costs: the same small forms sent through a MultipartUploadQueue (records written whole and flushed,
+// each upload's state) and through `upload` 3 at a time, alternated, to one byte-counting Node sink on 127.0.0.1
+// (Peers/count-sink.mjs, which answers `Expect: 100-continue` and does no work of its own). Every answer's byte
+// count is checked. Prints the median of the per-round time ratios; fails past --max-ratio. Then --queued uploads
+// added to one queue, listed by a queue opened anew on its directory, and run: the resident memory each step added,
+// per upload; fails past --max-kb per upload.
+// Usage: queue-cost [--uploads N] [--rounds R] [--queued N] [--max-ratio X] [--max-kb KB]
+
+var uploadsPerRound = 1_000
+var rounds = 5
+var queued = 10_000
+var maxRatio: Double?
+var maxKB: Double?
+var arguments = CommandLine.arguments.dropFirst()
+while let option = arguments.popFirst() {
+    switch (option, arguments.popFirst()) {
+    case ("--uploads", let value?) where Int(value) != nil: uploadsPerRound = Int(value)!
+    case ("--rounds", let value?) where Int(value) != nil: rounds = Int(value)!
+    case ("--queued", let value?) where Int(value) != nil: queued = Int(value)!
+    case ("--max-ratio", let value?) where Double(value) != nil: maxRatio = Double(value)
+    case ("--max-kb", let value?) where Double(value) != nil: maxKB = Double(value)
+    default:
+        FileHandle.standardError.write(
+            Data("usage: queue-cost [--uploads N] [--rounds R] [--queued N] [--max-ratio X] [--max-kb KB]\n".utf8))
+        exit(2)
+    }
+}
+
+/// What the counting sink answers.
+struct Counted: Decodable {
+    var bytes: Int
+}
+
+/// This process's resident memory in bytes.
+func residentBytes() -> Int {
+    let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
+    let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("FAIL: \(message)\n".utf8))
+    exit(1)
+}
+
+let server = try UploadServer(.countSink)
+let request = URLRequest(url: server.url())
+let session = URLSession(configuration: .ephemeral)
+let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("queue-cost-\(getpid())")
+defer { try? FileManager.default.removeItem(at: scratch) }
+
+/// A small form: a field and 2,000 bytes.
+func smallForm(_ index: Int) -> MultipartFormData {
+    var form = MultipartFormData()
+    form.append("log \(index)", name: "title")
+    form.append(Data((0..<2_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) }), name: "file", fileName: "a.log")
+    return form
+}
+
+/// `count` forms through `upload`, 3 at a time; each answer's count checked.
+func throughUpload(_ count: Int) async throws -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        var next = 0
+        func add() {
+            let form = smallForm(next)
+            next += 1
+            group.addTask {
+                let (data, _) = try await session.upload(form, with: request)
+                let counted = try JSONDecoder().decode(Counted.self, from: data)
+                if counted.bytes != Int(form.contentLength!) { fail("the sink counted \(counted.bytes)") }
+            }
+        }
+        for _ in 0..<min(3, count) { add() }
+        while try await group.next() != nil, next < count { add() }
+        try await group.waitForAll()
+    }
+    return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+}
+
+/// `count` forms through a new queue (added, then run 3 at a time); each answer's count checked.
+func throughQueue(_ count: Int, round: Int) async throws -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    let queue = try MultipartUploadQueue(directory: scratch.appendingPathComponent("round-\(round)"))
+    for index in 0..<count { _ = try await queue.add(smallForm(index), with: request) }
+    try await queue.run(on: session)
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+    for (index, upload) in await queue.uploads.enumerated() {
+        guard case .completed(let answer) = upload.state,
+            let counted = try? JSONDecoder().decode(Counted.self, from: answer.body),
+            counted.bytes == Int(smallForm(index).contentLength!)
+        else { fail("upload \(index): \(upload.state)") }
+    }
+    return seconds
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    return sorted[sorted.count / 2]
+}
+
+// One of each first, so that neither pays for first use (the queue's probe of the sink included) in the rounds.
+_ = try await throughUpload(50)
+_ = try await throughQueue(50, round: -1)
+var ratios: [Double] = []
+var queueSeconds: [Double] = []
+var uploadSeconds: [Double] = []
+for round in 0..<rounds {
+    // Alternated, the order turning each round.
+    let queueFirst = round % 2 == 0
+    var queueTime = 0.0
+    var uploadTime = 0.0
+    if queueFirst { queueTime = try await throughQueue(uploadsPerRound, round: round) }
+    uploadTime = try await throughUpload(uploadsPerRound)
+    if !queueFirst { queueTime = try await throughQueue(uploadsPerRound, round: round) }
+    queueSeconds.append(queueTime)
+    uploadSeconds.append(uploadTime)
+    ratios.append(queueTime / uploadTime)
+}
+let ratio = median(ratios)
+print(
+    "\(rounds) rounds of \(uploadsPerRound) small forms, 3 at a time: upload \(String(format: "%.3f", median(uploadSeconds))) s, "
+        + "the queue \(String(format: "%.3f", median(queueSeconds))) s (added, recorded and run)")
+print(String(format: "time, the queue over upload (median of rounds): %.3f", ratio))
+
+// Many queued: added, listed by a queue opened anew (a relaunch), and run.
+let many = scratch.appendingPathComponent("many")
+var memory = residentBytes()
+let queue = try MultipartUploadQueue(directory: many)
+for index in 0..<queued { _ = try await queue.add(smallForm(index), with: request) }
+let added = residentBytes() - memory
+memory = residentBytes()
+let reopened = try MultipartUploadQueue(directory: many)
+let listed = await reopened.uploads.count
+let loaded = residentBytes() - memory
+memory = residentBytes()
+let runStart = DispatchTime.now().uptimeNanoseconds
+try await reopened.run(on: session)
+let ran = residentBytes() - memory
+let runSeconds = Double(DispatchTime.now().uptimeNanoseconds - runStart) / 1e9
+let completed = await reopened.uploads.filter { if case .completed = $0.state { true } else { false } }.count
+guard listed == queued, completed == queued else { fail("\(listed) listed, \(completed) completed of \(queued)") }
+let perUpload = { (bytes: Int) in Double(bytes) / Double(queued) / 1024 }
+print(
+    String(
+        format: "%d queued: added +%.2f KB, listed anew +%.2f KB, run (%.1f s) +%.2f KB resident per upload; "
+            + "peak %.0f MiB",
+        queued, perUpload(added), perUpload(loaded), runSeconds, perUpload(ran), Double(residentBytes()) / 1_048_576))
+var failed = false
+if let maxRatio, ratio > maxRatio {
+    print(String(format: "FAIL: %.3f is over %.2f", ratio, maxRatio))
+    failed = true
+}
+if let maxKB, [added, loaded, ran].contains(where: { perUpload($0) > maxKB }) {
+    print(String(format: "FAIL: a step added more than %.2f KB per queued upload", maxKB))
+    failed = true
+}
+exit(failed ? 1 : 0)
