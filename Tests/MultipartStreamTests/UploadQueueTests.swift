@@ -260,4 +260,94 @@ import Testing
         #expect(reason.contains("damaged"))
         #expect(try server.forms().count == 1)
     }
+
+    /// The queue's one Progress: its count only rises, through every upload's progress and end, to its total.
+    @Test func theProgressNeverGoesBackAndEndsAtTheTotal() async throws {
+        let server = try DraftServer()
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        for index in 0..<5 {
+            _ = try await queue.add(try form(index, fileBytes: 400_000), with: URLRequest(url: server.url()))
+        }
+        let total = queue.progress.totalUnitCount
+        let watcher = Task { () -> [Int64] in
+            var counts: [Int64] = []
+            var ended = 0
+            for await event in queue.events {
+                counts.append(queue.progress.completedUnitCount)
+                if case .completed = event { ended += 1 }
+                if ended == 5 { break }
+            }
+            return counts
+        }
+        try await within(seconds: 60, "the run") { try await queue.run() }
+        let counts = try await within(seconds: 10, "the events") { await watcher.value }
+        #expect(counts.count > 5 && zip(counts, counts.dropFirst()).allSatisfy { $0 <= $1 }, "\(counts)")
+        #expect(queue.progress.completedUnitCount == total && total > 2_000_000)
+    }
+
+    /// A run cancelled with uploads in flight keeps them, with their saved state, for the next run, which resumes
+    /// each where the server stands: every form once, none started over.
+    @Test func aCancelledRunKeepsItsUploadsForTheNext() async throws {
+        let server = try DraftServer()
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        var forms: [MultipartFormData] = []
+        for index in 0..<3 {
+            // Larger than loopback's socket buffers: the slow server has not read it all when the cancel comes.
+            forms.append(try form(index, fileBytes: 8_000_000))
+            _ = try await queue.add(forms[index], with: URLRequest(url: server.url(scenario: "slow")))
+        }
+        let running = Task { try await queue.run() }
+        // The slow server takes 64 KiB every 50 ms: wait until it holds some of each form.
+        try await waitFor("the uploads to be under way") {
+            try server.log().filter { $0.method == "POST" }.count == 3
+        }
+        running.cancel()
+        await #expect(throws: CancellationError.self) {
+            try await within(seconds: 30, "the cancel") { try await running.value }
+        }
+        // Each is pending, or completed where its answer came as the cancel did (the slow server reads what the
+        // socket holds after the client has gone).
+        let kept = await queue.uploads.map(\.state)
+        #expect(kept.allSatisfy { if case .completed = $0 { true } else { $0 == .pending } }, "\(kept)")
+        #expect(kept.contains(.pending), "the cancel came after every upload had completed: \(kept)")
+        try await within(seconds: 120, "the next run") { try await queue.run() }
+        #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
+        #expect(try server.forms().count == 3)
+        let log = try server.log().map { "\($0.method) \($0.path) \($0.bytes)" }
+        #expect(log.filter { $0.hasPrefix("POST") }.count == 3, "resumed, none created again: \(log)")
+    }
+
+    /// A failed upload goes again once retried; a pending one removed goes nowhere, its record gone.
+    @Test func aFailedUploadIsRetriedAndARemovedOneIsGone() async throws {
+        let server = try UploadServer()
+        let queue = try MultipartUploadQueue(directory: queueDirectory)
+        let refused = try await queue.add(try form(0), with: URLRequest(url: server.url("/early/403")))
+        let watcher = Task { () -> Int in
+            var (starts, failures) = (0, 0)
+            for await event in queue.events {
+                if case .started(refused) = event { starts += 1 }
+                if case .failed(refused, _) = event { failures += 1 }
+                if failures == 2 { break }
+            }
+            return starts
+        }
+        try await within(seconds: 60, "the run") { try await queue.run() }
+        guard case .failed(let reason) = await queue.uploads[0].state else {
+            Issue.record("\(await queue.uploads)")
+            return
+        }
+        #expect(reason.contains("403"), "\(reason)")
+        try await queue.retry(refused)
+        #expect(await queue.uploads[0].state == .pending)
+        try await within(seconds: 60, "the run") { try await queue.run() }
+        #expect(try await within(seconds: 10, "the events") { await watcher.value } == 2, "it went again")
+
+        let removed = try await queue.add(try form(1), with: URLRequest(url: server.url("/headers")))
+        await queue.remove(removed)
+        #expect(await !queue.uploads.contains { $0.id == removed })
+        #expect(records().count == 1)
+        let before = try await server.log().count
+        try await within(seconds: 60, "the run") { try await queue.run() }
+        #expect(try await server.log().count == before, "a removed upload goes nowhere")
+    }
 }

@@ -67,7 +67,12 @@ extension MultipartUploadQueue {
                     progress: { progress($0.bytesSent) })
             }
             cancel.set { work.cancel() }
-            let result = await work.result
+            // A cancel of the run reaches the upload, which keeps its saved state for the next.
+            let result = await withTaskCancellationHandler {
+                await work.result
+            } onCancel: {
+                work.cancel()
+            }
             let sentAgain = startedBefore && notes.wentAgainFromTheStart
             let whole = knownNotResumable || notes.sentWhole
             switch result {

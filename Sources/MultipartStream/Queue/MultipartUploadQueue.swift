@@ -226,12 +226,16 @@ public actor MultipartUploadQueue {
         try await withThrowingTaskGroup(of: Finished.self) { group in
             var inFlight = 0
             while true {
-                try Task.checkCancellation()
-                while inFlight < maximumConcurrentUploads, let job = startNext(session: session, headers: headers) {
+                // Cancelled, the run starts nothing more, and records how each upload in flight ended (an upload
+                // may complete as the cancel comes) before it returns.
+                while !Task.isCancelled, inFlight < maximumConcurrentUploads,
+                    let job = startNext(session: session, headers: headers)
+                {
                     group.addTask { await job.send() }
                     inFlight += 1
                 }
                 if inFlight == 0 {
+                    try Task.checkCancellation()
                     guard let wake = nextWake() else { return }
                     try await Task.sleep(nanoseconds: UInt64(max(0, wake.timeIntervalSinceNow) * 1e9) + 1_000_000)
                     continue
