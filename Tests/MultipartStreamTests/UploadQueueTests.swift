@@ -350,4 +350,36 @@ import Testing
         try await within(seconds: 60, "the run") { try await queue.run() }
         #expect(try await server.log().count == before, "a removed upload goes nowhere")
     }
+
+    /// An outage longer than an upload's own retries: the upload waits in the queue (`waiting`, until when), and
+    /// goes again at most 15 s later, once the server is back; the form arrives once.
+    @Test func anOutageLongerThanTheRetriesMakesTheUploadWait() async throws {
+        let server = try DraftServer()
+        let quick = MultipartResumption(maximumAttempts: 2, initialDelay: 0.05, maximumDelay: 0.1)
+        let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
+        let original = try form(3)
+        let id = try await queue.add(original, with: URLRequest(url: server.url()))
+        try server.setListening(false)
+        let watcher = Task { () -> Date? in
+            for await event in queue.events {
+                if case .waiting(id, let until) = event {
+                    // Back before the queue tries again.
+                    try? server.setListening(true)
+                    return until
+                }
+                if case .completed = event { return nil }
+            }
+            return nil
+        }
+        let started = Date()
+        try await within(seconds: 90, "the run") { try await queue.run() }
+        let until = try #require(try await within(seconds: 10, "the events") { await watcher.value }, "it waited")
+        #expect(until.timeIntervalSince(started) <= 16, "the next try within 15 s")
+        guard case .completed(let answer) = await queue.uploads[0].state else {
+            Issue.record("\(await queue.uploads)")
+            return
+        }
+        #expect(answer.statusCode == 200)
+        #expect(try server.forms() == [try expected(original)])
+    }
 }

@@ -39,6 +39,8 @@ extension MultipartUploadQueue {
         let form: MultipartFormData
         let request: URLRequest
         let stateDirectory: URL
+        /// How the upload retries, but for where its state is kept and who hears its events.
+        let resumption: MultipartResumption
         /// Whether a run before this one started the upload.
         let startedBefore: Bool
         /// Whether an earlier upload of the queue found that the server speaks no version of the draft.
@@ -53,7 +55,7 @@ extension MultipartUploadQueue {
 
         func send() async -> Finished {
             let notes = Notes()
-            var policy = MultipartResumption()
+            var policy = resumption
             // A server that speaks no draft gets the whole form, and has nothing to resume.
             policy.stateDirectory = knownNotResumable ? nil : stateDirectory
             policy.keepsStateAfterAnswer = true

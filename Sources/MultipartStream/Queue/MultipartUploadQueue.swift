@@ -34,6 +34,8 @@ public actor MultipartUploadQueue {
     public nonisolated let events: AsyncStream<Event>
 
     private let eventSink: AsyncStream<Event>.Continuation
+    /// How each upload retries before it waits in the queue.
+    private let resumption: MultipartResumption
     private let store: SavedUploadDirectory
     private var entries: [Entry] = [] {
         didSet { if entries.count != index.count { reindex() } }
@@ -90,11 +92,16 @@ public actor MultipartUploadQueue {
     ///   - directory: Where the queue is kept: a directory of the app's own (Application Support, or
     ///     `$XDG_STATE_HOME`).
     ///   - maximumConcurrentUploads: How many uploads go at once: 3 unless set, at least 1.
+    ///   - resumption: How each upload retries before it waits in the queue (the defaults wait out 3 minutes at
+    ///     least), and a stall; its state directory and events are the queue's own.
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` for a directory that cannot be made or is
     ///   another user's.
-    public init(directory: URL, maximumConcurrentUploads: Int = 3) throws {
+    public init(
+        directory: URL, maximumConcurrentUploads: Int = 3, resumption: MultipartResumption = MultipartResumption()
+    ) throws {
         self.directory = directory
         self.maximumConcurrentUploads = max(1, maximumConcurrentUploads)
+        self.resumption = resumption
         store = SavedUploadDirectory(directory, interopVersions: [])
         try store.prepare()
         (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
@@ -315,7 +322,7 @@ public actor MultipartUploadQueue {
         return Job(
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: stateDirectory(of: id),
-            startedBefore: startedBefore, knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)),
+            resumption: resumption, startedBefore: startedBefore, knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)),
             session: session, headers: headers, cancel: handle
         ) { [weak self] sent in
             Task { await self?.sent(sent, by: id) }
