@@ -322,7 +322,8 @@ public actor MultipartUploadQueue {
         return Job(
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: stateDirectory(of: id),
-            resumption: resumption, startedBefore: startedBefore, knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)),
+            resumption: resumption, startedBefore: startedBefore,
+            knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)),
             session: session, headers: headers, cancel: handle
         ) { [weak self] sent in
             Task { await self?.sent(sent, by: id) }
