@@ -62,15 +62,31 @@ enum Command {
             }
             withExtendedLifetime(spool) {}
             return .success
-        } catch let error as UsageError {
+        } catch {
+            return ended(by: error, options: options)
+        }
+    }
+
+    /// Says why the command failed, and with which status: a usage error always, anything else unless `-s`.
+    static func ended(by error: any Error, options: Options) -> ExitStatus {
+        // curl's -s silences errors too, and -S brings them back.
+        let says = !options.silent || options.showError
+        switch error {
+        case let error as UsageError:
             printUsageError(error)
             return .usage
-        } catch let failure as CommandFailure {
-            // curl's -s silences errors too, and -S brings them back.
-            if !options.silent || options.showError { printError("multipart: \(failure.message)") }
+        case let failure as CommandFailure:
+            if says { printError("multipart: \(failure.message)") }
             return failure.status
-        } catch {
-            if !options.silent || options.showError { printError("multipart: \(error)") }
+        case let error as MultipartError:
+            if says { printError("multipart: \(error.description)") }
+            switch error.reason {
+            case .credentialNotQueued, .streamNotQueued: return .usage
+            case .stateUnwritable: return .localFile
+            default: return error.category == .file ? .localFile : .network
+            }
+        default:
+            if says { printError("multipart: \(error)") }
             return .network
         }
     }

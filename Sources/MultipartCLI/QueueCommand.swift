@@ -20,22 +20,8 @@ extension Command {
                 return .success
             }
             return try await send(queue, headers: request(to: dummy, options: options), options: options)
-        } catch let error as UsageError {
-            printUsageError(error)
-            return .usage
-        } catch let failure as CommandFailure {
-            if !options.silent || options.showError { printError("multipart: \(failure.message)") }
-            return failure.status
-        } catch let error as MultipartError {
-            if !options.silent || options.showError { printError("multipart: \(error.description)") }
-            switch error.reason {
-            case .credentialNotQueued, .streamNotQueued: return .usage
-            case .stateUnwritable: return .localFile
-            default: return error.category == .file ? .localFile : .network
-            }
         } catch {
-            if !options.silent || options.showError { printError("multipart: \(error)") }
-            return .network
+            return ended(by: error, options: options)
         }
     }
 

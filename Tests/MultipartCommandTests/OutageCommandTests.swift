@@ -32,26 +32,17 @@ extension CommandLineTests {
 
     /// `multipart` with `arguments`, killed and failed if it runs past `seconds`; its status, stderr and how long it
     /// took.
-    private func run(_ arguments: [String], upTo seconds: Double) throws -> (Run, seconds: Double) {
+    func run(_ arguments: [String], upTo seconds: Double) async throws -> (Run, seconds: Double) {
         let stderr = directory.path("stderr-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
-        let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = arguments
-        process.currentDirectoryURL = directory.url
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: stderr)
         let stopwatch = Stopwatch()
-        try process.run()
+        let process = try start(arguments, stderr: stderr)
         defer { if process.isRunning { process.terminate() } }
-        try waitFor("multipart \(arguments.joined(separator: " "))", upTo: seconds, every: 0.1) { !process.isRunning }
+        try await waitFor("multipart \(arguments.joined(separator: " "))", upTo: seconds, every: 0.1) {
+            !process.isRunning
+        }
         let took = stopwatch.seconds
-        return (
-            Run(
-                status: process.terminationStatus, stdout: Data(),
-                stderr: try String(contentsOf: stderr, encoding: .utf8)), took
-        )
+        let said = try String(contentsOf: stderr, encoding: .utf8)
+        return (Run(status: process.terminationStatus, stdout: Data(), stderr: said), took)
     }
 
     /// The PATCH bodies the server read past the form's length: what went twice.
@@ -62,11 +53,11 @@ extension CommandLineTests {
     /// A 45 s outage with the defaults of `-C -`: waited out, tried at most 15 times meanwhile, sent again within
     /// 15 s of the network's return, the form on the server once and whole, at most 8 MiB of it twice. A line on
     /// stderr says why it waits and when it tries next.
-    @Test func aFortyFiveSecondOutageIsWaitedOut() throws {
+    @Test func aFortyFiveSecondOutageIsWaitedOut() async throws {
         let server = try DraftServer()
         let proxy = try FaultProxy(to: server.port, cuts: Self.outage(seconds: 45))
         let upload = try bigUpload(to: proxy.url(server.url(scenario: "relative-location")))
-        let (result, _) = try run(upload.arguments, upTo: 240)
+        let (result, _) = try await run(upload.arguments, upTo: 240)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try server.forms() == [upload.form])
         #expect(try resent(server, form: upload.form) <= 8 << 20)
@@ -81,11 +72,11 @@ extension CommandLineTests {
     /// `--retry-max-time 10` through the same outage: exit 4 within 10 to 30 s of its start, the upload saved (its
     /// state, and the server's upload, never deleted); once the network is back, the same command sends only the
     /// rest.
-    @Test func anOutageLongerThanRetryMaxTimeExits4AndKeepsTheUpload() throws {
+    @Test func anOutageLongerThanRetryMaxTimeExits4AndKeepsTheUpload() async throws {
         let server = try DraftServer()
         let proxy = try FaultProxy(to: server.port, cuts: Self.outage(seconds: 30))
         let upload = try bigUpload(to: proxy.url(server.url(scenario: "relative-location")))
-        let (result, _) = try run(["--retry-max-time", "10"] + upload.arguments, upTo: 120)
+        let (result, _) = try await run(["--retry-max-time", "10"] + upload.arguments, upTo: 120)
         let took = Date().timeIntervalSince1970 - (try #require(try proxy.seen().outageEnd) - 30)
         #expect(result.status == 4, "\(result.stderr)")
         #expect(took >= 10 && took <= 30, "exited \(took) s into the outage")
@@ -97,11 +88,11 @@ extension CommandLineTests {
         let held = try server.log().filter { $0.method == "PATCH" }.reduce(0) { $0 + $1.bytes }
 
         // Once connections go through again (each one tried before is reset at once), the same command resumes.
-        try waitFor("the outage to end", upTo: 60, every: 0.5) {
+        try await waitFor("the outage to end", upTo: 60, every: 0.5) {
             (try? curl(proxy.url(URL(string: "http://127.0.0.1/log")!))) != nil
         }
         let before = try server.log().count
-        let (rerun, _) = try run(upload.arguments, upTo: 120)
+        let (rerun, _) = try await run(upload.arguments, upTo: 120)
         #expect(rerun.status == 0, "\(rerun.stderr)")
         #expect(try server.forms() == [upload.form])
         let patches = try server.log().dropFirst(before).filter { $0.method == "PATCH" }

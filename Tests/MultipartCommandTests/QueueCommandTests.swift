@@ -48,7 +48,7 @@ extension CommandLineTests {
     /// 24 files of 1 MiB queued, then `--run` through a slow server (64 KiB every 50 ms an upload), killed with
     /// SIGKILL 6 times at random moments and started again: every form on the server, byte-exact, and once unless
     /// the queue says it went again; all 24 completed; a further run sends nothing.
-    @Test func aQueueKilledSixTimesDeliversEveryFormOnce() throws {
+    @Test func aQueueKilledSixTimesDeliversEveryFormOnce() async throws {
         let server = try DraftServer()
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 55)
@@ -58,16 +58,26 @@ extension CommandLineTests {
             queued.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue))
         }
         for round in 0..<6 {
+            let appends = try server.log().filter { $0.method == "PATCH" }.count
             let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-\(round).err"))
-            // A random moment of the run: its input, not a wait for anything.
-            Thread.sleep(forTimeInterval: Double.random(in: 0.3...2.0, using: &generator))
+            // Once this run sends (an append ends, however loaded the machine), at a random moment within a second:
+            // the kill's moment is the test's input, not a wait for anything.
+            do {
+                try await waitFor(
+                    "run \(round) to send", upTo: 60, ended: { process.exitedWithStatus },
+                    until: { try server.log().filter { $0.method == "PATCH" }.count > appends })
+            } catch  where !process.isRunning && process.terminationStatus == 0 {
+                // The earlier runs left nothing to send.
+                break
+            }
+            try await Task.sleep(nanoseconds: UInt64(Double.random(in: 0...1, using: &generator) * 1e9))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        let (last, _) = try runQueue(queue, upTo: 240)
+        let (last, _) = try await runQueue(queue, upTo: 240)
         #expect(last.status == 0, "\(last.stderr)")
 
-        let uploads = try MultipartUploadQueueSnapshot(directory: directory.path("queue"))
+        let uploads = try await MultipartUploadQueueSnapshot(directory: directory.path("queue"))
         #expect(uploads.completed == queued.map(\.id), "all 24 completed, in order: \(uploads)")
         let forms = try server.forms()
         for (id, form) in queued {
@@ -86,13 +96,13 @@ extension CommandLineTests {
         #expect(sent - queued.reduce(0) { $0 + $1.form.bytes } <= 6 << 20, "\(sent) bytes of PATCH bodies")
 
         let before = try server.log().count
-        let (further, _) = try runQueue(queue, upTo: 60)
+        let (further, _) = try await runQueue(queue, upTo: 60)
         #expect(further.status == 0, "\(further.stderr)")
         #expect(try server.log().count == before, "a further run sends nothing")
     }
 
     /// A credential given to an add is refused, and never written: it goes to `--run`, on every request.
-    @Test func aQueueTakesCredentialsAtRunOnly() throws {
+    @Test func aQueueTakesCredentialsAtRunOnly() async throws {
         let server = try DraftServer()
         let queue = directory.path("queue").path
         _ = try directory.file("f-0.bin", contents: Data(count: 1_000))
@@ -101,7 +111,7 @@ extension CommandLineTests {
         ])
         #expect(refused.status == 2 && refused.stderr.contains("headers hook"), "\(refused.stderr)")
         let id = try enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
-        let (sent, _) = try runQueue(queue, upTo: 60, ["-u", "u:p"])
+        let (sent, _) = try await runQueue(queue, upTo: 60, ["-u", "u:p"])
         #expect(sent.status == 0 && sent.stderr.contains("\(id) completed: HTTP 200"), "\(sent.stderr)")
         for path in try FileManager.default.subpathsOfDirectory(atPath: queue) {
             let text = (try? String(contentsOfFile: queue + "/" + path, encoding: .utf8)) ?? ""
@@ -110,17 +120,8 @@ extension CommandLineTests {
     }
 
     /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.
-    private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) throws -> (Run, Double) {
-        let stderr = directory.path("run-\(UUID().uuidString).err")
-        let process = try start(["--queue", queue, "--run"] + more, stderr: stderr)
-        let stopwatch = Stopwatch()
-        defer { if process.isRunning { process.terminate() } }
-        try waitFor("the queue's run", upTo: seconds, every: 0.1) { !process.isRunning }
-        return (
-            Run(
-                status: process.terminationStatus, stdout: Data(),
-                stderr: try String(contentsOf: stderr, encoding: .utf8)), stopwatch.seconds
-        )
+    private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) async throws -> (Run, Double) {
+        try await run(["--queue", queue, "--run"] + more, upTo: seconds)
     }
 }
 
@@ -130,22 +131,8 @@ private struct MultipartUploadQueueSnapshot: CustomStringConvertible {
     var sentAgain: [String: Int] = [:]
     var states: [String] = []
 
-    init(directory: URL) throws {
-        let semaphore = DispatchSemaphore(value: 0)
-        nonisolated(unsafe) var found: [MultipartUploadQueue.Upload] = []
-        nonisolated(unsafe) var failure: (any Error)?
-        Task {
-            do {
-                found = try await MultipartUploadQueue(directory: directory).uploads
-            } catch {
-                failure = error
-            }
-            semaphore.signal()
-        }
-        guard semaphore.wait(timeout: .now() + 30) == .success else {
-            throw WaitGaveUp(description: "the queue could not be read in 30 s")
-        }
-        if let failure { throw failure }
+    init(directory: URL) async throws {
+        let found = try await MultipartUploadQueue(directory: directory).uploads
         for upload in found {
             if case .completed = upload.state { completed.append(upload.id.rawValue) }
             if upload.sentAgain > 0 { sentAgain[upload.id.rawValue] = upload.sentAgain }
