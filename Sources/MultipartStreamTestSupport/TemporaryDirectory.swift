@@ -1,7 +1,7 @@
 import Foundation
 
 /// A fresh directory under the system's temporary directory, removed with everything in it on deinit.
-public final class TemporaryDirectory {
+public final class TemporaryDirectory: Sendable {
     /// The directory.
     public let url: URL
 

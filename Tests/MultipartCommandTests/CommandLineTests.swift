@@ -111,7 +111,7 @@ import Testing
 }
 
 /// The `multipart` executable, run as a user would, against servers on 127.0.0.1.
-@Suite struct CommandLineTests {
+@Suite struct CommandLineTests: Sendable {
     let directory: TemporaryDirectory
 
     init() throws {

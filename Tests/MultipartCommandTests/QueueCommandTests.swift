@@ -57,22 +57,27 @@ extension CommandLineTests {
             try generator.writeFile(at: directory.path("f-\(index).bin"), size: 1 << 20)
             queued.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue))
         }
-        for round in 0..<6 {
-            let appends = try server.log().filter { $0.method == "PATCH" }.count
-            let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-\(round).err"))
-            // Once this run sends (an append ends, however loaded the machine), at a random moment within a second:
-            // the kill's moment is the test's input, not a wait for anything.
-            do {
-                try await waitFor(
-                    "run \(round) to send", upTo: 60, ended: { process.exitedWithStatus },
-                    until: { try server.log().filter { $0.method == "PATCH" }.count > appends })
-            } catch  where !process.isRunning && process.terminationStatus == 0 {
-                // The earlier runs left nothing to send.
-                break
+        // The kills come from a thread of their own, at moments the test chose: awaited on the pool of threads that
+        // the synchronous tests beside it keep busy, a kill could come after the run had ended.
+        let moments = (0..<6).map { _ in Double.random(in: 0.2...0.7, using: &generator) }
+        try await onAThreadOfItsOwn { [self] in
+            for (round, moment) in moments.enumerated() {
+                let creations = try server.log().filter { $0.method == "POST" }.count
+                let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-\(round).err"))
+                // Once this run creates an upload (however loaded the machine), at a random moment of the 0.8 s its
+                // append takes: the kill's moment is the test's input, not a wait for anything.
+                do {
+                    try waitFor(
+                        "run \(round) to send", upTo: 60, ended: { process.exitedWithStatus },
+                        until: { try server.log().filter { $0.method == "POST" }.count > creations })
+                } catch  where !process.isRunning && process.terminationStatus == 0 {
+                    // The earlier runs left nothing to send.
+                    break
+                }
+                Thread.sleep(forTimeInterval: moment)
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
             }
-            try await Task.sleep(nanoseconds: UInt64(Double.random(in: 0...1, using: &generator) * 1e9))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
         }
         let (last, _) = try await runQueue(queue, upTo: 240)
         #expect(last.status == 0, "\(last.stderr)")
@@ -91,7 +96,10 @@ extension CommandLineTests {
         // the kills met uploads in flight, which the next run asked the server about.
         let log = try server.log()
         #expect(log.filter { $0.method == "POST" }.count == 24 + again)
-        #expect(log.contains { $0.method == "HEAD" }, "no kill met an upload in flight")
+        let said = (0..<6).map { (try? String(contentsOf: directory.path("run-\($0).err"), encoding: .utf8)) ?? "" }
+        #expect(
+            log.contains { $0.method == "HEAD" },
+            "no kill met an upload in flight: \(log.map { "\($0.method) \($0.path) \($0.bytes)" }) \(said)")
         let sent = log.filter { $0.method == "PATCH" }.reduce(0) { $0 + $1.bytes }
         #expect(sent - queued.reduce(0) { $0 + $1.form.bytes } <= 6 << 20, "\(sent) bytes of PATCH bodies")
 
@@ -120,7 +128,7 @@ extension CommandLineTests {
     }
 
     /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.
-    private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) async throws -> (Run, Double) {
+    private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) async throws -> (Run, Date) {
         try await run(["--queue", queue, "--run"] + more, upTo: seconds)
     }
 }
@@ -141,4 +149,11 @@ private struct MultipartUploadQueueSnapshot: CustomStringConvertible {
     }
 
     var description: String { states.joined(separator: "\n") }
+}
+
+/// Runs `work` on a thread of its own, off the pool that runs the tests.
+private func onAThreadOfItsOwn(_ work: @escaping @Sendable () throws -> Void) async throws {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
 }

@@ -63,7 +63,7 @@ extension CommandLineTests {
     }
 
     /// `multipart` with `arguments`, started in the background with the test's state directory.
-    func start(_ arguments: [String], stderr: URL) throws -> Process {
+    func start(_ arguments: [String], stderr: URL, exited: (@Sendable () -> Void)? = nil) throws -> Process {
         let process = Process()
         process.executableURL = Self.executable
         process.arguments = arguments
@@ -72,6 +72,7 @@ extension CommandLineTests {
         _ = FileManager.default.createFile(atPath: stderr.path, contents: nil)
         process.standardError = try FileHandle(forWritingTo: stderr)
         process.standardOutput = FileHandle.nullDevice
+        if let exited { process.terminationHandler = { _ in exited() } }
         try process.run()
         return process
     }

@@ -1323,8 +1323,10 @@ extension ResumableUploadStateMachineTests {
         var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4)
         policy.maximumWaitWithoutProgress = 10
         var resumption = appending(policy, savesState: true, on: clock)
+        #expect(resumption.outageTimeLeft == nil, "no outage yet: a request waits as long as the caller says")
         expect(resumption.handle(dropped), is: .wait(seconds: 4, then: .askOffset), "the outage begins")
         clock.nanoseconds += 4_000_000_000
+        #expect(resumption.outageTimeLeft == 6, "a try that hangs ends at the bound")
         expect(resumption.handle(.failed(URLError(.cannotConnectToHost))), is: .wait(seconds: 4, then: .askOffset))
         clock.nanoseconds += 4_000_000_000
         expect(

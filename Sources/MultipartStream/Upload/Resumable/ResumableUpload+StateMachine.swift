@@ -259,6 +259,14 @@ extension ResumableUpload {
         /// Retries made so far.
         var retries: Int { course?.retries ?? 0 }
 
+        /// Seconds left of the outage's bound (``MultipartResumption/maximumWaitWithoutProgress``) while the upload
+        /// fails without progress, 1 at least: a request sent then waits no longer for the network, so that a try
+        /// that hangs (a connection the network left open) cannot outlast the bound. `nil` otherwise.
+        var outageTimeLeft: Double? {
+            guard let bound = policy.maximumWaitWithoutProgress, let since = course?.failingSince else { return nil }
+            return max(1, bound - Double(clock().subtractingSaturated(since)) / 1e9)
+        }
+
         private var resource: Resource? {
             switch state {
             case .appending(let resource, _, _), .askingOffset(let resource, _, _),

@@ -105,7 +105,8 @@ struct ResumableUpload {
                 let judge = resumption
                 switch await send(
                     step, version: resumption.version, to: resumption.location, contentLength: resumption.contentLength,
-                    buffered: buffer, progress: progress, answering: { judge.takesAsAnswer($0, handedOut: $1) })
+                    buffered: buffer, progress: progress, answering: { judge.takesAsAnswer($0, handedOut: $1) },
+                    timeout: resumption.outageTimeLeft)
                 {
                 case (.success(let reply), let handedOut):
                     reason = "HTTP \((reply.1 as? HTTPURLResponse)?.statusCode ?? 0)"
@@ -315,7 +316,7 @@ struct ResumableUpload {
         for step: Step, version: InteropVersion, to location: URL?, contentLength: UInt64?, timeout: TimeInterval?
     ) async throws -> URLRequest {
         var target = step.target(of: request, location: location)
-        if let timeout { target.timeoutInterval = timeout }
+        if let timeout { target.timeoutInterval = min(target.timeoutInterval, timeout) }
         let contentType = form.contentType
         return try await requests.make(target, for: .resumable(step.reason)) {
             step.frame(&$0, version: version, contentLength: contentLength, contentType: contentType)
