@@ -31,11 +31,11 @@ import Testing
         var form = MultipartFormData()
         form.append("photo \(index)", name: "title")
         form.append(Data([0, 13, 10, UInt8(index)]), name: "raw", fileName: "raw.bin")
-        try form.append(
-            fileURL: directory.file(
-                "photo-\(index).jpg",
-                contents: Data((0..<fileBytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })),
-            name: "photo")
+        // A block repeated: quick to make under a sanitizer, and another file for each index.
+        let block = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
+        var contents = Data(capacity: fileBytes)
+        while contents.count < fileBytes { contents.append(block.prefix(fileBytes - contents.count)) }
+        try form.append(fileURL: directory.file("photo-\(index).jpg", contents: contents), name: "photo")
         try form.append(
             headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
         return form
@@ -298,9 +298,10 @@ import Testing
         }
         let running = Task { try await queue.run() }
         // The slow server takes 64 KiB every 50 ms: wait until it holds some of each form.
-        try await waitFor("the uploads to be under way") {
-            try server.log().filter { $0.method == "POST" }.count == 3
-        }
+        try await waitFor(
+            "the uploads to be under way", upTo: 120, every: 0.05,
+            seen: { "\((try? server.log().map(\.method)) ?? [])" },
+            until: { try server.log().filter { $0.method == "POST" }.count == 3 })
         running.cancel()
         await #expect(throws: CancellationError.self) {
             try await within(seconds: 30, "the cancel") { try await running.value }

@@ -285,22 +285,36 @@ public actor MultipartUploadQueue {
     /// The first pending upload whose turn it is, or a waiting one whose time has come, marked running; `nil` for
     /// none.
     private func startNext(session: URLSession, headers: MultipartHeaders?) -> Job? {
+        // An upload whose record cannot be written or makes no form fails, and the next is tried.
+        while let index = nextReady() {
+            if let job = start(index, session: session, headers: headers) { return job }
+        }
+        return nil
+    }
+
+    /// The first pending upload, or an earlier waiting one whose time has come.
+    private func nextReady() -> Int? {
         while cursor < entries.count, entries[cursor].state != .pending { cursor += 1 }
         let now = Date()
-        let ready = waiting.filter { $0.value <= now }.compactMap { self.index[$0.key] }.min()
-        let pending = cursor < entries.count ? cursor : nil
-        guard let index = [ready, pending].compactMap({ $0 }).min(), var record = entries[index].record else {
+        let ready = waiting.filter { $0.value <= now }.compactMap { index[$0.key] }.min()
+        return [ready, cursor < entries.count ? cursor : nil].compactMap { $0 }.min()
+    }
+
+    /// The send of the upload at `index`, marked running; `nil` when it failed instead.
+    private func start(_ index: Int, session: URLSession, headers: MultipartHeaders?) -> Job? {
+        waiting[entries[index].id] = nil
+        guard var record = entries[index].record else {
+            fail(index, because: "it has no record")
             return nil
         }
-        waiting[entries[index].id] = nil
         let startedBefore = record.starts > 0
         record.starts += 1
         do {
             // Not synced: it outlives a kill, and counts what a crash of the system may send again.
             try record.write(to: store, syncing: false)
         } catch {
-            entries[index].state = .failed(reason: "its record cannot be written: \(error)")
-            return startNext(session: session, headers: headers)
+            fail(index, because: "its record cannot be written: \(error)")
+            return nil
         }
         entries[index].record = record
         let form: MultipartFormData?
@@ -308,11 +322,11 @@ public actor MultipartUploadQueue {
             form = try record.form.rebuilt()
         } catch {
             fail(index, because: "\(error)")
-            return startNext(session: session, headers: headers)
+            return nil
         }
         guard let form else {
             fail(index, because: "its record does not make a form")
-            return startNext(session: session, headers: headers)
+            return nil
         }
         let id = entries[index].id
         let handle = CancelHandle()
