@@ -34,18 +34,6 @@ while let option = arguments.popFirst() {
     }
 }
 
-/// What the counting sink answers.
-struct Counted: Decodable {
-    var bytes: Int
-}
-
-/// This process's resident memory in bytes.
-func residentBytes() -> Int {
-    let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
-    let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
-
 func fail(_ message: String) -> Never {
     FileHandle.standardError.write(Data("FAIL: \(message)\n".utf8))
     exit(1)
@@ -75,7 +63,7 @@ func throughUpload(_ count: Int) async throws -> Double {
             next += 1
             group.addTask {
                 let (data, _) = try await session.upload(form, with: request)
-                let counted = try JSONDecoder().decode(Counted.self, from: data)
+                let counted = try JSONDecoder().decode(UploadServer.Counted.self, from: data)
                 if counted.bytes != Int(form.contentLength!) { fail("the sink counted \(counted.bytes)") }
             }
         }
@@ -95,7 +83,7 @@ func throughQueue(_ count: Int, round: Int) async throws -> Double {
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     for (index, upload) in await queue.uploads.enumerated() {
         guard case .completed(let answer) = upload.state,
-            let counted = try? JSONDecoder().decode(Counted.self, from: answer.body),
+            let counted = try? JSONDecoder().decode(UploadServer.Counted.self, from: answer.body),
             counted.bytes == Int(smallForm(index).contentLength!)
         else { fail("upload \(index): \(upload.state)") }
     }
@@ -133,18 +121,18 @@ print(String(format: "time, the queue over upload (median of rounds): %.3f", rat
 
 // Many queued: added, listed by a queue opened anew (a relaunch), and run.
 let many = scratch.appendingPathComponent("many")
-var memory = residentBytes()
+var memory = ProcessDescriptors.residentBytes()
 let queue = try MultipartUploadQueue(directory: many)
 for index in 0..<queued { _ = try await queue.add(smallForm(index), with: request) }
-let added = residentBytes() - memory
-memory = residentBytes()
+let added = ProcessDescriptors.residentBytes() - memory
+memory = ProcessDescriptors.residentBytes()
 let reopened = try MultipartUploadQueue(directory: many)
 let listed = await reopened.uploads.count
-let loaded = residentBytes() - memory
-memory = residentBytes()
+let loaded = ProcessDescriptors.residentBytes() - memory
+memory = ProcessDescriptors.residentBytes()
 let runStart = DispatchTime.now().uptimeNanoseconds
 try await reopened.run(on: session)
-let ran = residentBytes() - memory
+let ran = ProcessDescriptors.residentBytes() - memory
 let runSeconds = Double(DispatchTime.now().uptimeNanoseconds - runStart) / 1e9
 let completed = await reopened.uploads.filter { if case .completed = $0.state { true } else { false } }.count
 guard listed == queued, completed == queued else { fail("\(listed) listed, \(completed) completed of \(queued)") }
@@ -153,7 +141,8 @@ print(
     String(
         format: "%d queued: added +%.2f KB, listed anew +%.2f KB, run (%.1f s) +%.2f KB resident per upload; "
             + "peak %.0f MiB",
-        queued, perUpload(added), perUpload(loaded), runSeconds, perUpload(ran), Double(residentBytes()) / 1_048_576))
+        queued, perUpload(added), perUpload(loaded), runSeconds, perUpload(ran),
+        Double(ProcessDescriptors.residentBytes()) / 1_048_576))
 var failed = false
 if let maxRatio, ratio > maxRatio {
     print(String(format: "FAIL: %.3f is over %.2f", ratio, maxRatio))

@@ -46,18 +46,6 @@ while let option = arguments.popFirst() {
     }
 }
 
-/// What the counting sink answers.
-struct Counted: Decodable {
-    var bytes: Int
-}
-
-/// This process's resident memory in bytes.
-func residentBytes() -> Int {
-    let statm = (try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8)) ?? ""
-    let pages = statm.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
-
 let server = try UploadServer(.countSink)
 var form = MultipartFormData()
 form.append("a small form", name: "title")
@@ -107,7 +95,7 @@ enum Path {
 
 /// `uploadsPerRound` uploads; the seconds they took and the memory they added.
 @MainActor func round(_ path: Path) async throws -> (seconds: Double, memory: Int) {
-    let memory = residentBytes()
+    let memory = ProcessDescriptors.residentBytes()
     let start = DispatchTime.now().uptimeNanoseconds
     for _ in 0..<uploadsPerRound {
         let data =
@@ -119,13 +107,13 @@ enum Path {
             case .oursWithProgress:
                 try await session.upload(form, with: request, progress: Progress(totalUnitCount: 0)).0
             }
-        let counted = try JSONDecoder().decode(Counted.self, from: data)
+        let counted = try JSONDecoder().decode(UploadServer.Counted.self, from: data)
         guard counted.bytes == encoded.count else {
             FileHandle.standardError.write(Data("the sink counted \(counted.bytes) of \(encoded.count) bytes\n".utf8))
             exit(1)
         }
     }
-    return (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, residentBytes() - memory)
+    return (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9, ProcessDescriptors.residentBytes() - memory)
 }
 
 // One round of each first, so that neither path pays for first-use allocations in the measured rounds.
