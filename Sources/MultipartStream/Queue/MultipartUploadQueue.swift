@@ -64,8 +64,6 @@ public actor MultipartUploadQueue {
         var state: State
         /// The most bytes of the form this upload handed out.
         var sent: UInt64 = 0
-        /// Waits in a row for the network or the server.
-        var waits = 0
         /// Cancels the upload under way.
         var cancel: CancelHandle?
         /// Whether the caller removed it while it ran.
@@ -385,7 +383,6 @@ public actor MultipartUploadQueue {
         case .failed(let reason):
             fail(index, because: reason)
         case .waiting:
-            entries[index].waits += 1
             // The queue's probe: at most every 15 s, so that an upload goes again within 15 s of the network's
             // return; its own retries waited out the outage's start already.
             let until = Date(timeIntervalSinceNow: 15)
