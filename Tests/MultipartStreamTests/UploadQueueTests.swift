@@ -9,377 +9,381 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// ``MultipartUploadQueue``: what it keeps on disk, what it refuses, and its uploads against the draft server, N at a
-/// time, each failing alone, none sent twice where the server keeps a completed upload.
-@Suite struct UploadQueueTests {
-    let directory: TemporaryDirectory
+extension URLSessionSuites {
+    /// ``MultipartUploadQueue``: what it keeps on disk, what it refuses, and its uploads against the draft server, N at a
+    /// time, each failing alone, none sent twice where the server keeps a completed upload.
+    @Suite struct UploadQueueTests {
+        let directory: TemporaryDirectory
 
-    init() throws {
-        directory = try TemporaryDirectory()
-    }
-
-    private var queueDirectory: URL { directory.path("queue") }
-
-    private func records() -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: queueDirectory.path)) ?? []).filter {
-            $0.hasSuffix(".json")
+        init() throws {
+            directory = try TemporaryDirectory()
         }
-    }
 
-    /// A form of a field, bytes, a file and a part with header lines of its own.
-    private func form(_ index: Int, fileBytes: Int = 50_000) throws -> MultipartFormData {
-        var form = MultipartFormData()
-        form.append("photo \(index)", name: "title")
-        form.append(Data([0, 13, 10, UInt8(index)]), name: "raw", fileName: "raw.bin")
-        // A block repeated: quick to make under a sanitizer, and another file for each index.
-        let block = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
-        var contents = Data(capacity: fileBytes)
-        while contents.count < fileBytes { contents.append(block.prefix(fileBytes - contents.count)) }
-        try form.append(fileURL: directory.file("photo-\(index).jpg", contents: contents), name: "photo")
-        try form.append(
-            headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
-        return form
-    }
+        private var queueDirectory: URL { directory.path("queue") }
 
-    /// What the server must have processed for `form`.
-    private func expected(_ form: MultipartFormData) throws -> DraftServer.Form {
-        let file = directory.path("expected-\(UUID())")
-        try form.writeEncodedData(to: file)
-        return DraftServer.Form(bytes: Int(form.contentLength!), sha256: try sha256sum(file))
-    }
-
-    // MARK: What add keeps and refuses
-
-    @Test func aRecordRebuildsTheFormByteForByte() async throws {
-        let original = try form(1)
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        _ = try await queue.add(original, with: URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
-        let files = records()
-        #expect(files.count == 1, "on disk before add returns")
-        let record = try QueueRecord.read(queueDirectory.appendingPathComponent(files[0]))
-        let rebuilt = try #require(try record.form.rebuilt())
-        #expect(try rebuilt.encode() == original.encode())
-        #expect(rebuilt.contentType == original.contentType)
-    }
-
-    @Test func aStreamPartIsRefusedNamingIt() async throws {
-        var form = MultipartFormData()
-        form.append("a", name: "first")
-        form.append(InputStream(data: Data(count: 10)), length: 10, name: "pipe")
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        let error = try await #require(throws: MultipartError.self) {
-            _ = try await queue.add(form, with: URLRequest(url: URL(string: "http://127.0.0.1:9/")!))
+        private func records() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: queueDirectory.path)) ?? []).filter {
+                $0.hasSuffix(".json")
+            }
         }
-        guard case .streamNotQueued = error.reason else {
-            Issue.record("\(error)")
-            return
-        }
-        #expect(error.part?.index == 1 && error.part?.name == "pipe", "\(error)")
-        #expect(records().isEmpty)
-    }
 
-    /// No credential is ever written: each way a request carries one is refused, saying where credentials go.
-    @Test(arguments: ["Authorization", "cookie", "Proxy-Authorization", "url"])
-    func aCredentialIsRefused(carrying credential: String) async throws {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
-        if credential == "url" {
-            request.url = URL(string: "http://ada:secret@127.0.0.1:9/")
-        } else {
-            request.setValue("secret", forHTTPHeaderField: credential)
+        /// A form of a field, bytes, a file and a part with header lines of its own.
+        private func form(_ index: Int, fileBytes: Int = 50_000) throws -> MultipartFormData {
+            var form = MultipartFormData()
+            form.append("photo \(index)", name: "title")
+            form.append(Data([0, 13, 10, UInt8(index)]), name: "raw", fileName: "raw.bin")
+            // A block repeated: quick to make under a sanitizer, and another file for each index.
+            let block = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
+            var contents = Data(capacity: fileBytes)
+            while contents.count < fileBytes { contents.append(block.prefix(fileBytes - contents.count)) }
+            try form.append(fileURL: directory.file("photo-\(index).jpg", contents: contents), name: "photo")
+            try form.append(
+                headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
+            return form
         }
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        let error = try await #require(throws: MultipartError.self) {
-            _ = try await queue.add(try form(1), with: request)
-        }
-        guard case .credentialNotQueued = error.reason else {
-            Issue.record("\(error)")
-            return
-        }
-        #expect(error.description.contains("headers hook"), "\(error)")
-        #expect(records().isEmpty)
-        let written = try FileManager.default.subpathsOfDirectory(atPath: queueDirectory.path)
-        for path in written {
-            let text = (try? String(contentsOf: queueDirectory.appendingPathComponent(path), encoding: .utf8)) ?? ""
-            #expect(!text.contains("secret"))
-        }
-    }
 
-    // MARK: Running
-
-    /// Eight uploads, three at a time, in the order added: each completed once and whole, its answer kept (also by
-    /// a queue opened anew on the directory), the progress at its total; a second run sends nothing.
-    @Test func uploadsGoThreeAtATimeInOrderAndCompleteOnce() async throws {
-        let server = try DraftServer()
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        var forms: [MultipartFormData] = []
-        var ids: [MultipartUploadQueue.ID] = []
-        for index in 0..<8 {
-            let form = try form(index)
-            forms.append(form)
-            ids.append(try await queue.add(form, with: URLRequest(url: server.url())))
+        /// What the server must have processed for `form`.
+        private func expected(_ form: MultipartFormData) throws -> DraftServer.Form {
+            let file = directory.path("expected-\(UUID())")
+            try form.writeEncodedData(to: file)
+            return DraftServer.Form(bytes: Int(form.contentLength!), sha256: try sha256sum(file))
         }
-        let watcher = Task { () -> (most: Int, started: [MultipartUploadQueue.ID]) in
-            var (running, most, started) = (0, 0, [MultipartUploadQueue.ID]())
-            for await event in queue.events {
-                switch event {
-                case .started(let id):
-                    started.append(id)
-                    running += 1
-                    most = max(most, running)
-                case .completed, .failed, .waiting:
-                    running -= 1
-                    if started.count == 8, running == 0 { return (most, started) }
-                default: break
+
+        // MARK: What add keeps and refuses
+
+        @Test func aRecordRebuildsTheFormByteForByte() async throws {
+            let original = try form(1)
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            _ = try await queue.add(original, with: URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
+            let files = records()
+            #expect(files.count == 1, "on disk before add returns")
+            let record = try QueueRecord.read(queueDirectory.appendingPathComponent(files[0]))
+            let rebuilt = try #require(try record.form.rebuilt())
+            #expect(try rebuilt.encode() == original.encode())
+            #expect(rebuilt.contentType == original.contentType)
+        }
+
+        @Test func aStreamPartIsRefusedNamingIt() async throws {
+            var form = MultipartFormData()
+            form.append("a", name: "first")
+            form.append(InputStream(data: Data(count: 10)), length: 10, name: "pipe")
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await queue.add(form, with: URLRequest(url: URL(string: "http://127.0.0.1:9/")!))
+            }
+            guard case .streamNotQueued = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(error.part?.index == 1 && error.part?.name == "pipe", "\(error)")
+            #expect(records().isEmpty)
+        }
+
+        /// No credential is ever written: each way a request carries one is refused, saying where credentials go.
+        @Test(arguments: ["Authorization", "cookie", "Proxy-Authorization", "url"])
+        func aCredentialIsRefused(carrying credential: String) async throws {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:9/")!)
+            if credential == "url" {
+                request.url = URL(string: "http://ada:secret@127.0.0.1:9/")
+            } else {
+                request.setValue("secret", forHTTPHeaderField: credential)
+            }
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await queue.add(try form(1), with: request)
+            }
+            guard case .credentialNotQueued = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(error.description.contains("headers hook"), "\(error)")
+            #expect(records().isEmpty)
+            let written = try FileManager.default.subpathsOfDirectory(atPath: queueDirectory.path)
+            for path in written {
+                let text = (try? String(contentsOf: queueDirectory.appendingPathComponent(path), encoding: .utf8)) ?? ""
+                #expect(!text.contains("secret"))
+            }
+        }
+
+        // MARK: Running
+
+        /// Eight uploads, three at a time, in the order added: each completed once and whole, its answer kept (also by
+        /// a queue opened anew on the directory), the progress at its total; a second run sends nothing.
+        @Test func uploadsGoThreeAtATimeInOrderAndCompleteOnce() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            var forms: [MultipartFormData] = []
+            var ids: [MultipartUploadQueue.ID] = []
+            for index in 0..<8 {
+                let form = try form(index)
+                forms.append(form)
+                ids.append(try await queue.add(form, with: URLRequest(url: server.url())))
+            }
+            let watcher = Task { () -> (most: Int, started: [MultipartUploadQueue.ID]) in
+                var (running, most, started) = (0, 0, [MultipartUploadQueue.ID]())
+                for await event in queue.events {
+                    switch event {
+                    case .started(let id):
+                        started.append(id)
+                        running += 1
+                        most = max(most, running)
+                    case .completed, .failed, .waiting:
+                        running -= 1
+                        if started.count == 8, running == 0 { return (most, started) }
+                    default: break
+                    }
                 }
+                return (most, started)
             }
-            return (most, started)
-        }
-        try await within(seconds: 120, "the queue's run") {
-            try await queue.run(on: URLSession(configuration: .ephemeral))
-        }
-        let seen = try await within(seconds: 10, "the events") { await watcher.value }
-        #expect(seen.most == 3, "at most three at once, and three at a time")
-        #expect(seen.started == ids, "in the order added")
-        #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
-        #expect(try server.forms().count == 8, "each once")
-        let uploads = await queue.uploads
-        for upload in uploads {
-            guard case .completed(let answer) = upload.state else {
-                Issue.record("\(upload.id): \(upload.state)")
-                continue
+            try await within(seconds: 120, "the queue's run") {
+                try await queue.run(on: URLSession(configuration: .ephemeral))
             }
-            #expect(answer.statusCode == 200 && !answer.body.isEmpty)
-        }
-        #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount)
-        #expect(!FileManager.default.fileExists(atPath: queueDirectory.appendingPathComponent("state/\(ids[0])").path))
-
-        let reopened = try MultipartUploadQueue(directory: queueDirectory)
-        #expect(await reopened.uploads.map(\.state) == uploads.map(\.state), "the answers are kept")
-        let before = try server.log().count
-        try await within(seconds: 30, "a second run") { try await reopened.run(on: .shared) }
-        #expect(try server.log().count == before, "nothing sent again")
-    }
-
-    /// A server that speaks no version of the draft is asked once for a queue, not once an upload: the first upload
-    /// probes it, and every later one sends its form whole at once.
-    @Test func aServerWithoutTheDraftIsProbedOnce() async throws {
-        let server = try UploadServer()
-        let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
-        var forms: [MultipartFormData] = []
-        for index in 0..<6 {
-            forms.append(try form(index))
-            _ = try await queue.add(forms[index], with: URLRequest(url: server.url("/headers")))
-        }
-        try await within(seconds: 60, "the queue's run") { try await queue.run() }
-        let log = try await server.log()
-        let probes = log.filter { $0.method == "OPTIONS" }.count
-        #expect(probes >= 1 && probes <= 4, "\(probes) probes, all for the first upload")
-        #expect(log.prefix(probes).allSatisfy { $0.method == "OPTIONS" })
-        #expect(log.filter { $0.method == "POST" }.map(\.bytes) == forms.map { Int($0.contentLength!) })
-        #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
-    }
-
-    /// A file deleted while queued fails its upload alone, naming the part; the others complete.
-    @Test func aDeletedFileFailsItsUploadAlone() async throws {
-        let server = try DraftServer()
-        let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
-        var ids: [MultipartUploadQueue.ID] = []
-        for index in 0..<3 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
-        try FileManager.default.removeItem(at: directory.path("photo-1.jpg"))
-        try await within(seconds: 60, "the queue's run") { try await queue.run() }
-        let states = await queue.uploads.map(\.state)
-        guard case .failed(let reason) = states[1] else {
-            Issue.record("\(states)")
-            return
-        }
-        #expect(reason.contains("photo"), "\(reason)")
-        #expect(states[0] != states[1] && states[2] != states[1])
-        #expect(try server.forms().count == 2)
-    }
-
-    /// The server's final answer came, and the process died before the queue's record said so (here: the upload
-    /// the queue makes, run by hand, keeping its state as the queue does): the next run asks the server, which
-    /// holds the whole form, and records the upload completed, the answer unknown. No second copy goes.
-    @Test func aRelaunchAfterTheFinalAnswerSendsNoSecondCopy() async throws {
-        let server = try DraftServer()
-        let form = try form(7)
-        let request = URLRequest(url: server.url())
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        let id = try await queue.add(form, with: request)
-        var policy = MultipartResumption()
-        policy.stateDirectory = queueDirectory.appendingPathComponent("state/\(id)")
-        policy.keepsStateAfterAnswer = true
-        _ = try await URLSession.shared.upload(form, with: request, strategy: .resumable(policy))
-        #expect(try server.forms().count == 1)
-
-        let relaunched = try MultipartUploadQueue(directory: queueDirectory)
-        try await within(seconds: 30, "the run") { try await relaunched.run() }
-        let unknown = MultipartUploadQueue.Answer(statusCode: nil, headers: [:], body: Data())
-        #expect(await relaunched.uploads.map(\.state) == [.completed(unknown)], "the answer unknown")
-        #expect(try server.forms().count == 1, "no second copy")
-        #expect(try server.log().filter { $0.method == "PATCH" }.count == 1)
-    }
-
-    /// Two runs of one directory, in two queues: the second is refused while the first runs.
-    @Test func oneDirectoryIsRunByOneQueueAtATime() async throws {
-        let server = try DraftServer()
-        let first = try MultipartUploadQueue(directory: queueDirectory)
-        _ = try await first.add(try form(1, fileBytes: 2_000_000), with: URLRequest(url: server.url(scenario: "slow")))
-        let running = Task { try await first.run() }
-        defer { running.cancel() }
-        // The slow server takes 64 KiB every 50 ms: the 2 MB form takes 1.6 s.
-        let started = Stopwatch()
-        while await first.uploads.first?.state != .running {
-            guard started.seconds < 30 else { throw WaitGaveUp(description: "the first run never started") }
-            try await Task.sleep(nanoseconds: 10_000_000)
-        }
-        let second = try MultipartUploadQueue(directory: queueDirectory)
-        let error = try await #require(throws: MultipartError.self) { try await second.run() }
-        guard case .queueInUse(let busy) = error.reason else {
-            Issue.record("\(error)")
-            return
-        }
-        #expect(busy == queueDirectory)
-    }
-
-    /// A record that is not whole is one upload listed as failed; the others go on.
-    @Test func aDamagedRecordIsOneFailedUpload() async throws {
-        let server = try DraftServer()
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        _ = try await queue.add(try form(1), with: URLRequest(url: server.url()))
-        _ = try await queue.add(try form(2), with: URLRequest(url: server.url()))
-        let damaged = queueDirectory.appendingPathComponent(records().sorted()[0])
-        try Data("{\"format\":1,".utf8).write(to: damaged)
-        let reopened = try MultipartUploadQueue(directory: queueDirectory)
-        try await within(seconds: 60, "the run") { try await reopened.run() }
-        let states = await reopened.uploads.map(\.state)
-        guard states.count == 2, case .failed(let reason) = states[0], case .completed = states[1] else {
-            Issue.record("\(states)")
-            return
-        }
-        #expect(reason.contains("damaged"))
-        #expect(try server.forms().count == 1)
-    }
-
-    /// The queue's one Progress: its count only rises, through every upload's progress and end, to its total.
-    @Test func theProgressNeverGoesBackAndEndsAtTheTotal() async throws {
-        let server = try DraftServer()
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        for index in 0..<5 {
-            _ = try await queue.add(try form(index, fileBytes: 400_000), with: URLRequest(url: server.url()))
-        }
-        let total = queue.progress.totalUnitCount
-        let watcher = Task { () -> [Int64] in
-            var counts: [Int64] = []
-            var ended = 0
-            for await event in queue.events {
-                counts.append(queue.progress.completedUnitCount)
-                if case .completed = event { ended += 1 }
-                if ended == 5 { break }
-            }
-            return counts
-        }
-        try await within(seconds: 60, "the run") { try await queue.run() }
-        let counts = try await within(seconds: 10, "the events") { await watcher.value }
-        #expect(counts.count > 5 && zip(counts, counts.dropFirst()).allSatisfy { $0 <= $1 }, "\(counts)")
-        #expect(queue.progress.completedUnitCount == total && total > 2_000_000)
-    }
-
-    /// A run cancelled with uploads in flight keeps them, with their saved state, for the next run, which resumes
-    /// each where the server stands: every form once, none started over.
-    @Test func aCancelledRunKeepsItsUploadsForTheNext() async throws {
-        let server = try DraftServer()
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        var forms: [MultipartFormData] = []
-        for index in 0..<3 {
-            // Larger than loopback's socket buffers: the slow server has not read it all when the cancel comes.
-            forms.append(try form(index, fileBytes: 8_000_000))
-            _ = try await queue.add(forms[index], with: URLRequest(url: server.url(scenario: "slow")))
-        }
-        let running = Task { try await queue.run() }
-        // The slow server takes 64 KiB every 50 ms: wait until it holds some of each form.
-        try await waitFor(
-            "the uploads to be under way", upTo: 120, every: 0.05,
-            seen: { "\((try? server.log().map(\.method)) ?? [])" },
-            until: { try server.log().filter { $0.method == "POST" }.count == 3 })
-        running.cancel()
-        await #expect(throws: CancellationError.self) {
-            try await within(seconds: 30, "the cancel") { try await running.value }
-        }
-        // Each is pending, or completed where its answer came as the cancel did (the slow server reads what the
-        // socket holds after the client has gone).
-        let kept = await queue.uploads.map(\.state)
-        #expect(kept.allSatisfy { if case .completed = $0 { true } else { $0 == .pending } }, "\(kept)")
-        #expect(kept.contains(.pending), "the cancel came after every upload had completed: \(kept)")
-        try await within(seconds: 120, "the next run") { try await queue.run() }
-        #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
-        #expect(try server.forms().count == 3)
-        let log = try server.log().map { "\($0.method) \($0.path) \($0.bytes)" }
-        #expect(log.filter { $0.hasPrefix("POST") }.count == 3, "resumed, none created again: \(log)")
-    }
-
-    /// A failed upload goes again once retried; a pending one removed goes nowhere, its record gone.
-    @Test func aFailedUploadIsRetriedAndARemovedOneIsGone() async throws {
-        let server = try UploadServer()
-        let queue = try MultipartUploadQueue(directory: queueDirectory)
-        let refused = try await queue.add(try form(0), with: URLRequest(url: server.url("/early/403")))
-        let watcher = Task { () -> Int in
-            var (starts, failures) = (0, 0)
-            for await event in queue.events {
-                if case .started(refused) = event { starts += 1 }
-                if case .failed(refused, _) = event { failures += 1 }
-                if failures == 2 { break }
-            }
-            return starts
-        }
-        try await within(seconds: 60, "the run") { try await queue.run() }
-        guard case .failed(let reason) = await queue.uploads[0].state else {
-            Issue.record("\(await queue.uploads)")
-            return
-        }
-        #expect(reason.contains("403"), "\(reason)")
-        try await queue.retry(refused)
-        #expect(await queue.uploads[0].state == .pending)
-        try await within(seconds: 60, "the run") { try await queue.run() }
-        #expect(try await within(seconds: 10, "the events") { await watcher.value } == 2, "it went again")
-
-        let removed = try await queue.add(try form(1), with: URLRequest(url: server.url("/headers")))
-        await queue.remove(removed)
-        #expect(await !queue.uploads.contains { $0.id == removed })
-        #expect(records().count == 1)
-        let before = try await server.log().count
-        try await within(seconds: 60, "the run") { try await queue.run() }
-        #expect(try await server.log().count == before, "a removed upload goes nowhere")
-    }
-
-    /// An outage longer than an upload's own retries: the upload waits in the queue (`waiting`, until when), and
-    /// goes again at most 15 s later, once the server is back; the form arrives once.
-    @Test func anOutageLongerThanTheRetriesMakesTheUploadWait() async throws {
-        let server = try DraftServer()
-        let quick = MultipartResumption(maximumAttempts: 2, initialDelay: 0.05, maximumDelay: 0.1)
-        let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
-        let original = try form(3)
-        let id = try await queue.add(original, with: URLRequest(url: server.url()))
-        try server.setListening(false)
-        let watcher = Task { () -> Double? in
-            for await event in queue.events {
-                if case .waiting(id, let until) = event {
-                    // Back before the queue tries again.
-                    try? server.setListening(true)
-                    return until.timeIntervalSinceNow
+            let seen = try await within(seconds: 10, "the events") { await watcher.value }
+            #expect(seen.most == 3, "at most three at once, and three at a time")
+            #expect(seen.started == ids, "in the order added")
+            #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
+            #expect(try server.forms().count == 8, "each once")
+            let uploads = await queue.uploads
+            for upload in uploads {
+                guard case .completed(let answer) = upload.state else {
+                    Issue.record("\(upload.id): \(upload.state)")
+                    continue
                 }
-                if case .completed = event { return nil }
+                #expect(answer.statusCode == 200 && !answer.body.isEmpty)
             }
-            return nil
+            #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount)
+            #expect(
+                !FileManager.default.fileExists(atPath: queueDirectory.appendingPathComponent("state/\(ids[0])").path))
+
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            #expect(await reopened.uploads.map(\.state) == uploads.map(\.state), "the answers are kept")
+            let before = try server.log().count
+            try await within(seconds: 30, "a second run") { try await reopened.run(on: .shared) }
+            #expect(try server.log().count == before, "nothing sent again")
         }
-        try await within(seconds: 90, "the run") { try await queue.run() }
-        let wait = try #require(try await within(seconds: 10, "the events") { await watcher.value }, "it waited")
-        #expect(wait <= 15, "the next try within 15 s of the server's return: \(wait) s")
-        guard case .completed(let answer) = await queue.uploads[0].state else {
-            Issue.record("\(await queue.uploads)")
-            return
+
+        /// A server that speaks no version of the draft is asked once for a queue, not once an upload: the first upload
+        /// probes it, and every later one sends its form whole at once.
+        @Test func aServerWithoutTheDraftIsProbedOnce() async throws {
+            let server = try UploadServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            var forms: [MultipartFormData] = []
+            for index in 0..<6 {
+                forms.append(try form(index))
+                _ = try await queue.add(forms[index], with: URLRequest(url: server.url("/headers")))
+            }
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            let log = try await server.log()
+            let probes = log.filter { $0.method == "OPTIONS" }.count
+            #expect(probes >= 1 && probes <= 4, "\(probes) probes, all for the first upload")
+            #expect(log.prefix(probes).allSatisfy { $0.method == "OPTIONS" })
+            #expect(log.filter { $0.method == "POST" }.map(\.bytes) == forms.map { Int($0.contentLength!) })
+            #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
         }
-        #expect(answer.statusCode == 200)
-        #expect(try server.forms() == [try expected(original)])
+
+        /// A file deleted while queued fails its upload alone, naming the part; the others complete.
+        @Test func aDeletedFileFailsItsUploadAlone() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
+            var ids: [MultipartUploadQueue.ID] = []
+            for index in 0..<3 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
+            try FileManager.default.removeItem(at: directory.path("photo-1.jpg"))
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            let states = await queue.uploads.map(\.state)
+            guard case .failed(let reason) = states[1] else {
+                Issue.record("\(states)")
+                return
+            }
+            #expect(reason.contains("photo"), "\(reason)")
+            #expect(states[0] != states[1] && states[2] != states[1])
+            #expect(try server.forms().count == 2)
+        }
+
+        /// The server's final answer came, and the process died before the queue's record said so (here: the upload
+        /// the queue makes, run by hand, keeping its state as the queue does): the next run asks the server, which
+        /// holds the whole form, and records the upload completed, the answer unknown. No second copy goes.
+        @Test func aRelaunchAfterTheFinalAnswerSendsNoSecondCopy() async throws {
+            let server = try DraftServer()
+            let form = try form(7)
+            let request = URLRequest(url: server.url())
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let id = try await queue.add(form, with: request)
+            var policy = MultipartResumption()
+            policy.stateDirectory = queueDirectory.appendingPathComponent("state/\(id)")
+            policy.keepsStateAfterAnswer = true
+            _ = try await URLSession.shared.upload(form, with: request, strategy: .resumable(policy))
+            #expect(try server.forms().count == 1)
+
+            let relaunched = try MultipartUploadQueue(directory: queueDirectory)
+            try await within(seconds: 30, "the run") { try await relaunched.run() }
+            let unknown = MultipartUploadQueue.Answer(statusCode: nil, headers: [:], body: Data())
+            #expect(await relaunched.uploads.map(\.state) == [.completed(unknown)], "the answer unknown")
+            #expect(try server.forms().count == 1, "no second copy")
+            #expect(try server.log().filter { $0.method == "PATCH" }.count == 1)
+        }
+
+        /// Two runs of one directory, in two queues: the second is refused while the first runs.
+        @Test func oneDirectoryIsRunByOneQueueAtATime() async throws {
+            let server = try DraftServer()
+            let first = try MultipartUploadQueue(directory: queueDirectory)
+            _ = try await first.add(
+                try form(1, fileBytes: 2_000_000), with: URLRequest(url: server.url(scenario: "slow")))
+            let running = Task { try await first.run() }
+            defer { running.cancel() }
+            // The slow server takes 64 KiB every 50 ms: the 2 MB form takes 1.6 s.
+            let started = Stopwatch()
+            while await first.uploads.first?.state != .running {
+                guard started.seconds < 30 else { throw WaitGaveUp(description: "the first run never started") }
+                try await Task.sleep(nanoseconds: 10_000_000)
+            }
+            let second = try MultipartUploadQueue(directory: queueDirectory)
+            let error = try await #require(throws: MultipartError.self) { try await second.run() }
+            guard case .queueInUse(let busy) = error.reason else {
+                Issue.record("\(error)")
+                return
+            }
+            #expect(busy == queueDirectory)
+        }
+
+        /// A record that is not whole is one upload listed as failed; the others go on.
+        @Test func aDamagedRecordIsOneFailedUpload() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            _ = try await queue.add(try form(1), with: URLRequest(url: server.url()))
+            _ = try await queue.add(try form(2), with: URLRequest(url: server.url()))
+            let damaged = queueDirectory.appendingPathComponent(records().sorted()[0])
+            try Data("{\"format\":1,".utf8).write(to: damaged)
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            try await within(seconds: 60, "the run") { try await reopened.run() }
+            let states = await reopened.uploads.map(\.state)
+            guard states.count == 2, case .failed(let reason) = states[0], case .completed = states[1] else {
+                Issue.record("\(states)")
+                return
+            }
+            #expect(reason.contains("damaged"))
+            #expect(try server.forms().count == 1)
+        }
+
+        /// The queue's one Progress: its count only rises, through every upload's progress and end, to its total.
+        @Test func theProgressNeverGoesBackAndEndsAtTheTotal() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            for index in 0..<5 {
+                _ = try await queue.add(try form(index, fileBytes: 400_000), with: URLRequest(url: server.url()))
+            }
+            let total = queue.progress.totalUnitCount
+            let watcher = Task { () -> [Int64] in
+                var counts: [Int64] = []
+                var ended = 0
+                for await event in queue.events {
+                    counts.append(queue.progress.completedUnitCount)
+                    if case .completed = event { ended += 1 }
+                    if ended == 5 { break }
+                }
+                return counts
+            }
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            let counts = try await within(seconds: 10, "the events") { await watcher.value }
+            #expect(counts.count > 5 && zip(counts, counts.dropFirst()).allSatisfy { $0 <= $1 }, "\(counts)")
+            #expect(queue.progress.completedUnitCount == total && total > 2_000_000)
+        }
+
+        /// A run cancelled with uploads in flight keeps them, with their saved state, for the next run, which resumes
+        /// each where the server stands: every form once, none started over.
+        @Test func aCancelledRunKeepsItsUploadsForTheNext() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            var forms: [MultipartFormData] = []
+            for index in 0..<3 {
+                // Larger than loopback's socket buffers: the slow server has not read it all when the cancel comes.
+                forms.append(try form(index, fileBytes: 8_000_000))
+                _ = try await queue.add(forms[index], with: URLRequest(url: server.url(scenario: "slow")))
+            }
+            let running = Task { try await queue.run() }
+            // The slow server takes 64 KiB every 50 ms: wait until it holds some of each form.
+            try await waitFor(
+                "the uploads to be under way", upTo: 120, every: 0.05,
+                seen: { "\((try? server.log().map(\.method)) ?? [])" },
+                until: { try server.log().filter { $0.method == "POST" }.count == 3 })
+            running.cancel()
+            await #expect(throws: CancellationError.self) {
+                try await within(seconds: 30, "the cancel") { try await running.value }
+            }
+            // Each is pending, or completed where its answer came as the cancel did (the slow server reads what the
+            // socket holds after the client has gone).
+            let kept = await queue.uploads.map(\.state)
+            #expect(kept.allSatisfy { if case .completed = $0 { true } else { $0 == .pending } }, "\(kept)")
+            #expect(kept.contains(.pending), "the cancel came after every upload had completed: \(kept)")
+            try await within(seconds: 120, "the next run") { try await queue.run() }
+            #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
+            #expect(try server.forms().count == 3)
+            let log = try server.log().map { "\($0.method) \($0.path) \($0.bytes)" }
+            #expect(log.filter { $0.hasPrefix("POST") }.count == 3, "resumed, none created again: \(log)")
+        }
+
+        /// A failed upload goes again once retried; a pending one removed goes nowhere, its record gone.
+        @Test func aFailedUploadIsRetriedAndARemovedOneIsGone() async throws {
+            let server = try UploadServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let refused = try await queue.add(try form(0), with: URLRequest(url: server.url("/early/403")))
+            let watcher = Task { () -> Int in
+                var (starts, failures) = (0, 0)
+                for await event in queue.events {
+                    if case .started(refused) = event { starts += 1 }
+                    if case .failed(refused, _) = event { failures += 1 }
+                    if failures == 2 { break }
+                }
+                return starts
+            }
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            guard case .failed(let reason) = await queue.uploads[0].state else {
+                Issue.record("\(await queue.uploads)")
+                return
+            }
+            #expect(reason.contains("403"), "\(reason)")
+            try await queue.retry(refused)
+            #expect(await queue.uploads[0].state == .pending)
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            #expect(try await within(seconds: 10, "the events") { await watcher.value } == 2, "it went again")
+
+            let removed = try await queue.add(try form(1), with: URLRequest(url: server.url("/headers")))
+            await queue.remove(removed)
+            #expect(await !queue.uploads.contains { $0.id == removed })
+            #expect(records().count == 1)
+            let before = try await server.log().count
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            #expect(try await server.log().count == before, "a removed upload goes nowhere")
+        }
+
+        /// An outage longer than an upload's own retries: the upload waits in the queue (`waiting`, until when), and
+        /// goes again at most 15 s later, once the server is back; the form arrives once.
+        @Test func anOutageLongerThanTheRetriesMakesTheUploadWait() async throws {
+            let server = try DraftServer()
+            let quick = MultipartResumption(maximumAttempts: 2, initialDelay: 0.05, maximumDelay: 0.1)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
+            let original = try form(3)
+            let id = try await queue.add(original, with: URLRequest(url: server.url()))
+            try server.setListening(false)
+            let watcher = Task { () -> Double? in
+                for await event in queue.events {
+                    if case .waiting(id, let until) = event {
+                        // Back before the queue tries again.
+                        try? server.setListening(true)
+                        return until.timeIntervalSinceNow
+                    }
+                    if case .completed = event { return nil }
+                }
+                return nil
+            }
+            try await within(seconds: 90, "the run") { try await queue.run() }
+            let wait = try #require(try await within(seconds: 10, "the events") { await watcher.value }, "it waited")
+            #expect(wait <= 15, "the next try within 15 s of the server's return: \(wait) s")
+            guard case .completed(let answer) = await queue.uploads[0].state else {
+                Issue.record("\(await queue.uploads)")
+                return
+            }
+            #expect(answer.statusCode == 200)
+            #expect(try server.forms() == [try expected(original)])
+        }
     }
 }
