@@ -38,6 +38,7 @@ Scenarios (the default answers as the draft's examples do; the others change one
   slow                  PATCH reads 64 KiB every 50 ms, appending each as it comes (so the offset grows while a
                         request whose client is gone drains); a newer PATCH to the upload takes over, and the
                         older one stops
+  slow-relative         as slow, with the creation's Location as relative-location's (through a proxy)
   max-append            OPTIONS says max-append-size=100000
   max-append-drop       as max-append, and the second PATCH keeps half its bytes and drops the connection
   too-large             a PATCH of more than 120000 bytes is refused with 413, its body read and dropped
@@ -301,6 +302,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         port = ports["alt"] if scenario == "other-origin" else ports["main"]
         headers = {"Location": {
             "relative-location": f"/u/{upload_id}",
+            "slow-relative": f"/u/{upload_id}",
             "location-no-host": f"http:///u/{upload_id}",
             "location-userinfo": f"http://u:p@127.0.0.1:{port}/u/{upload_id}",
             "location-ftp": f"ftp://127.0.0.1:{port}/u/{upload_id}",
@@ -371,7 +373,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.entry(len(data))
             return self.answer(413)
         offset = int(self.headers.get("Upload-Offset") or -1)
-        if scenario == "slow":
+        if scenario in ("slow", "slow-relative"):
             return self.slow_append(upload, offset, writer)
         if scenario == "huge-500":
             data, _ = self.read()

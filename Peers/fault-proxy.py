@@ -81,6 +81,10 @@ class Proxy:
         except OSError:
             self.reset(client_writer)
             return
+        if self.outage_end is not None and time.time() < self.outage_end:
+            # Accepted as the outage began, and missed by its resets.
+            self.reset(client_writer, upstream_writer)
+            return
         sent = 0
         stalled = False
         pair = (client_writer, upstream_writer)

@@ -197,6 +197,14 @@ extension URLSessionSuites {
             #expect(reason.contains("photo"), "\(reason)")
             #expect(states[0] != states[1] && states[2] != states[1])
             #expect(try server.forms().count == 2)
+            // The failure keeps the queue's progress short of done, until the caller removes the upload.
+            let length = await Int64(queue.uploads[1].contentLength)
+            #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount - length)
+            #expect(!queue.progress.isFinished)
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            #expect(reopened.progress.completedUnitCount == reopened.progress.totalUnitCount - length, "after a reopen")
+            await queue.remove(ids[1])
+            #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount)
         }
 
         /// The server's final answer came, and the process died before the queue's record said so (here: the upload
@@ -341,6 +349,7 @@ extension URLSessionSuites {
                 return
             }
             #expect(reason.contains("403"), "\(reason)")
+            #expect(!queue.progress.isFinished, "a failure is not done")
             try await queue.retry(refused)
             #expect(await queue.uploads[0].state == .pending)
             try await within(seconds: 60, "the run") { try await queue.run() }
@@ -355,35 +364,96 @@ extension URLSessionSuites {
             #expect(try await server.log().count == before, "a removed upload goes nowhere")
         }
 
-        /// An outage longer than an upload's own retries: the upload waits in the queue (`waiting`, until when), and
-        /// goes again at most 15 s later, once the server is back; the form arrives once.
-        @Test func anOutageLongerThanTheRetriesMakesTheUploadWait() async throws {
+        /// An outage longer than the uploads' own retries pauses the queue's uploads to that server: each waits
+        /// (`waiting`, until when), no other starts, and one probes the server every 15 s; the first answer sends
+        /// them all again, within 15 s of the server's return. Every form arrives once.
+        @Test func anOutageLongerThanTheRetriesPausesTheQueueWithOneProbe() async throws {
             let server = try DraftServer()
+            // Every connection reset from the first byte on, for 20 s.
+            let proxy = try FaultProxy(to: server.port, cuts: ["outage:1:20"])
             let quick = MultipartResumption(maximumAttempts: 2, initialDelay: 0.05, maximumDelay: 0.1)
             let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
-            let original = try form(3)
-            let id = try await queue.add(original, with: URLRequest(url: server.url()))
-            try server.setListening(false)
-            let watcher = Task { () -> Double? in
+            var expected: [DraftServer.Form] = []
+            for index in 0..<6 {
+                let form = try form(index)
+                expected.append(try self.expected(form))
+                _ = try await queue.add(
+                    form, with: URLRequest(url: proxy.url(server.url(scenario: "relative-location"))))
+            }
+            // Until cancelled, after the run.
+            let watcher = Task { () -> (starts: [Date], waits: [Double]) in
+                var (starts, waits) = ([Date](), [Double]())
                 for await event in queue.events {
-                    if case .waiting(id, let until) = event {
-                        // Back before the queue tries again.
-                        try? server.setListening(true)
-                        return until.timeIntervalSinceNow
-                    }
-                    if case .completed = event { return nil }
+                    if case .started = event { starts.append(Date()) }
+                    if case .waiting(_, let until) = event { waits.append(until.timeIntervalSinceNow) }
                 }
-                return nil
+                return (starts, waits)
             }
-            try await within(seconds: 90, "the run") { try await queue.run() }
-            let wait = try #require(try await within(seconds: 10, "the events") { await watcher.value }, "it waited")
-            #expect(wait <= 15, "the next try within 15 s of the server's return: \(wait) s")
-            guard case .completed(let answer) = await queue.uploads[0].state else {
-                Issue.record("\(await queue.uploads)")
-                return
+            try await within(seconds: 120, "the run") { try await queue.run() }
+            let seen = try proxy.stop()
+            watcher.cancel()
+            let (starts, waits) = await watcher.value
+            let outageEnd = try #require(seen.outageEnd, "the outage began")
+            let during = starts.filter { $0.timeIntervalSince1970 < outageEnd }
+            #expect(during.count == 4, "the first three, and one probe 15 s later: \(during.count) starts")
+            #expect(seen.outageTries <= 12, "\(seen.outageTries) tries during the outage")
+            #expect(!waits.isEmpty && waits.allSatisfy { $0 <= 15 }, "waits: \(waits)")
+            let back = try #require(seen.firstAfterOutage, "a connection after the outage")
+            #expect(back - outageEnd <= 15, "the next try \(back - outageEnd) s after the server's return")
+            #expect(Set(try server.forms().map(\.sha256)) == Set(expected.map(\.sha256)))
+            #expect(try server.forms().count == 6, "each once")
+            for upload in await queue.uploads {
+                guard case .completed(let answer) = upload.state else {
+                    Issue.record("\(upload.id): \(upload.state)")
+                    continue
+                }
+                #expect(answer.statusCode == 200)
             }
-            #expect(answer.statusCode == 200)
-            #expect(try server.forms() == [try expected(original)])
+        }
+
+        /// An outage pauses the uploads to its server together: the three in flight when every connection drops wait
+        /// for one probe of the server, not one each, no other upload starts until it answers, and all go on at its
+        /// answer. Every form arrives once, byte-exact.
+        @Test func anOutagePausesTheUploadsOfItsServerWithOneProbe() async throws {
+            let server = try DraftServer()
+            // Every connection reset once one has carried 1 MiB, and every new one for 20 s.
+            let proxy = try FaultProxy(to: server.port, cuts: ["outage:1M:20"])
+            // Waits of 0.25 to 0.5 s doubling to 2 to 4 s: one upload tries 6 to 11 times in 20 s, three 18 to 33.
+            let policy = MultipartResumption(initialDelay: 0.5, maximumDelay: 4)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: policy)
+            var expected: [DraftServer.Form] = []
+            for index in 0..<6 {
+                let form = try form(index, fileBytes: 2 << 20)
+                expected.append(try self.expected(form))
+                _ = try await queue.add(form, with: URLRequest(url: proxy.url(server.url(scenario: "slow-relative"))))
+            }
+            // Until cancelled, after the run.
+            let watcher = Task { () -> [Date] in
+                var starts: [Date] = []
+                for await event in queue.events {
+                    if case .started = event { starts.append(Date()) }
+                }
+                return starts
+            }
+            try await within(seconds: 180, "the run") { try await queue.run() }
+            let seen = try proxy.stop()
+            watcher.cancel()
+            let starts = await watcher.value
+            let outageEnd = try #require(seen.outageEnd, "the outage began")
+            #expect(seen.outageTries >= 1 && seen.outageTries <= 12, "\(seen.outageTries) tries during the outage")
+            let during = starts.filter { (outageEnd - 20..<outageEnd).contains($0.timeIntervalSince1970) }
+            #expect(during.isEmpty, "\(during.count) uploads started during the outage")
+            let back = try #require(seen.firstAfterOutage, "a connection after the outage")
+            #expect(back - outageEnd <= 4, "the probe \(back - outageEnd) s after the outage ended")
+            #expect(
+                try server.forms().sorted(by: { $0.sha256 < $1.sha256 })
+                    == expected.sorted(by: { $0.sha256 < $1.sha256 }))
+            for upload in await queue.uploads {
+                guard case .completed = upload.state else {
+                    Issue.record("\(upload.id): \(upload.state)")
+                    continue
+                }
+            }
         }
     }
 }

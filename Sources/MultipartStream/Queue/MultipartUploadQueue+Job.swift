@@ -45,6 +45,8 @@ extension MultipartUploadQueue {
         let startedBefore: Bool
         /// Whether an earlier upload of the queue found that the server speaks no version of the draft.
         let knownNotResumable: Bool
+        /// Its place among the uploads to its server that wait out an outage together.
+        let outage: OutageGate.Pass?
         let session: URLSession
         let headers: MultipartHeaders?
         let cancel: CancelHandle
@@ -61,6 +63,8 @@ extension MultipartUploadQueue {
             policy.keepsStateAfterAnswer = true
             policy.knownNotResumable = knownNotResumable
             policy.events = { notes.record($0) }
+            policy.outage = outage
+            defer { outage?.leave() }
             let (form, request, session, headers, progress) = (form, request, session, headers, progress)
             let work = Task {
                 try await session.upload(
@@ -188,20 +192,5 @@ extension MultipartUploadQueue {
             }
             cancel?()
         }
-    }
-}
-
-/// A value behind a lock.
-final class LockedValue<Value>: @unchecked Sendable {
-    // @unchecked: `value` is only touched under `lock`.
-    private let lock = Lock()
-    private var value: Value
-
-    init(_ value: Value) {
-        self.value = value
-    }
-
-    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
-        lock.withLock { body(&value) }
     }
 }

@@ -26,8 +26,10 @@ public actor MultipartUploadQueue {
     public nonisolated let directory: URL
     /// How many uploads go at once.
     public nonisolated let maximumConcurrentUploads: Int
-    /// The queue's progress in bytes of its forms: every upload's length in all, and the bytes of those that ended
-    /// and of those in flight. It never goes back: an upload resumed or sent again counts no byte twice.
+    /// The queue's progress in bytes of its forms: every upload's length in all, and the bytes of those that
+    /// completed or were removed and those the others handed out. It never goes back: an upload resumed or sent again
+    /// counts no byte twice. A failed upload's unsent bytes keep it short of done until it is retried and completes,
+    /// or removed.
     public nonisolated let progress: Progress
     /// What happens in the queue, for one reader: uploads added, started, their progress, waits, completions and
     /// failures.
@@ -46,14 +48,28 @@ public actor MultipartUploadQueue {
     private var cursor = 0
     /// The uploads that wait, until when.
     private var waiting: [ID: Date] = [:]
-    /// The bytes handed out by uploads that have not ended.
+    /// The bytes handed out by uploads that have not completed.
     private var inFlightBytes: UInt64 = 0
     private var nextSequence = 0
     private var isRunning = false
-    /// The bytes of uploads that ended (completed, failed or removed), which progress never takes back.
+    /// The bytes of uploads that completed or were removed, which progress never takes back.
     private var endedBytes: UInt64 = 0
     /// The origins found to speak no version of the draft: one probe for a server, not one an upload.
-    private var plainOrigins: Set<String> = []
+    private var plainOrigins: Set<Origin> = []
+    /// Each server's outage, which the uploads to it wait out together.
+    private var servers: [Origin: Server] = [:]
+    /// Wakes a run that waits for an upload's time to come, when a server's outage ends.
+    private var wake: AsyncStream<Void>.Continuation?
+
+    /// What the queue knows of one server.
+    private struct Server {
+        /// Where the uploads to it wait out an outage together.
+        var gate: OutageGate
+        /// Its uploads in flight.
+        var running = 0
+        /// When an upload may next start to probe it, after an outage ended an upload.
+        var probe: Date?
+    }
 
     /// One upload as the queue holds it.
     private struct Entry {
@@ -62,20 +78,16 @@ public actor MultipartUploadQueue {
         var record: QueueRecord?
         var file: URL
         var state: State
-        /// The most bytes of the form this upload handed out.
+        /// The most bytes of the form this upload handed out, counted in the queue's progress: at most all but the last
+        /// until it completes.
         var sent: UInt64 = 0
         /// Cancels the upload under way.
         var cancel: CancelHandle?
         /// Whether the caller removed it while it ran.
         var removing = false
 
-        /// Whether it ended: completed or failed.
-        var isOver: Bool {
-            switch state {
-            case .completed, .failed: true
-            default: false
-            }
-        }
+        /// Where its requests go.
+        var origin: Origin? { record.flatMap { Origin($0.request.url) } }
 
         var isCompleted: Bool {
             if case .completed = state { return true }
@@ -133,7 +145,7 @@ public actor MultipartUploadQueue {
         entries = loaded
         index = Dictionary(loaded.enumerated().map { ($0.element.id, $0.offset) }) { first, _ in first }
         let total = loaded.reduce(UInt64(0)) { $0 + ($1.record?.contentLength ?? 0) }
-        let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isOver ? ($1.record?.contentLength ?? 0) : 0) }
+        let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isCompleted ? ($1.record?.contentLength ?? 0) : 0) }
         endedBytes = ended
         progress = Progress(totalUnitCount: Int64(clamping: total))
         progress.completedUnitCount = Int64(clamping: ended)
@@ -228,28 +240,58 @@ public actor MultipartUploadQueue {
 
     /// Starts uploads while there is room and one to start, and records each as it ends, until none is left.
     private func drive(session: URLSession, headers: MultipartHeaders?) async throws {
-        try await withThrowingTaskGroup(of: Finished.self) { group in
+        let (rings, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.wake = wake
+        defer { wake.finish() }
+        try await withThrowingTaskGroup(of: Finished?.self) { group in
             var inFlight = 0
+            var waking = false
             while true {
+                // One moment for both questions: what may start now, and else when to look again.
+                let now = Date()
                 // Cancelled, the run starts nothing more, and records how each upload in flight ended (an upload
                 // may complete as the cancel comes) before it returns.
                 while !Task.isCancelled, inFlight < maximumConcurrentUploads,
-                    let job = startNext(session: session, headers: headers)
+                    let job = startNext(at: now, session: session, headers: headers)
                 {
                     group.addTask { await job.send() }
                     inFlight += 1
                 }
-                if inFlight == 0 {
+                // One task at a time sleeps until the next upload's time comes, or a server is back.
+                if !waking, !Task.isCancelled, let time = nextWake(after: now) {
+                    waking = true
+                    group.addTask { await Self.sleep(until: time, orUntil: rings) }
+                }
+                if inFlight == 0, !waking {
                     try Task.checkCancellation()
-                    guard let wake = nextWake() else { return }
-                    try await Task.sleep(nanoseconds: UInt64(max(0, wake.timeIntervalSinceNow) * 1e9) + 1_000_000)
+                    return
+                }
+                switch try await group.next() {
+                case .some(.some(let finished)):
+                    inFlight -= 1
+                    await finish(finished, session: session, headers: headers)
+                case .some(.none):
+                    waking = false
+                case .none:
                     continue
                 }
-                guard let finished = try await group.next() else { continue }
-                inFlight -= 1
-                await finish(finished, session: session, headers: headers)
             }
         }
+    }
+
+    /// Sleeps until `time`, a ring of `rings`, or a cancel.
+    private static func sleep(until time: Date, orUntil rings: AsyncStream<Void>) async -> Finished? {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try? await Task.sleep(nanoseconds: UInt64(max(0, time.timeIntervalSinceNow) * 1e9) + 1_000_000)
+            }
+            group.addTask {
+                for await _ in rings { return }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        return nil
     }
 
     /// Fails a failed upload again: it goes back to pending, at the end of its turn as it was added.
@@ -259,10 +301,7 @@ public actor MultipartUploadQueue {
         try record.write(to: store)
         entries[at].record = record
         entries[at].state = .pending
-        entries[at].sent = 0
         cursor = min(cursor, at)
-        endedBytes -= min(endedBytes, record.contentLength)
-        report()
     }
 
     /// Removes an upload from the queue and its record from disk. One that has not completed is given up: cancelled
@@ -282,20 +321,37 @@ public actor MultipartUploadQueue {
 
     /// The first pending upload whose turn it is, or a waiting one whose time has come, marked running; `nil` for
     /// none.
-    private func startNext(session: URLSession, headers: MultipartHeaders?) -> Job? {
+    private func startNext(at now: Date, session: URLSession, headers: MultipartHeaders?) -> Job? {
         // An upload whose record cannot be written or makes no form fails, and the next is tried.
-        while let index = nextReady() {
+        while let index = nextReady(at: now) {
             if let job = start(index, session: session, headers: headers) { return job }
         }
         return nil
     }
 
-    /// The first pending upload, or an earlier waiting one whose time has come.
-    private func nextReady() -> Int? {
+    /// The first pending upload, or an earlier waiting one whose time has come, of a server that is not paused by an
+    /// outage.
+    private func nextReady(at now: Date) -> Int? {
         while cursor < entries.count, entries[cursor].state != .pending { cursor += 1 }
-        let now = Date()
-        let ready = waiting.filter { $0.value <= now }.compactMap { index[$0.key] }.min()
-        return [ready, cursor < entries.count ? cursor : nil].compactMap { $0 }.min()
+        let ready = waiting.filter { $0.value <= now }.compactMap { index[$0.key] }.sorted()
+        var pending = (cursor..<entries.count).lazy.filter { self.entries[$0].state == .pending }.makeIterator()
+        var nextWaiting = ready.makeIterator()
+        var (candidatePending, candidateWaiting) = (pending.next(), nextWaiting.next())
+        while let candidate = [candidatePending, candidateWaiting].compactMap({ $0 }).min() {
+            if !isPaused(entries[candidate].origin, at: now) { return candidate }
+            if candidate == candidatePending {
+                candidatePending = pending.next()
+            } else {
+                candidateWaiting = nextWaiting.next()
+            }
+        }
+        return nil
+    }
+
+    /// Whether the uploads to `origin` wait out its outage: while one of them probes it, or until the next probe.
+    private func isPaused(_ origin: Origin?, at now: Date) -> Bool {
+        guard let origin, let server = servers[origin], server.gate.isOut else { return false }
+        return server.running > 0 || now < server.probe ?? .distantPast
     }
 
     /// The send of the upload at `index`, marked running; `nil` when it failed instead.
@@ -328,6 +384,12 @@ public actor MultipartUploadQueue {
         }
         let id = entries[index].id
         let handle = CancelHandle()
+        let origin = entries[index].origin
+        var outage: OutageGate.Pass?
+        if let origin {
+            outage = server(origin).gate.pass()
+            servers[origin]?.running += 1
+        }
         entries[index].state = .running
         entries[index].cancel = handle
         eventSink.yield(.started(id))
@@ -335,23 +397,47 @@ public actor MultipartUploadQueue {
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: stateDirectory(of: id),
             resumption: resumption, startedBefore: startedBefore,
-            knownNotResumable: plainOrigins.contains(Self.origin(of: record.request.url)),
+            knownNotResumable: origin.map { plainOrigins.contains($0) } ?? false, outage: outage,
             session: session, headers: headers, cancel: handle
         ) { [weak self] sent in
             Task { await self?.sent(sent, by: id) }
         }
     }
 
-    /// When the next waiting upload goes again, where one waits.
-    private func nextWake() -> Date? {
-        waiting.values.min()
+    /// When the run looks again for an upload to start, after `now`: a waiting upload's time, or a paused server's
+    /// next probe.
+    private func nextWake(after now: Date) -> Date? {
+        (waiting.values + servers.values.compactMap(\.probe)).filter { $0 > now }.min()
+    }
+
+    /// The server of `origin`, made at its first upload.
+    private func server(_ origin: Origin) -> Server {
+        if let server = servers[origin] { return server }
+        let server = Server(gate: OutageGate { [weak self] in Task { await self?.outageEnded(at: origin) } })
+        servers[origin] = server
+        return server
+    }
+
+    /// A server is back: its uploads that wait go now.
+    private func outageEnded(at origin: Origin) {
+        servers[origin]?.probe = nil
+        let now = Date()
+        for (id, _) in waiting {
+            if let at = index[id], entries[at].origin == origin { waiting[id] = now }
+        }
+        wake?.yield()
     }
 
     private func sent(_ bytes: UInt64, by id: ID) {
-        guard let index = index[id], !entries[index].isOver, bytes > entries[index].sent else { return }
-        inFlightBytes += bytes - entries[index].sent
-        entries[index].sent = bytes
-        eventSink.yield(.progress(id, bytesSent: bytes, of: entries[index].record?.contentLength ?? bytes))
+        guard let index = index[id], entries[index].state == .running else { return }
+        let length = entries[index].record?.contentLength ?? bytes
+        eventSink.yield(.progress(id, bytesSent: bytes, of: length))
+        // Its last byte counts when the server's answer says it has the form: a form handed out whole and refused
+        // keeps the queue short of done.
+        let counted = min(bytes, length.subtractingSaturated(1))
+        guard counted > entries[index].sent else { return }
+        inFlightBytes += counted - entries[index].sent
+        entries[index].sent = counted
         report()
     }
 
@@ -365,6 +451,8 @@ public actor MultipartUploadQueue {
     private func finish(_ finished: Finished, session: URLSession, headers: MultipartHeaders?) async {
         guard let index = index[finished.id] else { return }
         entries[index].cancel = nil
+        let origin = entries[index].origin
+        if let origin { servers[origin]?.running -= 1 }
         if entries[index].removing {
             return await forget(entries[index], session: session, headers: headers, givingUp: true)
         }
@@ -374,18 +462,24 @@ public actor MultipartUploadQueue {
             record.sentAgain += 1
             entries[index].record = record
         }
-        if finished.sentWhole, let url = entries[index].record?.request.url {
-            plainOrigins.insert(Self.origin(of: url))
+        if finished.sentWhole, let origin {
+            plainOrigins.insert(origin)
         }
         switch finished.outcome {
         case .completed(let answer):
+            // A server that speaks no draft says it is back this way.
+            if let origin { servers[origin]?.gate.answered() }
             complete(index, with: answer, recorded: finished.recorded != nil)
         case .failed(let reason):
             fail(index, because: reason)
         case .waiting:
-            // The queue's probe: at most every 15 s, so that an upload goes again within 15 s of the network's
-            // return; its own retries waited out the outage's start already.
+            // The queue's probe of the server: one upload at most every 15 s, so that the uploads go again within
+            // 15 s of the network's return; its own retries waited out the outage's start already.
             let until = Date(timeIntervalSinceNow: 15)
+            if let origin {
+                servers[origin]?.gate.markOut()
+                servers[origin]?.probe = until
+            }
             entries[index].state = .waiting(until: until)
             waiting[finished.id] = until
             try? entries[index].record?.write(to: store)
@@ -418,15 +512,13 @@ public actor MultipartUploadQueue {
 
     private func fail(_ index: Int, because reason: String) {
         let id = entries[index].id
-        if !entries[index].isOver { inFlightBytes -= min(inFlightBytes, entries[index].sent) }
+        // What it handed out stays counted, and what it did not keeps the progress short of done.
         entries[index].state = .failed(reason: reason)
         if var record = entries[index].record {
             record.outcome = .failed(reason: reason)
             entries[index].record = record
             try? record.write(to: store)
-            endedBytes += record.contentLength
         }
-        report()
         eventSink.yield(.failed(id, reason: reason))
     }
 
@@ -434,7 +526,7 @@ public actor MultipartUploadQueue {
     private func forget(_ entry: Entry, session: URLSession, headers: MultipartHeaders?, givingUp: Bool) async {
         entries.removeAll { $0.id == entry.id }
         waiting[entry.id] = nil
-        if !entry.isOver { inFlightBytes -= min(inFlightBytes, entry.sent) }
+        if !entry.isCompleted { inFlightBytes -= min(inFlightBytes, entry.sent) }
         try? FileManager.default.removeItem(at: entry.file)
         if givingUp, let record = entry.record, let form = try? record.form.rebuilt() {
             var policy = MultipartResumption()
@@ -443,13 +535,9 @@ public actor MultipartUploadQueue {
                 form, with: record.request.urlRequest, resumption: policy, headers: headers)
         }
         try? FileManager.default.removeItem(at: stateDirectory(of: entry.id))
-        if !entry.isOver { endedBytes += entry.record?.contentLength ?? 0 }
+        // A removed upload counts as done: the caller gave it up.
+        if !entry.isCompleted { endedBytes += entry.record?.contentLength ?? 0 }
         report()
-    }
-
-    /// `url`'s scheme, host and port: where one server answers.
-    private static func origin(of url: URL) -> String {
-        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port ?? -1)"
     }
 
     /// Where an upload keeps its saved state: a directory of its own, so that two uploads of the same form never

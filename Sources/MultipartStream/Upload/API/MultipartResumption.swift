@@ -61,6 +61,9 @@ public struct MultipartResumption: Sendable {
     /// Whether the server is known to speak no version of the draft (an upload queue found it out from an earlier
     /// upload to the same origin): a new upload sends the whole form without asking again.
     var knownNotResumable = false
+    /// The upload's place among the uploads to its server that wait out an outage together (an upload queue's), so
+    /// that one probes the server rather than each; `nil` for an upload that waits on its own.
+    var outage: OutageGate.Pass?
 
     /// The stall rule, as curl's `--speed-limit` and `--speed-time`: fewer than `bytesPerSecond` for `seconds`.
     public struct Stall: Sendable, Equatable {

@@ -101,6 +101,7 @@ struct ResumableUpload {
                     failure = nil
                 }
                 let reason: String
+                var answered = false
                 // The machine as it stands judges the head of the answer, so that only its answer reaches the sink.
                 let judge = resumption
                 switch await send(
@@ -110,6 +111,7 @@ struct ResumableUpload {
                 {
                 case (.success(let reply), let handedOut):
                     reason = "HTTP \((reply.1 as? HTTPURLResponse)?.statusCode ?? 0)"
+                    answered = true
                     action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
@@ -124,10 +126,17 @@ struct ResumableUpload {
                 if case .wait(let seconds, _) = action {
                     failure = reason
                     policy.events?(.retrying(reason: reason, seconds: seconds))
+                } else if answered {
+                    // Answered, and going on: the server is back for every upload that waits for it.
+                    policy.outage?.answered()
                 }
             case .wait(let seconds, let step):
                 // The machine bounds every wait (finite, at most an hour); a cancel ends it at once.
-                try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                if let outage = policy.outage {
+                    await outage.wait(seconds: seconds, atMost: resumption.outageTimeLeft)
+                } else {
+                    try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+                }
                 action = .send(step)
             case .settle(let offset, let seconds):
                 policy.events?(.settling(offset: offset))
