@@ -39,6 +39,7 @@ Scenarios (the default answers as the draft's examples do; the others change one
                         request whose client is gone drains); a newer PATCH to the upload takes over, and the
                         older one stops
   slow-relative         as slow, with the creation's Location as relative-location's (through a proxy)
+  paced                 as slow, but every paced upload shares one link of 10 MB/s, read 64 KiB at a time
   max-append            OPTIONS says max-append-size=100000
   max-append-drop       as max-append, and the second PATCH keeps half its bytes and drops the connection
   too-large             a PATCH of more than 120000 bytes is refused with 413, its body read and dropped
@@ -87,7 +88,8 @@ are kept); GET /up there opens it again on the same port.
 
 GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, version, bytes,
 length (its Upload-Length), interims (the 104 answers it got)}; GET /forms
-lists the forms the application processed: {bytes, sha256}.
+lists the forms the application processed: {bytes, sha256}; GET /in-flight says how many uploads had an append
+being read at once, at most: {most}.
 """
 import hashlib
 import http.server
@@ -102,6 +104,11 @@ lock = threading.Lock()
 log = []
 forms = []
 huge_answers = []
+# The uploads with an append being read (counted, since a newer append may take over from an older one), and the
+# most there were at once.
+in_flight = {"uploads": {}, "most": 0}
+# When the paced scenario's shared link is next free (time.monotonic()).
+link = {"free": 0.0}
 uploads = {}
 next_id = [0]
 used_tokens = set()
@@ -215,6 +222,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/forms":
             with lock:
                 body = json.dumps(forms).encode()
+        elif self.path == "/in-flight":
+            with lock:
+                body = json.dumps({"most": in_flight["most"]}).encode()
         elif self.path == "/huge":
             with lock:
                 body = json.dumps(huge_answers).encode()
@@ -373,8 +383,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.entry(len(data))
             return self.answer(413)
         offset = int(self.headers.get("Upload-Offset") or -1)
-        if scenario in ("slow", "slow-relative"):
-            return self.slow_append(upload, offset, writer)
+        if scenario in ("slow", "slow-relative", "paced"):
+            return self.slow_append(upload, offset, writer, paced=scenario == "paced")
         if scenario == "huge-500":
             data, _ = self.read()
             self.entry(len(data))
@@ -464,9 +474,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(status, headers, body)
 
 
-    def slow_append(self, upload, offset, writer):
-        """The `slow` scenario's append: 64 KiB every 50 ms, each appended as it comes, until the body ends, the
-        client goes, or a newer PATCH takes over."""
+    def slow_append(self, upload, offset, writer, paced=False):
+        """The `slow` scenario's append: 64 KiB every 50 ms (or, `paced`, as the shared link lets it), each appended
+        as it comes, until the body ends, the client goes, or a newer PATCH takes over."""
         declared = int(self.headers.get("Content-Length") or 0)
         with lock:
             conflict = offset != len(upload["data"])
@@ -474,8 +484,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(409, {"Upload-Offset": str(len(upload["data"])), "Upload-Complete": "?0"})
+        key = id(upload)
+        with lock:
+            in_flight["uploads"][key] = in_flight["uploads"].get(key, 0) + 1
+            in_flight["most"] = max(in_flight["most"], len(in_flight["uploads"]))
+        try:
+            return self.slow_read(upload, writer, declared, paced)
+        finally:
+            with lock:
+                in_flight["uploads"][key] -= 1
+                if in_flight["uploads"][key] == 0:
+                    del in_flight["uploads"][key]
+
+    def slow_read(self, upload, writer, declared, paced):
         read = 0
         while read < declared:
+            if paced:
+                # A slot of the shared link for the next 64 KiB.
+                with lock:
+                    start = max(time.monotonic(), link["free"])
+                    link["free"] = start + 65536 / 10e6
+                time.sleep(max(0.0, start - time.monotonic()))
             try:
                 chunk = self.rfile.read(min(65536, declared - read))
             except (ConnectionError, OSError):
@@ -487,7 +516,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     break
                 upload["data"] += chunk
             read += len(chunk)
-            time.sleep(0.05)
+            if not paced:
+                time.sleep(0.05)
         self.entry(read)
         if read < declared:
             return self.drop()

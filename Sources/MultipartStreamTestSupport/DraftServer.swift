@@ -81,6 +81,12 @@ public final class DraftServer: @unchecked Sendable {
         try JSONDecoder().decode([Form].self, from: fetch("/forms"))
     }
 
+    /// The most uploads that had an append being read at once, so far.
+    public func mostInFlight() throws -> Int {
+        struct InFlight: Decodable { var most: Int }
+        return try JSONDecoder().decode(InFlight.self, from: fetch("/in-flight")).most
+    }
+
     /// What one answer of the `huge-500` scenario put on the wire.
     public struct HugeAnswer: Decodable, Sendable {
         /// Body bytes written before the end, or before the client hung up.

@@ -156,3 +156,19 @@ extension RegularFile {
         guard current == expected else { throw .fileChanged(url) }
     }
 }
+
+extension MultipartFormData {
+    /// Throws, naming the part, unless every file part is still the file that was appended: there, the same length,
+    /// unmodified. What a reader finds at the part's first byte, found before anything is sent (a queued upload whose
+    /// file went while it waited fails before it asks a server for anything).
+    package func checkFiles() throws(MultipartError) {
+        for (index, part) in bodyParts.enumerated() {
+            guard case .file = part.body else { continue }
+            do throws(MultipartError.Reason) {
+                try OpenPartBody.open(part.body)?.close()
+            } catch {
+                throw MultipartError(error, partIndex: index, partName: part.name)
+            }
+        }
+    }
+}

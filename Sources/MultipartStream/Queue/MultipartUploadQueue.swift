@@ -103,7 +103,8 @@ public actor MultipartUploadQueue {
     ///     `$XDG_STATE_HOME`).
     ///   - maximumConcurrentUploads: How many uploads go at once: 3 unless set, at least 1.
     ///   - resumption: How each upload retries before it waits in the queue (the defaults wait out 3 minutes at
-    ///     least), and a stall; its state directory and events are the queue's own.
+    ///     least), and a stall; its state directory and events are the queue's own. Its ``MultipartResumption/maximumDelay``
+    ///     is also how often the queue probes a server whose outage outlasted those retries.
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` for a directory that cannot be made or is
     ///   another user's.
     public init(
@@ -382,6 +383,14 @@ public actor MultipartUploadQueue {
             fail(index, because: "its record does not make a form")
             return nil
         }
+        // A file gone or changed while the upload waited fails it before it asks the server for anything. One a run
+        // before started is left to its saved state, which deletes the server's upload of the old file.
+        do {
+            if !startedBefore { try form.checkFiles() }
+        } catch {
+            fail(index, because: "\(error)")
+            return nil
+        }
         let id = entries[index].id
         let handle = CancelHandle()
         let origin = entries[index].origin
@@ -473,9 +482,10 @@ public actor MultipartUploadQueue {
         case .failed(let reason):
             fail(index, because: reason)
         case .waiting:
-            // The queue's probe of the server: one upload at most every 15 s, so that the uploads go again within
-            // 15 s of the network's return; its own retries waited out the outage's start already.
-            let until = Date(timeIntervalSinceNow: 15)
+            // The queue's probe of the server: one upload every longest wait of the uploads' own (15 s unless set,
+            // 1 s at least), so that they go again that soon after the network's return; its own retries waited out
+            // the outage's start already.
+            let until = Date(timeIntervalSinceNow: max(1, resumption.wait(.infinity)))
             if let origin {
                 servers[origin]?.gate.markOut()
                 servers[origin]?.probe = until
