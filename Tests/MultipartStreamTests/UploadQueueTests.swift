@@ -181,30 +181,34 @@ extension URLSessionSuites {
             #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
         }
 
-        /// A file deleted while queued fails its upload alone, naming the part; the others complete.
+        /// A file deleted while queued, and one rewritten at the same length, fail their uploads alone, naming the
+        /// part, before anything is asked of the server; the others complete.
         @Test func aDeletedFileFailsItsUploadAlone() async throws {
             let server = try DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
             var ids: [MultipartUploadQueue.ID] = []
-            for index in 0..<3 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
+            for index in 0..<4 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
             try FileManager.default.removeItem(at: directory.path("photo-1.jpg"))
+            try Data(count: 50_000).write(to: directory.path("photo-2.jpg"))
             try await within(seconds: 60, "the queue's run") { try await queue.run() }
             let states = await queue.uploads.map(\.state)
-            guard case .failed(let reason) = states[1] else {
+            guard case .failed(let reason) = states[1], case .failed(let changed) = states[2] else {
                 Issue.record("\(states)")
                 return
             }
-            #expect(reason.contains("photo"), "\(reason)")
-            #expect(states[0] != states[1] && states[2] != states[1])
+            #expect(reason.contains("photo") && reason.contains("removed"), "\(reason)")
+            #expect(changed.contains("photo") && changed.contains("changed"), "\(changed)")
+            #expect(states[0] != states[1] && states[3] != states[1])
             #expect(try server.forms().count == 2)
-            #expect(try server.log().filter { $0.method == "POST" }.count == 2, "no upload made for the file gone")
+            #expect(try server.log().filter { $0.method == "POST" }.count == 2, "no upload made for the files gone")
             // The failure keeps the queue's progress short of done, until the caller removes the upload.
-            let length = await Int64(queue.uploads[1].contentLength)
+            let length = await Int64(queue.uploads[1].contentLength + queue.uploads[2].contentLength)
             #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount - length)
             #expect(!queue.progress.isFinished)
             let reopened = try MultipartUploadQueue(directory: queueDirectory)
             #expect(reopened.progress.completedUnitCount == reopened.progress.totalUnitCount - length, "after a reopen")
             await queue.remove(ids[1])
+            await queue.remove(ids[2])
             #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount)
         }
 
