@@ -162,6 +162,27 @@ extension URLSessionSuites {
             #expect(try server.log().count == before, "nothing sent again")
         }
 
+        /// The credentials a queue's run is given (the headers hook) go with every request to the origin the upload
+        /// was added for, and with none to an upload resource the server put on another origin: the origin rule
+        /// holds in a queue as in every upload.
+        @Test func theRunsCredentialsReachTheirOriginOnly() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let original = try form(7)
+            _ = try await queue.add(original, with: URLRequest(url: server.url(scenario: "other-origin")))
+            try await within(seconds: 60, "the run") {
+                try await queue.run(
+                    on: .shared, headers: .fresh { _ in ["Authorization": "Bearer T", "Cookie": "c=1"] })
+            }
+            #expect(try server.forms() == [try expected(original)])
+            let log = try server.log()
+            let elsewhere = log.filter { $0.port == server.alternatePort }
+            #expect(elsewhere.map(\.method).contains("PATCH"), "\(log.map(\.method))")
+            #expect(elsewhere.allSatisfy { $0.authorization == nil && $0.cookie == nil }, "\(elsewhere)")
+            let here = log.filter { $0.port == server.port }
+            #expect(!here.isEmpty && here.allSatisfy { $0.authorization == "Bearer T" && $0.cookie == "c=1" })
+        }
+
         /// A server that speaks no version of the draft is asked once for a queue, not once an upload: the first upload
         /// probes it, and every later one sends its form whole at once.
         @Test func aServerWithoutTheDraftIsProbedOnce() async throws {
