@@ -183,6 +183,56 @@ extension URLSessionSuites {
             #expect(!here.isEmpty && here.allSatisfy { $0.authorization == "Bearer T" && $0.cookie == "c=1" })
         }
 
+        /// A server whose every answer is random, as any server's may be: each upload ends as its own answer says
+        /// (a 2xx completed with that status; a 408, 429 or 5xx waiting alone, since a busy server is no outage and
+        /// pauses no other upload; any other status failed, naming it), and nothing traps.
+        @Test(arguments: [55, 56, 57] as [UInt64])
+        func randomAnswersEndEachUploadAsTheySay(seed: UInt64) async throws {
+            let server = try UploadServer()
+            var generator = SeededGenerator(seed: seed)
+            let quick = MultipartResumption(maximumAttempts: 1, initialDelay: 0.01, maximumDelay: 0.05)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
+            var statuses: [MultipartUploadQueue.ID: Int] = [:]
+            for index in 0..<12 {
+                let status = Int.random(in: 200...599, using: &generator)
+                let request = URLRequest(url: server.url("/early/\(status)"))
+                statuses[try await queue.add(try form(index, fileBytes: 1_000), with: request)] = status
+            }
+            let count = statuses.count
+            let watcher = Task { () -> Set<MultipartUploadQueue.ID> in
+                var seen: Set<MultipartUploadQueue.ID> = []
+                for await event in queue.events {
+                    switch event {
+                    case .completed(let id, _), .failed(let id, _), .waiting(let id, _): seen.insert(id)
+                    default: break
+                    }
+                    if seen.count == count { break }
+                }
+                return seen
+            }
+            let run = Task { try await queue.run() }
+            let seen = try await within(seconds: 60, "every upload to end or wait") { await watcher.value }
+            run.cancel()
+            _ = try await within(seconds: 30, "the cancelled run") { await run.result }
+            #expect(seen.count == 12)
+            for upload in await queue.uploads {
+                let status = try #require(statuses[upload.id])
+                switch (status, upload.state) {
+                case (200..<300, .completed(let answer)):
+                    #expect(answer.statusCode == status)
+                case (408, .waiting), (429, .waiting), (500..<600, .waiting), (408, .pending), (429, .pending),
+                    (500..<600, .pending):
+                    break
+                case (_, .failed(let reason))
+                where !(200..<300).contains(status) && status != 408 && status != 429
+                    && status < 500:
+                    #expect(reason.contains("\(status)"), "\(status): \(reason)")
+                default:
+                    Issue.record("\(status): \(upload.state)")
+                }
+            }
+        }
+
         /// A server that speaks no version of the draft is asked once for a queue, not once an upload: the first upload
         /// probes it, and every later one sends its form whole at once.
         @Test func aServerWithoutTheDraftIsProbedOnce() async throws {

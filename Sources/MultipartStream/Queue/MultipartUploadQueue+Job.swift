@@ -12,8 +12,8 @@ extension MultipartUploadQueue {
             case completed(Answer)
             /// The upload is over without it, for this reason.
             case failed(String)
-            /// The network or the server failed it for now.
-            case waiting
+            /// The network (`outage`: no answer) or a busy server failed it for now.
+            case waiting(outage: Bool)
             /// Cancelled: the upload is kept, for the next run.
             case stopped
         }
@@ -112,21 +112,35 @@ extension MultipartUploadQueue {
             if error is CancellationError { return .stopped }
             if let error = error as? URLError {
                 if error.code == .cancelled { return .stopped }
-                return isTransient(error) ? .waiting : .failed(error.localizedDescription)
+                return isTransient(error) ? .waiting(outage: true) : .failed(error.localizedDescription)
             }
             guard let error = error as? MultipartError else { return .failed(String(describing: error)) }
             switch error.reason {
             case .answerLost:
                 return .completed(Answer(statusCode: nil, headers: [:], body: Data()))
             case .resumeSaved, .resumeFailed, .resumeTimeExceeded, .outageOutlasted:
-                return .waiting
+                return .waiting(outage: !answered(error))
             case .unacceptableStatus(let status, _):
                 let busy = status == 408 || status == 429 || (500..<600).contains(status)
-                return busy ? .waiting : .failed("the server answered \(status)")
+                return busy ? .waiting(outage: false) : .failed("the server answered \(status)")
             default:
-                if let underlying = error.underlying as? URLError, isTransient(underlying) { return .waiting }
+                if let underlying = error.underlying as? URLError, isTransient(underlying) {
+                    return .waiting(outage: true)
+                }
                 return .failed(error.description)
             }
+        }
+
+        /// Whether the last failure beneath `error` was the server's answer (a 503, a 429), not its silence.
+        private static func answered(_ error: MultipartError) -> Bool {
+            var beneath = error.underlying
+            while let error = beneath {
+                if error is ResumableUpload.UnexpectedAnswer { return true }
+                guard let multipart = error as? MultipartError else { return false }
+                if case .unacceptableStatus = multipart.reason { return true }
+                beneath = multipart.underlying
+            }
+            return false
         }
 
         private static func isTransient(_ error: URLError) -> Bool {

@@ -481,14 +481,16 @@ public actor MultipartUploadQueue {
             complete(index, with: answer, recorded: finished.recorded != nil)
         case .failed(let reason):
             fail(index, because: reason)
-        case .waiting:
+        case .waiting(let outage):
             // The queue's probe of the server: one upload every longest wait of the uploads' own (15 s unless set,
             // 1 s at least), so that they go again that soon after the network's return; its own retries waited out
-            // the outage's start already.
+            // the outage's start already. A server that answered (busy) is no outage: this upload waits alone.
             let until = Date(timeIntervalSinceNow: max(1, resumption.wait(.infinity)))
-            if let origin {
+            if outage, let origin {
                 servers[origin]?.gate.markOut()
                 servers[origin]?.probe = until
+            } else if let origin {
+                servers[origin]?.gate.answered()
             }
             entries[index].state = .waiting(until: until)
             waiting[finished.id] = until

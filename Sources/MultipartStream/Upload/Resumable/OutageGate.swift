@@ -1,8 +1,10 @@
 import Foundation
 
-/// The waits of uploads to one server through an outage, shared: the first upload to fail probes the server at its
-/// own pace, and those that fail meanwhile wait for it rather than each probing on its own. The first answer that
-/// lets an upload go on ends the outage and releases them all; a prober that ends hands the probe to one of them.
+/// The waits of uploads to one server through an outage (no answer: a dropped or refused connection, a timeout),
+/// shared: the first upload to fail probes the server at its own pace, and those that fail meanwhile wait for it
+/// rather than each probing on its own. The server's first answer, whatever its status, ends the outage and releases
+/// them all; a prober that ends hands the probe to one of them. A busy server's answer (a 503) is each upload's own to
+/// wait out, and does not pass through here.
 final class OutageGate: Sendable {
     private struct State {
         /// Whether an upload failed and none has been answered since.
@@ -86,7 +88,7 @@ final class OutageGate: Sendable {
             }
         }
 
-        /// A request of the upload was answered, and the upload goes on.
+        /// A request of the upload was answered, whatever the status: the server is reachable again.
         func answered() {
             gate.answered()
         }

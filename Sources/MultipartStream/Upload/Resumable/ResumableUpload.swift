@@ -72,6 +72,8 @@ struct ResumableUpload {
         var action = policy.knownNotResumable && record == nil ? .sendWhole : resumption.start()
         // Why the last request failed, until the upload goes on from where the server stands.
         var failure: String?
+        // Whether the last request failed without an answer.
+        var unreachable = false
         // A stream of unknown length, read as the appends go out; made at the first append.
         var buffer: AppendBuffer?
         defer { buffer?.close() }
@@ -101,7 +103,6 @@ struct ResumableUpload {
                     failure = nil
                 }
                 let reason: String
-                var answered = false
                 // The machine as it stands judges the head of the answer, so that only its answer reaches the sink.
                 let judge = resumption
                 switch await send(
@@ -111,28 +112,30 @@ struct ResumableUpload {
                 {
                 case (.success(let reply), let handedOut):
                     reason = "HTTP \((reply.1 as? HTTPURLResponse)?.statusCode ?? 0)"
-                    answered = true
+                    // Any answer, a 503 too: the network is back for every upload that waits for it.
+                    policy.outage?.answered()
+                    unreachable = false
                     action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
                     action = resumption.handle(.cancelled)
                 case (.failure(let failure as HeadersFailure), _):
                     reason = failure.error.localizedDescription
+                    unreachable = false
                     action = resumption.handle(.headersFailed(failure.error))
                 case (.failure(let error), let handedOut):
                     reason = error.localizedDescription
+                    unreachable = true
                     action = resumption.handle(.failed(error, handedOut: handedOut))
                 }
                 if case .wait(let seconds, _) = action {
                     failure = reason
                     policy.events?(.retrying(reason: reason, seconds: seconds))
-                } else if answered {
-                    // Answered, and going on: the server is back for every upload that waits for it.
-                    policy.outage?.answered()
                 }
             case .wait(let seconds, let step):
-                // The machine bounds every wait (finite, at most an hour); a cancel ends it at once.
-                if let outage = policy.outage {
+                // The machine bounds every wait (finite, at most an hour); a cancel ends it at once. Only the server's
+                // silence is waited out with the other uploads to it: a busy answer is this upload's own.
+                if let outage = policy.outage, unreachable {
                     await outage.wait(seconds: seconds, atMost: resumption.outageTimeLeft)
                 } else {
                     try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
