@@ -183,7 +183,8 @@ extension URLSessionSuites {
             #expect(!here.isEmpty && here.allSatisfy { $0.authorization == "Bearer T" && $0.cookie == "c=1" })
         }
 
-        /// A server whose every answer is random, as any server's may be: each upload ends as its own answer says
+        /// A server whose every answer is random (after it read the body), as any server's may be: each upload ends
+        /// as its own answer says
         /// (a 2xx completed with that status; a 408, 429 or 5xx waiting alone, since a busy server is no outage and
         /// pauses no other upload; any other status failed, naming it), and nothing traps.
         @Test(arguments: [55, 56, 57] as [UInt64])
@@ -195,7 +196,7 @@ extension URLSessionSuites {
             var statuses: [MultipartUploadQueue.ID: Int] = [:]
             for index in 0..<12 {
                 let status = Int.random(in: 200...599, using: &generator)
-                let request = URLRequest(url: server.url("/early/\(status)"))
+                let request = URLRequest(url: server.url("/status/\(status)"))
                 statuses[try await queue.add(try form(index, fileBytes: 1_000), with: request)] = status
             }
             let count = statuses.count
