@@ -443,8 +443,8 @@ extension URLSessionSuites {
 
         /// An outage longer than the uploads' own retries pauses the queue's uploads to that server: each waits
         /// (`waiting`, until when), no other starts, and one probes the server every `maximumDelay` (2 s here, 15 s
-        /// by default); the first answer sends them all again, within that of the server's return. Every form
-        /// arrives once.
+        /// by default); the first answer sends them all again, within that of the server's return, while the probe
+        /// still goes on (its form is the largest). Every form arrives once, and the run sleeps through the waits.
         @Test func anOutageLongerThanTheRetriesPausesTheQueueWithOneProbe() async throws {
             let server = try DraftServer()
             // Every connection reset from the first byte on, for 7 s.
@@ -453,25 +453,29 @@ extension URLSessionSuites {
             let quick = MultipartResumption(maximumAttempts: 2, initialDelay: 0.05, maximumDelay: 2)
             let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
             var expected: [DraftServer.Form] = []
+            var ids: [MultipartUploadQueue.ID] = []
             for index in 0..<6 {
-                let form = try form(index)
+                // 64 KiB every 50 ms: the first form takes 0.8 s, the others 50 ms.
+                let form = try form(index, fileBytes: index == 0 ? 1 << 20 : 50_000)
                 expected.append(try self.expected(form))
-                _ = try await queue.add(
-                    form, with: URLRequest(url: proxy.url(server.url(scenario: "relative-location"))))
+                ids.append(
+                    try await queue.add(
+                        form, with: URLRequest(url: proxy.url(server.url(scenario: "slow-relative")))))
             }
             // Until cancelled, after the run.
-            let watcher = Task { () -> (starts: [Date], waits: [Double]) in
-                var (starts, waits) = ([Date](), [Double]())
+            let watcher = Task { () -> (starts: [Date], waits: [Double], lastStart: Date?, probeDone: Date?) in
+                var (starts, waits, lastStart, probeDone) = ([Date](), [Double](), Date?.none, Date?.none)
                 for await event in queue.events {
-                    if case .started = event { starts.append(Date()) }
+                    if case .started = event { (starts, lastStart) = (starts + [Date()], Date()) }
                     if case .waiting(_, let until) = event { waits.append(until.timeIntervalSinceNow) }
+                    if case .completed(ids[0], _) = event { probeDone = Date() }
                 }
-                return (starts, waits)
+                return (starts, waits, lastStart, probeDone)
             }
             try await within(seconds: 120, "the run") { try await queue.run() }
             let seen = try proxy.stop()
             watcher.cancel()
-            let (starts, waits) = await watcher.value
+            let (starts, waits, lastStart, probeDone) = await watcher.value
             let outageEnd = try #require(seen.outageEnd, "the outage began")
             let during = starts.filter { $0.timeIntervalSince1970 < outageEnd }
             // Uploading each on its own, the six would start every 2 s: 24 starts and 72 tries.
@@ -480,6 +484,10 @@ extension URLSessionSuites {
             #expect(!waits.isEmpty && waits.allSatisfy { $0 <= 2 }, "waits: \(waits)")
             let back = try #require(seen.firstAfterOutage, "a connection after the outage")
             #expect(back - outageEnd <= 2.5, "the next try \(back - outageEnd) s after the server's return")
+            let (last, done) = (try #require(lastStart), try #require(probeDone))
+            #expect(last < done, "the others went while the probe still sent its form")
+            let sleeps = await queue.sleeps
+            #expect(sleeps < 30, "the run slept \(sleeps) times through 7 s of waits: a loop")
             #expect(Set(try server.forms().map(\.sha256)) == Set(expected.map(\.sha256)))
             #expect(try server.forms().count == 6, "each once")
             for upload in await queue.uploads {

@@ -58,8 +58,10 @@ public actor MultipartUploadQueue {
     private var plainOrigins: Set<Origin> = []
     /// Each server's outage, which the uploads to it wait out together.
     private var servers: [Origin: Server] = [:]
-    /// Wakes a run that waits for an upload's time to come, when a server's outage ends.
-    private var wake: AsyncStream<Void>.Continuation?
+    /// Wakes the run's sleep early, when a server's outage ends.
+    private var alarm: Alarm?
+    /// How many times the run slept: a few for each wait, never a loop.
+    private(set) var sleeps = 0
 
     /// What the queue knows of one server.
     private struct Server {
@@ -241,12 +243,10 @@ public actor MultipartUploadQueue {
 
     /// Starts uploads while there is room and one to start, and records each as it ends, until none is left.
     private func drive(session: URLSession, headers: MultipartHeaders?) async throws {
-        let (rings, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        self.wake = wake
-        defer { wake.finish() }
         try await withThrowingTaskGroup(of: Finished?.self) { group in
             var inFlight = 0
-            var waking = false
+            // The one task that sleeps until the next upload's time comes, or a server is back.
+            var sleeping: (alarm: Alarm, until: Date)?
             while true {
                 // One moment for both questions: what may start now, and else when to look again.
                 let now = Date()
@@ -258,12 +258,21 @@ public actor MultipartUploadQueue {
                     group.addTask { await job.send() }
                     inFlight += 1
                 }
-                // One task at a time sleeps until the next upload's time comes, or a server is back.
-                if !waking, !Task.isCancelled, let time = nextWake(after: now) {
-                    waking = true
-                    group.addTask { await Self.sleep(until: time, orUntil: rings) }
+                let time = nextWake(after: now)
+                if sleeping == nil, !Task.isCancelled,
+                    // While uploads run and others wait for a server, the run sleeps too: the server's return
+                    // starts them at once, not when an upload in flight ends.
+                    let until = time ?? (inFlight > 0 && waitsForAServer ? now.addingTimeInterval(3_600) : nil)
+                {
+                    let alarm = Alarm()
+                    (sleeping, self.alarm) = ((alarm, until), alarm)
+                    sleeps += 1
+                    group.addTask { await Self.sleep(until: until, orUntil: alarm) }
                 }
-                if inFlight == 0, !waking {
+                if let (alarm, until) = sleeping {
+                    // An earlier time came up, or nothing is left to wait for: the sleep ends, to begin again.
+                    if time.map({ $0 < until }) ?? (inFlight == 0) { alarm.ring() }
+                } else if inFlight == 0 {
                     try Task.checkCancellation()
                     return
                 }
@@ -272,7 +281,7 @@ public actor MultipartUploadQueue {
                     inFlight -= 1
                     await finish(finished, session: session, headers: headers)
                 case .some(.none):
-                    waking = false
+                    sleeping = nil
                 case .none:
                     continue
                 }
@@ -280,19 +289,56 @@ public actor MultipartUploadQueue {
         }
     }
 
-    /// Sleeps until `time`, a ring of `rings`, or a cancel.
-    private static func sleep(until time: Date, orUntil rings: AsyncStream<Void>) async -> Finished? {
+    /// Sleeps until `time`, `alarm` rings, or a cancel.
+    private static func sleep(until time: Date, orUntil alarm: Alarm) async -> Finished? {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 try? await Task.sleep(nanoseconds: UInt64(max(0, time.timeIntervalSinceNow) * 1e9) + 1_000_000)
             }
-            group.addTask {
-                for await _ in rings { return }
-            }
+            group.addTask { await alarm.wait() }
             await group.next()
             group.cancelAll()
         }
         return nil
+    }
+
+    /// Whether an upload waits for its server, or a server's outage is under way.
+    private var waitsForAServer: Bool {
+        !waiting.isEmpty || servers.values.contains { $0.gate.isOut }
+    }
+
+    /// Ends the run's sleep early, once.
+    private final class Alarm: Sendable {
+        private struct Held {
+            var rung = false
+            var waiter: CheckedContinuation<Void, Never>?
+        }
+        private let held = LockedValue(Held())
+
+        /// Waits until rung, or cancelled.
+        func wait() async {
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let now = held.withLock { held -> Bool in
+                        if held.rung { return true }
+                        held.waiter = continuation
+                        return false
+                    }
+                    if now { continuation.resume() }
+                }
+            } onCancel: {
+                ring()
+            }
+        }
+
+        func ring() {
+            let waiter = held.withLock { held -> CheckedContinuation<Void, Never>? in
+                held.rung = true
+                defer { held.waiter = nil }
+                return held.waiter
+            }
+            waiter?.resume()
+        }
     }
 
     /// Fails a failed upload again: it goes back to pending, at the end of its turn as it was added.
@@ -434,7 +480,7 @@ public actor MultipartUploadQueue {
         for (id, _) in waiting {
             if let at = index[id], entries[at].origin == origin { waiting[id] = now }
         }
-        wake?.yield()
+        alarm?.ring()
     }
 
     private func sent(_ bytes: UInt64, by id: ID) {
