@@ -308,6 +308,20 @@ extension URLSessionSuites {
         }
 
         /// Two runs of one directory, in two queues: the second is refused while the first runs.
+        /// The connection drops after the last byte went out, the server having processed the form: the upload asks
+        /// the server, which says it holds the whole form, and the queue records it completed, its answer unknown,
+        /// not failed; no second copy goes.
+        @Test func anAnswerLostAfterTheLastByteIsCompletedNotFailed() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let original = try form(8)
+            _ = try await queue.add(original, with: URLRequest(url: server.url(scenario: "complete-then-drop")))
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            let unknown = MultipartUploadQueue.Answer(statusCode: nil, headers: [:], body: Data())
+            #expect(await queue.uploads.map(\.state) == [.completed(unknown)], "completed, the answer unknown")
+            #expect(try server.forms() == [try expected(original)], "once")
+        }
+
         @Test func oneDirectoryIsRunByOneQueueAtATime() async throws {
             let server = try DraftServer()
             let first = try MultipartUploadQueue(directory: queueDirectory)
