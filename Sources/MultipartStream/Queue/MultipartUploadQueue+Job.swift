@@ -88,7 +88,7 @@ extension MultipartUploadQueue {
                 let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
                 return Finished(
                     id: id, outcome: .completed(answer), sentAgain: sentAgain, sentWhole: whole,
-                    recorded: recordCompleted(answer, sentAgain: sentAgain, syncing: !whole))
+                    recorded: recordCompleted(answer, sentAgain: sentAgain))
             case .failure(let error):
                 return Finished(id: id, outcome: Self.outcome(of: error), sentAgain: sentAgain, sentWhole: whole)
             }
@@ -97,16 +97,11 @@ extension MultipartUploadQueue {
         /// Writes the record of the completed upload, then removes its saved state: only once the record says the
         /// upload completed, so that a kill in between resumes it, and the server says it has the form. `nil` when
         /// the record could not be written (the state is kept: the next run finds the upload completed).
-        ///
-        /// Not `syncing` for a form that went whole: it has no saved state for the record to outlive, and a kill
-        /// keeps the record all the same; only a crash of the system may lose it, and the form then goes again, as a
-        /// server without the draft gets it after any kill (at least once). A synced write is most of the cost of
-        /// a small form on a fast network.
-        private func recordCompleted(_ answer: Answer, sentAgain: Bool, syncing: Bool) -> QueueRecord? {
+        private func recordCompleted(_ answer: Answer, sentAgain: Bool) -> QueueRecord? {
             var record = record
             record.outcome = .completed(answer.stored)
             if sentAgain { record.sentAgain += 1 }
-            guard (try? record.write(to: store, syncing: syncing)) != nil else { return nil }
+            guard (try? record.write(to: store)) != nil else { return nil }
             try? FileManager.default.removeItem(at: stateDirectory)
             return record
         }

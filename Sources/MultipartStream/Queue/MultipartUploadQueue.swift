@@ -404,20 +404,20 @@ public actor MultipartUploadQueue {
     /// The send of the upload at `index`, marked running; `nil` when it failed instead.
     private func start(_ index: Int, session: URLSession, headers: MultipartHeaders?) -> Job? {
         waiting[entries[index].id] = nil
-        guard let record = entries[index].record else {
+        guard var record = entries[index].record else {
             fail(index, because: "it has no record")
             return nil
         }
-        // A start is marked by the upload's state directory, made here (a record counted them before): a directory
-        // made costs no data written, where a record renamed over the old one has its data flushed by the file system.
-        let state = stateDirectory(of: entries[index].id)
-        let startedBefore = record.starts > 0 || FileManager.default.fileExists(atPath: state.path)
+        let startedBefore = record.starts > 0
+        record.starts += 1
         do {
-            try SavedUploadDirectory(state, interopVersions: []).prepare()
+            // Not synced: it outlives a kill, and counts what a crash of the system may send again.
+            try record.write(to: store, syncing: false)
         } catch {
-            fail(index, because: "its state directory cannot be made: \(error)")
+            fail(index, because: "its record cannot be written: \(error)")
             return nil
         }
+        entries[index].record = record
         let form: MultipartFormData?
         do {
             form = try record.form.rebuilt()
