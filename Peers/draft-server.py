@@ -1,16 +1,21 @@
 """A scripted server of draft-ietf-httpbis-resumable-upload on 127.0.0.1, for tests.
 
-It speaks one interop version, the first argument (6 to 9; 9 when none is given), and answers a request in any other
-version as an ordinary server would: OPTIONS without the draft's fields, a POST as the whole form, the upload
-resources not found. In its version it answers as the draft allows but as SwiftNIO's NIOResumableUpload never does,
-one scenario at a time: the scenario is the last path segment of the URL a client starts from (`/s/NAME`), and every
-upload it creates behaves that way. It listens on two ports: the first line of stdout is `PORT ALT`; an upload
+It speaks the interop versions of its first argument (6 to 10, one or several with commas, `6,10` as the draft's
+editor's example middleware does; 10 when none is given), each answer in the version of its request, and answers a
+request in any other version as an ordinary server would: OPTIONS without the draft's fields, a POST as the whole
+form, the upload resources not found; a server that speaks 10 answers such a request 400 without the draft's fields
+instead, as that middleware does. In its versions it answers as the draft allows but as SwiftNIO's NIOResumableUpload
+never does, one scenario at a time: the scenario is the last path segment of the URL a client starts from
+(`/s/NAME`), and every upload it creates behaves that way. It listens on two ports: the first line of stdout is `PORT ALT`; an upload
 resource is at `http://127.0.0.1:PORT/u/ID`, or on ALT (another origin) in the `other-origin` scenario. It exits when
 stdin closes.
 
-What each version changes here: 6 names the lifetime `expires`, 7 on `max-age`; from 8 on, OPTIONS also answers
-`Accept-Patch: application/partial-upload`, and an append that carries more than 64 KiB gets a
-`104 (Upload Resumption Supported)` interim answer with the offset before its final one.
+What each version changes here: 6 names the lifetime `expires`, 7 to 9 `max-age`, 10 `expires` again (as the editor's
+middleware does); from 8 on, OPTIONS also answers `Accept-Patch: application/partial-upload`, and an append that
+carries more than 64 KiB gets a `104 (Upload Resumption Supported)` interim answer with the offset before its final
+one. In 10, the offset is asked with HEAD or GET, whose 204 also says Upload-Length and Upload-Limit; a PATCH without
+Upload-Complete is refused with 400; and Upload-Complete: ?1 marks the application's answer even when it came before
+the whole upload (the early-400 scenario).
 
 Scenarios (the default answers as the draft's examples do; the others change one thing):
   Every answer of 300 or more to a PATCH carries a body (`STATUS to an append: not the answer`) unless the scenario
@@ -59,9 +64,24 @@ Scenarios (the default answers as the draft's examples do; the others change one
   drop-last             the first PATCH with Upload-Complete: ?1 keeps half its bytes and drops the connection
   drop-at-end           the first PATCH with Upload-Complete: ?1 keeps every byte and drops without answering (the
                         server has the whole form, not yet complete)
+  drop-at-end-no-field  as drop-at-end, and every HEAD leaves Upload-Complete out (allowed in 6, a breach from 7 on)
   gone-second           the second PATCH to an upload answers 404, and the upload is gone
+  drop-twice            the first two PATCHes each keep a third of what they carry and drop the connection
+  early-400             the application refuses the form after the first 100000 bytes of a PATCH: 400 with
+                        Upload-Complete: ?1 and a body of its own, the rest unread (the connection closed); it never
+                        processes the form
+  plain-first           until a plain POST has brought the whole form, OPTIONS answers as a server without the draft;
+                        that POST's form is processed (listed in /forms), and its answer never comes: the server
+                        waits for the client to go (at most 30 s), then drops the connection. Then, the default
 
 Scenarios that lie (a server's answers are untrusted input; the client must neither trap nor take them as success):
+  hostile               while GET /hostile/SEED has turned it on (GET /calm turns it off, and it answers as the
+                        default), each request draws its answer at random from SEED: OPTIONS without the draft (the
+                        form goes whole); a plain POST processed, then answered, dropped, or left unanswered until the
+                        client goes; a creation answered 503 or dropped; a PATCH that keeps a random part and drops,
+                        that completes the form (processed) and drops, or answers 503 or 200 without Upload-Complete;
+                        a HEAD that leaves Upload-Complete out, says it in a value that is no boolean, answers 202
+                        without it, or 503. It never says ?1 for a form the application did not process
   lie-complete-length   OPTIONS says max-append-size=100000; the first PATCH (Upload-Complete: ?0) keeps its bytes
                         and answers 200 with Upload-Complete: ?1 and the form's whole length as its offset
   lie-complete-negative the same, with Upload-Offset: -9999
@@ -113,7 +133,11 @@ uploads = {}
 next_id = [0]
 used_tokens = set()
 ports = {}
-version = int(sys.argv[1]) if len(sys.argv) > 1 else 9
+# Whether the plain-first scenario's plain POST has come.
+plain_first = {"done": False}
+# The hostile scenario's draws, while it is on.
+hostile = {"random": None}
+versions = {int(v) for v in sys.argv[1].split(",")} if len(sys.argv) > 1 else {10}
 
 
 def form_answer(upload):
@@ -147,7 +171,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             body = f"{status} to an append: not the answer\n".encode()
         self.send_response(status)
         if self.speaks_draft():
-            self.send_header("Upload-Draft-Interop-Version", str(version))
+            self.send_header("Upload-Draft-Interop-Version", str(self.version()))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(body)))
@@ -158,7 +182,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def huge_answer(self, status, length):
         """Answers `status` with `length` bytes, noting how many went out before the client hung up."""
         self.send_response(status)
-        self.send_header("Upload-Draft-Interop-Version", str(version))
+        self.send_header("Upload-Draft-Interop-Version", str(self.version()))
         self.send_header("Content-Length", str(length))
         self.end_headers()
         block = bytes(1 << 20)
@@ -201,21 +225,45 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data += chunk
         return bytes(data), length
 
+    def draw(self, scenario, *choices):
+        """The hostile scenario's answer to this request, drawn from `choices`; None while it is off."""
+        with lock:
+            if scenario != "hostile" or hostile["random"] is None:
+                return None
+            return hostile["random"].choice(choices)
+
+    def unanswered(self):
+        """Leaves the request unanswered until the client goes (at most 30 s), then drops the connection."""
+        self.connection.settimeout(30)
+        try:
+            self.rfile.read(1)
+        except OSError:
+            pass
+        return self.drop()
+
     def upload(self):
         return uploads.get(self.path.split("/")[-1]) if self.speaks_draft() else None
 
     def speaks_draft(self):
-        """Whether the request is in the server's version: any other is an ordinary request."""
-        return self.headers.get("Upload-Draft-Interop-Version") == str(version)
+        """Whether the request is in one of the server's versions: any other is an ordinary request."""
+        return self.version() is not None
+
+    def version(self):
+        """The request's interop version, where the server speaks it."""
+        named = self.headers.get("Upload-Draft-Interop-Version")
+        return int(named) if named in {str(v) for v in versions} else None
 
     def interim(self, offset):
         """A 104 interim answer with the offset so far, as versions 8 and later describe."""
-        self.wfile.write(f"HTTP/1.1 104 Upload Resumption Supported\r\nUpload-Draft-Interop-Version: {version}\r\n"
+        self.wfile.write(f"HTTP/1.1 104 Upload Resumption Supported\r\nUpload-Draft-Interop-Version: {self.version()}\r\n"
                          f"Upload-Offset: {offset}\r\n\r\n".encode())
         self.wfile.flush()
         self.interims = getattr(self, "interims", 0) + 1
 
     def do_GET(self):
+        if self.path.startswith("/u/") and self.version() == 10:
+            # Version 10 asks the offset with GET as with HEAD.
+            return self.do_HEAD()
         if self.path == "/log":
             with lock:
                 body = json.dumps(log).encode()
@@ -228,6 +276,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/huge":
             with lock:
                 body = json.dumps(huge_answers).encode()
+        elif self.path.startswith("/hostile/") or self.path == "/calm":
+            import random
+            with lock:
+                hostile["random"] = random.Random(int(self.path.split("/")[-1])) if self.path != "/calm" else None
+            body = b"{}"
         elif self.path in ("/down", "/up") and self.server.server_address[1] == ports["alt"]:
             listen(self.path == "/up")
             body = b"{}"
@@ -240,6 +293,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         credential (407), and a request of the `token-once` scenario (to its start URL or to one of its uploads)
         whose bearer token is missing or was used before (401); the body of either is read and dropped."""
         if not super().parse_request():
+            return False
+        named = self.headers.get("Upload-Draft-Interop-Version")
+        if 10 in versions and named is not None and not self.speaks_draft() and self.command != "GET":
+            # A version it does not speak: 400 without the draft's fields, as the editor's middleware answers.
+            data, _ = self.read()
+            self.entry(len(data))
+            self.answer(400)
             return False
         upload = uploads.get(self.path.split("/")[-1]) if self.path.startswith("/u/") else None
         scenario = upload["scenario"] if upload else self.path.split("/")[-1]
@@ -273,9 +333,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.entry(0)
         if self.redirects_away():
             return
-        if not self.speaks_draft():
-            return self.answer(200, {"Allow": "OPTIONS, GET, POST"})
         scenario = self.path.split("/")[-1]
+        plain = self.draw(scenario, "draft", "draft", "plain") == "plain"
+        if not self.speaks_draft() or scenario == "plain-first" and not plain_first["done"] or plain:
+            return self.answer(200, {"Allow": "OPTIONS, GET, POST"})
         limit = {"max-size": "max-size=100", "min-size": "min-size=1000000000",
                  "max-append": "max-append-size=100000", "max-append-drop": "max-append-size=100000",
                  "min-append": "min-append-size=100000, max-append-size=1000000",
@@ -283,9 +344,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "too-large-min": "min-append-size=100000",
                  "lie-complete-length": "max-append-size=100000", "lie-complete-negative": "max-append-size=100000",
                  "lie-complete-none": "max-append-size=100000"}.get(scenario, "")
-        lifetime = f"{'expires' if version == 6 else 'max-age'}=3600"
+        lifetime = f"{'expires' if self.version() in (6, 10) else 'max-age'}=3600"
         headers = {"Upload-Limit": f"{limit}, {lifetime}" if limit else lifetime}
-        if version >= 8:
+        if self.version() >= 8:
             headers["Accept-Patch"] = "application/partial-upload"
         self.answer(200, headers)
 
@@ -300,9 +361,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.entry(len(data))
             with lock:
                 body = form_answer({"data": data})
+                lost = scenario == "plain-first" and not plain_first["done"]
+                plain_first["done"] = True
+            hostile_answer = self.draw(scenario, "answer", "drop", "unanswered")
+            if lost or hostile_answer == "unanswered":
+                # Processed, and the answer lost: wait for the client to go.
+                return self.unanswered()
+            if hostile_answer == "drop":
+                return self.drop()
             return self.answer(200, {"Content-Type": "application/json"}, body)
         data, _ = self.read()
         self.entry(len(data))
+        hostile_answer = self.draw(scenario, "ok", "ok", "503", "drop")
+        if hostile_answer == "503":
+            return self.answer(503)
+        if hostile_answer == "drop":
+            return self.drop()
         with lock:
             next_id[0] += 1
             upload_id = str(next_id[0])
@@ -337,10 +411,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
             scenario = upload["scenario"]
         if scenario == "head-503" and first:
             return self.answer(503, {"Retry-After": "0"})
+        hostile_answer = self.draw(scenario, "ok", "ok", "no-field", "202", "malformed", "503")
+        if hostile_answer == "503":
+            return self.answer(503, {"Retry-After": "0"})
+        if hostile_answer in ("no-field", "202", "malformed"):
+            headers = {"Upload-Offset": str(offset), "Cache-Control": "no-store"}
+            if hostile_answer == "malformed":
+                headers["Upload-Complete"] = "yes" if upload.get("processed") else "no"
+            return self.answer(202 if hostile_answer == "202" else 204, headers)
         if scenario == "offset-down" and upload["patches"] >= 2:
             offset = upload["length"] // 10 if upload["length"] else offset // 6
-        complete = "?1" if upload.get("processed") else "?0"
-        self.answer(204, {"Upload-Offset": str(offset), "Upload-Complete": complete, "Cache-Control": "no-store"})
+        headers = {"Upload-Offset": str(offset), "Upload-Complete": "?1" if upload.get("processed") else "?0",
+                   "Cache-Control": "no-store"}
+        if self.version() == 10:
+            # Required there: the limits, and the length where it is known.
+            headers["Upload-Limit"] = "expires=3600"
+            if upload["length"]:
+                headers["Upload-Length"] = str(upload["length"])
+        if scenario == "drop-at-end-no-field":
+            del headers["Upload-Complete"]
+        self.answer(204, headers)
 
     def do_DELETE(self):
         self.entry(0)
@@ -383,6 +473,38 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.entry(len(data))
             return self.answer(413)
         offset = int(self.headers.get("Upload-Offset") or -1)
+        if self.version() == 10 and self.headers.get("Upload-Complete") not in ("?0", "?1"):
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(400)
+        if scenario == "early-400":
+            data, declared = self.read(limit=100000)
+            self.entry(len(data))
+            self.close_connection = True
+            self.answer(400, {"Upload-Complete": "?1", "Content-Type": "application/json", "Connection": "close"},
+                        b'{"error": "the application refused the form after its first part"}\n')
+            self.wfile.flush()
+            # A lingering close: what the client still sends is read and dropped (for 5 s at most), so that the
+            # answer is not lost to a reset.
+            self.connection.settimeout(5)
+            try:
+                left = declared - len(data)
+                while left > 0:
+                    chunk = self.rfile.read(min(65536, left))
+                    if not chunk:
+                        break
+                    left -= len(chunk)
+            except OSError:
+                pass
+            return
+        hostile_answer = self.draw(scenario, "ok", "ok", "keep-drop", "process-drop", "503", "200-no-field")
+        if hostile_answer is not None and hostile_answer != "ok":
+            return self.hostile_append(upload, offset, hostile_answer)
+        if scenario == "hostile" and upload.get("processed"):
+            # A completed upload is never processed again.
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(400)
         if scenario in ("slow", "slow-relative", "paced"):
             return self.slow_append(upload, offset, writer, paced=scenario == "paced")
         if scenario == "huge-500":
@@ -409,6 +531,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         keep = None
         if patch == 1 and scenario in ("incomplete-204", "head-503", "patch-503", "conflict-409", "partial-200"):
             keep = left // 2
+        elif scenario == "drop-twice" and patch <= 2:
+            keep = left // 3
         elif scenario == "max-append-drop" and patch == 2:
             keep = int(self.headers.get("Content-Length") or 0) // 2
         elif scenario == "offset-down" and patch == 1:
@@ -418,7 +542,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif scenario == "drop-last" and completes and not upload.get("dropped"):
             keep = left // 2
             upload["dropped"] = True
-        if version >= 8 and keep is None and int(self.headers.get("Content-Length") or 0) > 65536:
+        if self.version() >= 8 and keep is None and int(self.headers.get("Content-Length") or 0) > 65536:
             # The first 64 KiB, then an interim answer that the server has them.
             first, _ = self.read(limit=65536)
             with lock:
@@ -447,7 +571,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.drop()
         if scenario == "all-bytes-incomplete" and patch == 1:
             return self.drop()
-        if scenario == "drop-at-end" and completes and not upload.get("dropped"):
+        if scenario in ("drop-at-end", "drop-at-end-no-field") and completes and not upload.get("dropped"):
             upload["dropped"] = True
             return self.drop()
         lie = {"lie-complete-length": {"Upload-Offset": str(length)}, "lie-complete-negative": {"Upload-Offset": "-9999"},
@@ -473,6 +597,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
             headers = {"Content-Type": "application/json"}
         self.answer(status, headers, body)
 
+
+    def hostile_append(self, upload, offset, answer):
+        """The hostile scenario's append: `keep-drop` keeps a random part and drops; `process-drop` keeps it all and,
+        where that completes the form, has the application process it, then drops; `503` and `200-no-field` keep
+        nothing and answer without Upload-Complete (a 503 in version 6, where a 200 without it is the application's
+        answer)."""
+        declared = int(self.headers.get("Content-Length") or 0)
+        with lock:
+            keep = hostile["random"].randint(0, declared) if hostile["random"] else declared
+        data, _ = self.read(limit=keep if answer == "keep-drop" else None)
+        self.entry(len(data))
+        if answer in ("503", "200-no-field"):
+            # In version 6 a success without Upload-Complete is the application's answer: never one it did not give.
+            return self.answer(200 if answer == "200-no-field" and self.version() > 6 else 503)
+        with lock:
+            if offset == len(upload["data"]):
+                upload["data"] += data
+            whole = len(upload["data"]) == upload["length"] and self.headers.get("Upload-Complete") == "?1"
+            if answer == "process-drop" and whole and not upload.get("processed"):
+                form_answer(upload)
+                upload["processed"] = True
+        return self.drop()
 
     def slow_append(self, upload, offset, writer, paced=False):
         """The `slow` scenario's append: 64 KiB every 50 ms (or, `paced`, as the shared link lets it), each appended

@@ -13,7 +13,7 @@ extension Command {
         let now = Date()
         for upload in uploads {
             print(
-                "\(upload.method) \(upload.url): the server last acknowledged \(upload.bytesAcknowledged) of "
+                "\(upload.method) \(upload.url) (interop version \(upload.interopVersion)): the server last acknowledged \(upload.bytesAcknowledged) of "
                     + "\(upload.contentLength) bytes (\(ResumableUploadLog.percent(upload.bytesAcknowledged, of: upload.contentLength))) "
                     + "when last asked (a run since may have sent more), saved \(duration(now.timeIntervalSince(upload.saved))) "
                     + "ago, removed in \(duration(upload.expires.timeIntervalSince(now))); \(upload.stateFile.path)")

@@ -14,7 +14,7 @@ enum Version {
             multipart \(current) (MultipartStream \(current); \(client))
             Protocols: http https
             Features: multipart/form-data streaming, resumable uploads (draft-ietf-httpbis-resumable-upload, interop \
-            versions 6 to 9)
+            versions 6 to 10)
             """
     }
 }

@@ -185,6 +185,8 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case resumeSaved(retries: Int, bytesAcknowledged: UInt64, contentLength: UInt64)
         /// URLSession sent a part of a resumable upload again by itself (a reused connection died under it), which
         /// the server would take for a conflict: that request fails, and the upload asks the server where it stands.
+        /// The same for the whole form that a resumable upload sends to a server without the draft, which the server
+        /// could get twice.
         case appendResent
         /// The server said it resumes uploads, then answered the request that creates one (`statusCode`) as a plain
         /// request, without an upload to resume.
@@ -222,9 +224,11 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         case uploadLengthMismatch(serverLength: UInt64, contentLength: UInt64)
         /// The server put the upload at a plain `http:` URL for an `https:` request.
         case insecureUploadLocation(URL)
-        /// The server answered an append with `statusCode`, a success, and no `Upload-Complete`, which its interop
-        /// version (7 or later) requires: the upload was deleted, since that answer says neither that the form is
-        /// complete nor how far the server has it.
+        /// The server answered an append or a `HEAD` with `statusCode`, a success, and no `Upload-Complete` (or one
+        /// that is no boolean), which its interop version (7 or later) requires: that answer says neither that the
+        /// form reached the application nor that it did not, so the upload is never taken as complete. After an
+        /// append the upload is deleted; after a `HEAD`, which said the server may hold it whole, nothing is deleted,
+        /// and a saved upload is kept, resource and state, for a later run to ask again.
         case uploadCompleteMissing(statusCode: Int)
         /// The server's `Upload-Limit` asks for appends of at least `minAppendSize` bytes and at most
         /// `maxAppendSize`, which no append can keep.
@@ -358,7 +362,8 @@ extension MultipartError.Reason: CustomStringConvertible {
                 + "after \(retries) \(retries == 1 ? "retry" : "retries") with the server having \(acknowledged) of "
                 + "the form's \(contentLength) bytes"
         case .appendResent:
-            "URLSession sent a part of the resumable upload again by itself, which the server would refuse"
+            "URLSession sent the resumable upload's bytes again by itself, which the server would refuse or take "
+                + "twice"
         case .resumptionRefused(let statusCode):
             "the server offered resumable uploads, then answered \(statusCode) to the request creating one, as if it "
                 + "were the whole form"
@@ -393,8 +398,8 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .insecureUploadLocation(let url):
             "the server put the upload at \(url), which is not https as the request is"
         case .uploadCompleteMissing(let statusCode):
-            "the server answered an append with \(statusCode) and no Upload-Complete, which its version of the draft "
-                + "requires; the upload was deleted"
+            "the server answered \(statusCode) without Upload-Complete, which its version of the draft requires: "
+                + "it did not say whether the upload is complete"
         case .appendLimitsConflict(let least, let most):
             "the server asks for appends of at least \(least) bytes (Upload-Limit min-append-size) and at most "
                 + "\(most) (max-append-size), which no append can keep"

@@ -54,9 +54,16 @@ public final class DraftServer: @unchecked Sendable {
 
     /// Starts the server, speaking the draft's interop `version` only (the newest the client speaks when `nil`),
     /// and waits until it listens.
-    public init(version: Int? = nil) throws {
+    public convenience init(version: Int? = nil) throws {
+        try self.init(versions: version.map { [$0] } ?? [])
+    }
+
+    /// Starts the server, speaking each of the draft's interop `versions` (`[6, 10]`, as the draft's editor's example
+    /// middleware does; the newest the client speaks when empty), and waits until it listens.
+    public init(versions: [Int]) throws {
         let script = peerScript("draft-server.py").path
-        peer = try PeerProcess(["python3", script] + (version.map { [String($0)] } ?? []), name: "draft")
+        let named = versions.isEmpty ? [] : [versions.map(String.init).joined(separator: ",")]
+        peer = try PeerProcess(["python3", script] + named, name: "draft")
         let ports = peer.firstLine.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         guard ports.count == 2 else { throw Peer.Failure(description: "the draft server printed no ports") }
         (port, alternatePort) = (ports[0], ports[1])
@@ -103,6 +110,12 @@ public final class DraftServer: @unchecked Sendable {
     /// Refuses connections to ``port`` (`false`), keeping every upload, or takes them again (`true`).
     public func setListening(_ listening: Bool) throws {
         _ = try fetch(listening ? "/up" : "/down")
+    }
+
+    /// Has the `hostile` scenario draw every answer at random from `seed` (see `Peers/draft-server.py`), or, with
+    /// `nil`, answer as the default does.
+    public func setHostile(seed: UInt64?) throws {
+        _ = try fetch(seed.map { "/hostile/\($0)" } ?? "/calm")
     }
 
     /// `path`'s answer, fetched with curl from ``alternatePort``, which stays open while ``port`` is down.

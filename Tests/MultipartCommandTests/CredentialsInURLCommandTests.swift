@@ -17,8 +17,8 @@ extension CommandLineTests {
                 #expect(result.status == 0 || code <= 303, "\(options) \(code) \(location): \(result.stderr)")
                 let reached = try await leaves ? other.log().dropFirst(before.1) : first.log().dropFirst(before.0)
                 let landed = reached.filter { $0.path.hasSuffix("landed") }
-                // -C - asks OPTIONS four times (each redirected) before the form goes plain.
-                #expect(landed.count == (options.contains("-C") ? 5 : 1), "\(options) \(code) \(location): \(landed)")
+                // -C - asks OPTIONS five times (each redirected), once a version, before the form goes plain.
+                #expect(landed.count == (options.contains("-C") ? 6 : 1), "\(options) \(code) \(location): \(landed)")
                 let expected = leaves && !trusted ? nil : RedirectCases.basic
                 #expect(
                     landed.allSatisfy { $0.authorization == expected }, "\(options) \(code) \(location): \(landed)")

@@ -26,7 +26,7 @@ extension CommandLineTests {
 
     /// A drop after half, against a server of each version: found by asking the newest first, then resumed in that
     /// version (HEAD, then the rest); the form arrives once and whole, never as a plain POST.
-    @Test(arguments: [6, 7, 8, 9])
+    @Test(arguments: [6, 7, 8, 9, 10])
     func eachVersionIsFoundAndADropIsResumedInIt(version: Int) throws {
         let form = try blobForm(boundary: "Version\(version)", seed: UInt64(version))
         let server = try DraftServer(version: version)
@@ -37,9 +37,9 @@ extension CommandLineTests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
         let log = try server.log()
-        let probes = Array(repeating: "OPTIONS", count: 10 - version)
+        let probes = Array(repeating: "OPTIONS", count: 11 - version)
         #expect(log.map(\.method) == probes + ["POST", "PATCH", "HEAD", "HEAD", "PATCH"], "\(log)")
-        #expect(log.prefix(probes.count).map(\.version) == (version...9).reversed().map { String($0) })
+        #expect(log.prefix(probes.count).map(\.version) == (version...10).reversed().map { String($0) })
         #expect(log.dropFirst(probes.count).allSatisfy { $0.version == String(version) }, "\(log)")
         #expect(log.first { $0.method == "POST" }?.bytes == 0, "the creation carries none of the form")
         #expect(log.last?.offset == String(form.bytes / 2), "only the rest, from the server's offset")
@@ -47,6 +47,79 @@ extension CommandLineTests {
             #expect(log.last?.interims == 1, "the 104 before the final answer was passed over")
         }
         #expect(savedStates().isEmpty)
+    }
+
+    /// The completing append drops after its last byte, unanswered, and the `HEAD` then says every byte but leaves
+    /// `Upload-Complete` out: never a completion. Version 6, which may leave it out, completes the upload with an
+    /// empty append saying `?1` and returns the application's answer; from version 7 it is a breach, and the saved
+    /// upload is kept for a later run (nothing deleted), with the form never processed.
+    @Test(arguments: [6, 7, 9])
+    func everyByteWithoutUploadCompleteIsNoCompletion(version: Int) throws {
+        let form = try blobForm(boundary: "NoWord", seed: 63)
+        let server = try DraftServer(version: version)
+        let result = try run([
+            "-sS", "-C", "-", "--boundary", "NoWord", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "drop-at-end-no-field").absoluteString,
+        ])
+        let log = try server.log()
+        let patches = log.filter { $0.method == "PATCH" }
+        if version == 6 {
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
+            #expect(patches.count == 2 && patches.last?.bytes == 0 && patches.last?.complete == "?1", "\(log)")
+            let answer = try String(contentsOf: directory.path("answer.json"), encoding: .utf8)
+            #expect(answer.contains(form.sha256), "the application's answer: \(answer)")
+            #expect(savedStates().isEmpty)
+        } else {
+            #expect(result.status == 4, "\(result.stderr)")
+            #expect(result.stderr.contains("without Upload-Complete"), "\(result.stderr)")
+            #expect(try server.forms().isEmpty, "the application never got the form")
+            #expect(patches.count == 1 && !log.contains { $0.method == "DELETE" }, "\(log)")
+            #expect(savedStates().count == 1, "kept for a later run")
+        }
+    }
+
+    /// A server that speaks 6 and 10, as the draft's editor's example middleware does: the first request is in 10,
+    /// which it speaks, and a 64 MiB upload through two dropped connections completes byte-exact in 10, each resume
+    /// asking the offset once.
+    @Test func aServerThatSpeaks6And10IsSpokenTo10FromTheFirstRequest() throws {
+        var generator = SeededGenerator(seed: 610)
+        try generator.writeFile(at: directory.path("blob.bin"), size: 64 << 20)
+        let body = try run(["-s", "--boundary", "SixAndTen", "-F", "file=@blob.bin", "-o", "expected.multipart"])
+        #expect(body.status == 0)
+        let expected = directory.path("expected.multipart")
+        let bytes = try FileManager.default.attributesOfItem(atPath: expected.path)[.size] as? Int ?? 0
+        let server = try DraftServer(versions: [6, 10])
+        let result = try run([
+            "-sS", "-C", "-", "--retry", "3", "--boundary", "SixAndTen", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "drop-twice").absoluteString,
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try server.forms() == [DraftServer.Form(bytes: bytes, sha256: try sha256sum(expected))])
+        let log = try server.log()
+        #expect(
+            log.map(\.method) == ["OPTIONS", "POST", "PATCH", "HEAD", "PATCH", "HEAD", "PATCH"],
+            "one OPTIONS, one HEAD a resume: \(log.map(\.method))")
+        #expect(log.allSatisfy { $0.version == "10" }, "\(log.map(\.version))")
+        #expect(savedStates().isEmpty)
+    }
+
+    /// Version 10: the application refuses the form after its first 100,000 bytes with `Upload-Complete: ?1`. The
+    /// command ends as for any refused status, `-o` holds that answer's body alone, and no request follows it.
+    @Test func anEarlyRefusalInVersion10IsTheAnswer() throws {
+        var generator = SeededGenerator(seed: 611)
+        try generator.writeFile(at: directory.path("blob.bin"), size: 16 << 20)
+        let server = try DraftServer(version: 10)
+        let result = try run([
+            "-sS", "-C", "-", "-F", "file=@blob.bin", "-o", "answer.json",
+            server.url(scenario: "early-400").absoluteString,
+        ])
+        #expect(result.status == 4 && result.stderr.contains("answered HTTP 400"), "\(result.stderr)")
+        let answer = try String(contentsOf: directory.path("answer.json"), encoding: .utf8)
+        #expect(answer == "{\"error\": \"the application refused the form after its first part\"}\n", "\(answer)")
+        #expect(try server.log().filter { $0.version == "10" }.map(\.method) == ["OPTIONS", "POST", "PATCH"])
+        #expect(try server.forms().isEmpty)
+        #expect(savedStates().isEmpty, "the application's word ends the upload")
     }
 
     @Test func aServerThatSpeaksNoVersionGetsTheFormOncePlain() throws {
@@ -58,7 +131,7 @@ extension CommandLineTests {
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let log = try server.log()
-        #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"], "\(log)")
+        #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"], "\(log)")
         #expect(log.last?.bytes == form.bytes && log.last?.complete == nil, "the whole form, as a plain request")
         #expect(try server.forms() == [DraftServer.Form(bytes: form.bytes, sha256: form.sha256)])
     }
@@ -132,7 +205,7 @@ extension CommandLineTests {
         if status == 0 {
             #expect(!log.contains { $0.method == "DELETE" })
         } else {
-            #expect(result.stderr.contains("no Upload-Complete, which its version of the draft requires"))
+            #expect(result.stderr.contains("without Upload-Complete, which its version of the draft requires"))
             #expect(log.last?.method == "DELETE", "\(log)")
         }
         #expect(savedStates().isEmpty)

@@ -27,7 +27,7 @@ extension CommandLineTests {
 
     /// A completion claimed for an append sent as `?0` (100,000 of 300,000 bytes), in each version: the form's length
     /// as the offset, a negative offset, none at all.
-    @Test(arguments: [6, 7, 8, 9], ["lie-complete-length", "lie-complete-negative", "lie-complete-none"])
+    @Test(arguments: [6, 7, 8, 9, 10], ["lie-complete-length", "lie-complete-negative", "lie-complete-none"])
     func aCompletionBeforeTheLastByteIsABreachNotASuccess(version: Int, scenario: String) throws {
         _ = try lyingServerForm(seed: 44)
         let server = try DraftServer(version: version)

@@ -47,7 +47,7 @@ extension CommandLineTests {
         #expect(lines.contains("* -C -: each request of the protocol, below, carries these headers"))
         #expect(lines.contains("> Upload-Offset: \(try server.log().last?.offset ?? "")"))
         #expect(lines.contains("< HTTP 503") && lines.contains("< Retry-After: 0"))
-        #expect(lines.contains("< Upload-Limit: max-age=3600"))
+        #expect(lines.contains("< Upload-Limit: expires=3600"))
     }
 
     @Test func aServerWithoutTheDraftIsSaidSo() throws {
@@ -95,7 +95,7 @@ extension CommandLineTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments = [
-            "-s", "-I", "-H", "Upload-Draft-Interop-Version: 9", "http://127.0.0.1:\(server.port)/u/\(id)",
+            "-s", "-I", "-H", "Upload-Draft-Interop-Version: 10", "http://127.0.0.1:\(server.port)/u/\(id)",
         ]
         let pipe = Pipe()
         process.standardOutput = pipe

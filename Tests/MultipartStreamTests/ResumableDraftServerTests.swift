@@ -84,8 +84,8 @@ extension URLSessionSuites {
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
             #expect(try server.forms() == [expected])
             let log = try server.log()
-            #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"], "\(log)")
-            #expect(log.map(\.authorization) == (1...5).map { "Bearer fresh-\($0)" }, "\(log)")
+            #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"], "\(log)")
+            #expect(log.map(\.authorization) == (1...6).map { "Bearer fresh-\($0)" }, "\(log)")
 
             struct Expired: Error {}
             let failing = MultipartHeaders.fresh { request in
@@ -96,7 +96,7 @@ extension URLSessionSuites {
                 _ = try await URLSession(configuration: .ephemeral).upload(
                     form, with: URLRequest(url: server.url()), strategy: .resumable(fast), headers: failing)
             }
-            #expect(try server.log().count == log.count + 4, "the form never went")
+            #expect(try server.log().count == log.count + 5, "the form never went")
         }
 
         @Test func anAppendRefusedForWantOfACredentialIsSentAgainWithIt() async throws {
@@ -157,6 +157,54 @@ extension URLSessionSuites {
             #expect(answered == status)
             #expect(try server.forms() == [expected], "processed once")
             #expect(try server.log().map(\.method) == ["OPTIONS", "POST", "PATCH"])
+        }
+
+        /// An application that refuses the form after its first part (16 MiB, refused after 100,000 bytes) answers
+        /// with `Upload-Complete: ?1`: from version 10 that is its answer, returned as it is (here the status error with
+        /// its body), with no request after it and nothing deleted. In version 9 `?1` said the whole upload was
+        /// received, which the client had not sent: the breach it is, with nothing deleted either.
+        @Test(arguments: [10, 9])
+        func anEarlyRefusalIsTheApplicationsAnswerFromVersion10(version: Int) async throws {
+            let server = try DraftServer(version: version)
+            var generator = SeededGenerator(seed: 61)
+            var large = MultipartFormData()
+            try large.append(
+                fileURL: try directory.file(
+                    "large.bin", contents: Data([UInt8].random(count: 16 << 20, using: &generator))),
+                name: "video")
+            let form = large
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(
+                    form, with: URLRequest(url: server.url(scenario: "early-400")), strategy: .resumable(fast),
+                    acceptableStatusCodes: 200..<300)
+            }
+            let methods = try server.log().map(\.method)
+            let probes = Array(repeating: "OPTIONS", count: 11 - version)
+            #expect(methods == probes + ["POST", "PATCH"], "no request after the answer, no DELETE: \(methods)")
+            #expect(try server.forms().isEmpty)
+            if version == 10 {
+                guard case .unacceptableStatus(400, let body) = error.reason else {
+                    Issue.record("the application's 400: \(error)")
+                    return
+                }
+                #expect(String(decoding: body, as: UTF8.self).contains("refused the form after its first part"))
+            } else {
+                guard case .completionClaimedEarly = error.reason else {
+                    Issue.record("version 9 reads ?1 as the whole upload received: \(error)")
+                    return
+                }
+            }
+        }
+
+        /// Version 10's conflict: a 409 with `?0` and the server's offset, and the upload goes on from there.
+        @Test func aConflictInVersion10GoesOnFromTheServersOffset() async throws {
+            let server = try DraftServer(version: 10)
+            let (_, status) = try await upload(server, "conflict-409")
+            #expect(status == 200)
+            #expect(try server.forms() == [expected])
+            let log = try server.log()
+            #expect(log.map(\.method) == ["OPTIONS", "POST", "PATCH", "PATCH"], "\(log.map(\.method))")
+            #expect(log.last?.offset == String(form.contentLength! / 2), "from the server's offset")
         }
 
         @Test func anIncompleteAnswerIsNeverTheUploadsAnswer() async throws {

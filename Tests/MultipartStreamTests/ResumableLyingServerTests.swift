@@ -184,11 +184,19 @@ import Testing
                 return
             }
         }
-        // Every byte and no word either way (version 6): the server may have it whole, so it is not deleted.
+        // Every byte and no word either way is no completion, and deletes nothing: version 6 asks for it with an
+        // empty append saying `?1`; from version 7 it is a breach that ends the upload.
         var (v6, _) = created(.v6, savesState: savesState)
         _ = v6.handle(.failed(URLError(.timedOut)))
-        guard case (.answerLost(1_000)?, nil)? = failure(v6.handle(answer(204, ["Upload-Offset": "1000"]))) else {
-            Issue.record("v6 at the full length")
+        switch v6.handle(answer(204, ["Upload-Offset": "1000"])) {
+        case .send(.append(1_000, 1_000)), .keep(_, .append(1_000, 1_000)): break
+        case let other: Issue.record("v6 at the full length: \(other)")
+        }
+        var (v9, _) = created(.v9, savesState: savesState)
+        _ = v9.handle(.failed(URLError(.timedOut)))
+        let breach = v9.handle(answer(204, ["Upload-Offset": "1000"]))
+        guard Self.deletion(by: breach) == nil, Self.ends(breach) else {
+            Issue.record("v9 at the full length: \(breach)")
             return
         }
     }

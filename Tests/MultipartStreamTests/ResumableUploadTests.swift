@@ -35,7 +35,7 @@ extension URLSessionSuites {
             #expect(seen.contentLength == String(form.contentLength!))
             let log = try await server.log()
             // The OPTIONS that asked in each version, newest first, with no body; then the form, once and whole.
-            #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"])
+            #expect(log.map(\.method) == ["OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "OPTIONS", "POST"])
             #expect(log.filter { $0.method == "OPTIONS" }.allSatisfy { $0.bytes == 0 })
             #expect(log.filter { $0.method == "POST" }.map(\.bytes) == [Int(form.contentLength!)])
             #expect(reports.values.filter { $0.fractionCompleted == 1 }.count == 1)

@@ -94,8 +94,8 @@ import Testing
         let flaws: [(reason: String, change: (inout SavedUpload) -> Void)] = [
             ("format 3", { $0.format = 3 }),
             ("another origin", { $0.uploadURL = "http://127.0.0.2:1/u/1" }),
-            ("interop version 5, not 6 or 7 or 8 or 9", { $0.interopVersion = 5 }),
-            ("interop version 10", { $0.interopVersion = 10 }),
+            ("interop version 5, not 6 or 7 or 8 or 9 or 10", { $0.interopVersion = 5 }),
+            ("interop version 11", { $0.interopVersion = 11 }),
             ("cannot be requested: its scheme is not http or https", { $0.uploadURL = "file:///etc/passwd" }),
             // A URL no request can reach is ignored as a tampered one is (#44), not tried at every run.
             ("cannot be requested: it has no host", { $0.uploadURL = "http:///u/1" }),

@@ -20,13 +20,14 @@ extension MultipartUploadQueue {
 
         var id: ID
         var outcome: Outcome
-        /// Whether the form went from its first byte again after a run that had started it.
-        var sentAgain: Bool
         /// Whether the server speaks no version of the draft: the form went whole.
         var sentWhole: Bool
-        /// The record the send wrote, as it wrote it: a completed upload's, written beside the others in flight
-        /// rather than one after another by the queue.
-        var recorded: QueueRecord?
+        /// The record as the send left it: with the form's sends again counted, and a completed upload's outcome
+        /// where ``completionRecorded``.
+        var record: QueueRecord
+        /// Whether the send wrote the completed upload's record, beside the others in flight rather than one after
+        /// another by the queue.
+        var completionRecorded = false
     }
 
     /// One send of an upload, as a resumable upload with its saved state in the queue's directory, run on a task of
@@ -56,7 +57,7 @@ extension MultipartUploadQueue {
         static let answerPrefix = 64 << 10
 
         func send() async -> Finished {
-            let notes = Notes()
+            let notes = Notes(record: record, store: store, startedBefore: startedBefore)
             var policy = resumption
             // A server that speaks no draft gets the whole form, and has nothing to resume.
             policy.stateDirectory = knownNotResumable ? nil : stateDirectory
@@ -79,31 +80,30 @@ extension MultipartUploadQueue {
             } onCancel: {
                 work.cancel()
             }
-            let sentAgain = startedBefore && notes.wentAgainFromTheStart
             let whole = knownNotResumable || notes.sentWhole
             switch result {
             case .success(let (_, response)):
                 let http = response as? HTTPURLResponse
                 let fields = (http?.allHeaderFields as? [String: String]) ?? [:]
                 let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
-                return Finished(
-                    id: id, outcome: .completed(answer), sentAgain: sentAgain, sentWhole: whole,
-                    recorded: recordCompleted(answer, sentAgain: sentAgain))
+                var finished = Finished(id: id, outcome: .completed(answer), sentWhole: whole, record: notes.record)
+                finished.completionRecorded = recordCompleted(answer, in: &finished.record)
+                return finished
             case .failure(let error):
-                return Finished(id: id, outcome: Self.outcome(of: error), sentAgain: sentAgain, sentWhole: whole)
+                return Finished(id: id, outcome: Self.outcome(of: error), sentWhole: whole, record: notes.record)
             }
         }
 
         /// Writes the record of the completed upload, then removes its saved state: only once the record says the
-        /// upload completed, so that a kill in between resumes it, and the server says it has the form. `nil` when
+        /// upload completed, so that a kill in between resumes it, and the server says it has the form. `false` when
         /// the record could not be written (the state is kept: the next run finds the upload completed).
-        private func recordCompleted(_ answer: Answer, sentAgain: Bool) -> QueueRecord? {
-            var record = record
-            record.outcome = .completed(answer.stored)
-            if sentAgain { record.sentAgain += 1 }
-            guard (try? record.write(to: store)) != nil else { return nil }
+        private func recordCompleted(_ answer: Answer, in record: inout QueueRecord) -> Bool {
+            var completed = record
+            completed.outcome = .completed(answer.stored)
+            guard (try? completed.write(to: store)) != nil else { return false }
+            record = completed
             try? FileManager.default.removeItem(at: stateDirectory)
-            return record
+            return true
         }
 
         /// What an upload's error makes of it: the network's or a busy server's is for now, the form's own or the
@@ -153,22 +153,58 @@ extension MultipartUploadQueue {
         }
     }
 
-    /// What one send saw: whether the form went from its first byte with no resumable upload to resume (a server
-    /// without the draft, or one that forgot the upload), and the start of the answer's body.
+    /// What one send saw: the start of the answer's body, whether the form went whole, and its record, in which a send
+    /// of the form from its first byte that may give the server a second copy is counted (``QueueRecord/sentAgain``)
+    /// before the request goes, so that a kill after it cannot hide it: the whole form after a run that started the
+    /// upload, a new upload after the server forgot the one a run before made, or any send from the first byte after
+    /// a run that sent the form whole. At most one count a send.
     final class Notes: Sendable {
         private struct Seen {
-            var fromTheStart = false
+            var record: QueueRecord
             var whole = false
+            var counted = false
             var answer = Data()
         }
-        private let seen = LockedValue(Seen())
+        private let seen: LockedValue<Seen>
+        private let store: SavedUploadDirectory
+        /// Whether a run before this one started the upload.
+        private let startedBefore: Bool
+        /// Whether a run before this one began to send the form whole.
+        private let sentWholeBefore: Bool
+
+        init(record: QueueRecord, store: SavedUploadDirectory, startedBefore: Bool) {
+            seen = LockedValue(Seen(record: record))
+            self.store = store
+            self.startedBefore = startedBefore
+            sentWholeBefore = record.sentWhole != nil
+        }
 
         func record(_ event: MultipartResumption.Event) {
             switch event {
-            case .notResumable: seen.withLock { ($0.fromTheStart, $0.whole) = (true, true) }
-            case .startedOver(.uploadGone): seen.withLock { $0.fromTheStart = true }
+            case .notResumable:
+                // The whole form goes next, in one request.
+                note(again: startedBefore) {
+                    $0.whole = true
+                    $0.record.sentWhole = Date()
+                }
+            case .startedOver(.uploadGone):
+                note(again: startedBefore)
+            case .requestSent("PATCH", _, let fields) where fields["Upload-Offset"] == "0":
+                note(again: sentWholeBefore)
             default: break
             }
+        }
+
+        /// Counts a send again where `again` says so and none was counted yet, applies `change`, and writes the
+        /// record when it changed. Not synced, as a start's write: it outlives a kill, the failure it is for.
+        private func note(again: Bool, _ change: (inout Seen) -> Void = { _ in }) {
+            let changed = seen.withLock { seen -> QueueRecord? in
+                let before = (seen.record.sentAgain, seen.record.sentWhole)
+                if again, !seen.counted { (seen.record.sentAgain, seen.counted) = (seen.record.sentAgain + 1, true) }
+                change(&seen)
+                return before == (seen.record.sentAgain, seen.record.sentWhole) ? nil : seen.record
+            }
+            try? changed?.write(to: store, syncing: false)
         }
 
         func keep(_ data: Data) {
@@ -178,7 +214,7 @@ extension MultipartUploadQueue {
             }
         }
 
-        var wentAgainFromTheStart: Bool { seen.withLock { $0.fromTheStart } }
+        var record: QueueRecord { seen.withLock { $0.record } }
         var sentWhole: Bool { seen.withLock { $0.whole } }
         var answer: Data { seen.withLock { $0.answer } }
     }

@@ -49,8 +49,10 @@ extension MultipartUploadQueue {
         /// The form's length.
         public var contentLength: UInt64
         /// Times the form went again from its first byte after a run that had started it ended unfinished (the
-        /// server forgot the upload, or does not speak the resumable draft): where it is more than 0, the server may
-        /// have had the form more than once.
+        /// server forgot the upload, or does not speak the resumable draft, or took the form whole before): where it
+        /// is more than 0, the server may have had the form more than once. Counted before the form goes again, so
+        /// that a kill cannot hide a copy: a count may stand for a send that a kill stopped before it reached the
+        /// server.
         public var sentAgain: Int
     }
 

@@ -511,12 +511,7 @@ public actor MultipartUploadQueue {
         if entries[index].removing {
             return await forget(entries[index], session: session, headers: headers, givingUp: true)
         }
-        if let recorded = finished.recorded {
-            entries[index].record = recorded
-        } else if finished.sentAgain, var record = entries[index].record {
-            record.sentAgain += 1
-            entries[index].record = record
-        }
+        entries[index].record = finished.record
         if finished.sentWhole, let origin {
             plainOrigins.insert(origin)
         }
@@ -524,7 +519,7 @@ public actor MultipartUploadQueue {
         case .completed(let answer):
             // A server that speaks no draft says it is back this way.
             if let origin { servers[origin]?.gate.answered() }
-            complete(index, with: answer, recorded: finished.recorded != nil)
+            complete(index, with: answer, recorded: finished.completionRecorded)
         case .failed(let reason):
             fail(index, because: reason)
         case .waiting(let outage):

@@ -21,8 +21,13 @@ struct QueueRecord: Codable, Sendable {
     /// Runs that started the upload: one that finds it started before may resume it, or send it again.
     var starts = 0
     /// Times the form went again from its first byte after a run that started it ended unfinished (the server
-    /// forgot the upload, or does not speak the resumable draft): the server may have it more than once.
+    /// forgot the upload, or does not speak the resumable draft, or took it whole before): the server may have it
+    /// more than once. Written before the form goes again.
     var sentAgain = 0
+    /// When a run last began to send the form whole, in one request (a server without the resumable draft): written
+    /// before the request goes, so that a later run that sends the form again, in any way, counts it in
+    /// ``sentAgain`` even when the run that sent it whole was killed before its answer. `nil` for never.
+    var sentWhole: Date?
 
     /// The request, as URLSession would send it, without any credential.
     struct Request: Codable, Sendable {

@@ -12,6 +12,8 @@ public struct MultipartSavedUpload: Sendable, Equatable {
     /// The last offset the server acknowledged (in an answer to an append or a `HEAD`) when the state was last saved.
     /// A run killed during an append had sent more, which the server may hold: the next run asks it.
     public var bytesAcknowledged: UInt64
+    /// The draft's interop version the upload was made in, which the next run speaks to it.
+    public var interopVersion: Int
     /// When the upload was created.
     public var created: Date
     /// When its state was last saved.

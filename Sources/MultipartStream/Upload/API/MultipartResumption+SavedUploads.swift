@@ -13,7 +13,8 @@ extension MultipartResumption {
         return states.records { events?(.stateIgnored($0, reason: $1)) }.map { key, record in
             MultipartSavedUpload(
                 method: record.method, url: record.requestURL, contentLength: record.contentLength,
-                bytesAcknowledged: record.acknowledged, created: record.created, saved: record.updated,
+                bytesAcknowledged: record.acknowledged, interopVersion: record.interopVersion, created: record.created,
+                saved: record.updated,
                 expires: record.expires ?? record.updated.addingTimeInterval(SavedUploadDirectory.defaultLifetime),
                 stateFile: states.file(for: key))
         }

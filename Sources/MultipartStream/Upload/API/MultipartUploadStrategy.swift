@@ -54,7 +54,7 @@ public struct MultipartUploadStrategy: Sendable {
     public static let resumable = MultipartUploadStrategy.resumable(MultipartResumption())
 
     /// Streams as ``stream`` does, and survives a dropped connection: against a server that speaks
-    /// draft-ietf-httpbis-resumable-upload (interop versions 6 to 9: SwiftNIO's `NIOResumableUpload`, Apple's
+    /// draft-ietf-httpbis-resumable-upload (interop versions 6 to 10: SwiftNIO's `NIOResumableUpload`, Apple's
     /// URLSession), a connection failure, reset or timeout makes the upload ask the server how much of the form it
     /// has and send the rest from there, within `policy`'s retries; with ``MultipartResumption/stateDirectory`` it
     /// also survives the process. Support is detected before any part of the form is sent (an `OPTIONS` in each

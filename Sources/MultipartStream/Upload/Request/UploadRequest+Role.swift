@@ -21,8 +21,11 @@ extension UploadRequest {
         /// The whole form, on tasks the upload makes and owns (the async API): it sends the form again itself
         /// after a 307 or 308, and streams through a data task, whose every 64 KiB Linux URLSession does not report
         /// to the delegate queue as it does an upload task's. The body is `.stream` or a `.file`
-        /// already written.
-        case wholeForm(UploadBody)
+        /// already written. `once`, for a resumable upload's fallback to a server without the draft: the form goes
+        /// once, on a connection of its own, as an append does, since libcurl resends a request by itself on a reused
+        /// connection that died, and a server that had processed the form would get it twice with no one knowing;
+        /// the failure goes to the resumable upload instead, whose caller (a queue) counts what it sends again.
+        case wholeForm(UploadBody, once: Bool = false)
         /// The whole form, on the one upload task handed to the caller, which may never resume it. The body is
         /// `.stream` or a `.fileToWrite` when the task first asks for it.
         case callerTask(UploadBody)
@@ -52,7 +55,7 @@ extension UploadRequest {
         /// The body the role starts with.
         var body: UploadBody {
             switch self {
-            case .wholeForm(let body), .callerTask(let body): body
+            case .wholeForm(let body, _), .callerTask(let body): body
             case .protocolRequest, .resourceRequest: .none
             case .append(let offset, let end, _): .part(offset..<max(offset, end))
             }
@@ -76,8 +79,10 @@ extension UploadRequest {
 
         /// Whether each body goes out once only: a resend URLSession starts by itself fails the request.
         var sendsBodyOnce: Bool {
-            if case .append = self { return true }
-            return false
+            switch self {
+            case .append, .wholeForm(_, once: true): true
+            default: false
+            }
         }
 
         /// Whether the upload's end ends its progress: only a task handed to the caller, which is the whole upload.

@@ -27,6 +27,9 @@ struct WholeFormUpload {
     var spooled: (@Sendable (UInt64) -> Void)? = nil
     /// Told how far into the form the last request's body reached.
     var bodySent: (@Sendable (UInt64) -> Void)? = nil
+    /// Whether each request goes once, on a connection of its own, never resent by URLSession itself: a resumable
+    /// upload's fallback (see ``UploadRequest/Role/wholeForm(_:once:)``).
+    var once = false
 
     /// Sends the form; its answer, whatever the status.
     ///
@@ -76,7 +79,8 @@ struct WholeFormUpload {
         }
         let result = PendingResponse()
         let upload = UploadRequest(
-            form: form, role: .wholeForm(uploadBody), callerSession: session, requests: requests, pacer: pacer,
+            form: form, role: .wholeForm(uploadBody, once: once), callerSession: session, requests: requests,
+            pacer: pacer,
             reception: reception, progress: progress, completion: result.resolve)
         defer { bodySent?(upload.furthestHandedOut) }
         return try await session.perform(request, upload, answeredTo: result)

@@ -20,8 +20,14 @@ extension ResumableUpload {
         case v8 = 8
         /// Drafts -12 to -15.
         case v9 = 9
+        /// The editor's draft of 2026, as the draft's Apple editor's example server middleware speaks it (beside 6):
+        /// `Upload-Complete: ?1` on an answer says it is the application's (the target resource's), even one that
+        /// came before the whole upload, as an application that refuses the form early answers; the offset is asked
+        /// with `HEAD` or `GET`, whose answer carries `Upload-Length` and `Upload-Limit`; a request in a version the
+        /// server does not speak is answered 400 without `Upload-Draft-Interop-Version`.
+        case v10 = 10
 
-        static let newest = InteropVersion.v9
+        static let newest = InteropVersion.v10
 
         /// Every version spoken, as a saved upload's record names them.
         static let spoken = Set(allCases.map(\.rawValue))
@@ -32,6 +38,12 @@ extension ResumableUpload {
         /// Whether every answer to an append must say `Upload-Complete`: from version 7 on, a 2xx without it is a
         /// breach, not the application's answer.
         var requiresUploadComplete: Bool { self >= .v7 }
+
+        /// Whether `Upload-Complete: ?1` on an answer that came before the append's last byte was handed out is the
+        /// application's refusal of the form (a 400 or 413 after its first part, a 401), to be returned as it is: from
+        /// version 10 on. Before it, `?1` says the whole upload was received, which the client had not sent: a breach.
+        /// A success before the last byte is a breach in every version: the application cannot have the form.
+        var takesEarlyRefusal: Bool { self >= .v10 }
 
         static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
     }

@@ -8,7 +8,7 @@ extension ResumableUpload {
     /// A request's answer as the caller gets it: its body and response.
     typealias Reply = (Data, URLResponse)
 
-    /// The decisions of a resumable upload (draft-ietf-httpbis-resumable-upload, interop versions 6 to 9), without
+    /// The decisions of a resumable upload (draft-ietf-httpbis-resumable-upload, interop versions 6 to 10), without
     /// I/O: each answer or failure of a request, a cancel, and the saved state written or not is an event, and each
     /// event gives the action the driver carries out. The requests and answers are typed in
     /// `ResumableUpload+Protocol.swift`.
@@ -517,9 +517,11 @@ extension ResumableUpload {
             let step = Step.append(from: resource.acknowledged, upTo: end)
             let unexpected = UnexpectedAnswer(answer, to: step)
             if answer.isComplete == true {
-                // The application's answer, whatever its status, only for the append that said `?1` and handed out
-                // the form's last byte: a server cannot have completed a form the client has not. Any other claim
-                // is a breach (and `handle` deletes nothing the server calls complete).
+                // The application's answer, whatever its status, for the append that said `?1` and handed out the
+                // form's last byte; and from version 10, the application's refusal before it. A server cannot have
+                // completed a form the client has not: any other claim is a breach (and `handle` deletes nothing the
+                // server calls complete).
+                if version.takesEarlyRefusal, !(200..<300).contains(answer.statusCode) { return finish(.answer(reply)) }
                 guard let contentLength else {
                     return fail(MultipartError(.completedBeforeEnd(bytesSent: resource.sent)))
                 }
@@ -614,6 +616,7 @@ extension ResumableUpload {
                 return giveUp(because: unexpected)
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
+            if let missing = completeMissing(answer, resource, course) { return missing }
             if let lost = answerLost(answer, at: offset) { return lost }
             var course = course
             if let settling = course.settling, settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true
@@ -628,12 +631,29 @@ extension ResumableUpload {
             return acknowledge(offset, answer: answer, resource, course)
         }
 
-        /// A `HEAD` that says the server has the whole form: complete (`?1`), or every byte and no word either way, as
-        /// version 6 may. The application has it (or may have it), but its answer went with the connection, and the
-        /// upload is never deleted. `nil` for any other offset.
+        /// A `HEAD` that says the server completed the upload (`?1`): the application has it, but its answer went
+        /// with the connection, and the upload is never deleted. Only `?1` says so: every byte and no word either way
+        /// (a version 6 server may leave the field out) is completed by an empty append with `?1`, whose answer is the
+        /// application's, never assumed. `nil` for any other answer.
         private mutating func answerLost(_ answer: Answer, at offset: UInt64) -> Action? {
-            guard answer.isComplete == true || offset == contentLength && answer.isComplete == nil else { return nil }
+            guard answer.isComplete == true else { return nil }
             return finish(.fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)), deleting: nil))
+        }
+
+        /// From version 7 on, a `HEAD`'s 2xx must say `Upload-Complete`: one without it (or with a value that is no
+        /// boolean) says neither that the upload completed nor that it did not, so that the form may or may not have
+        /// reached the application. A breach, but not the server's last word on an upload that may be whole: nothing
+        /// is deleted, and a saved upload is kept, resource and state, for a later run to ask again. `nil` for an
+        /// answer that says it, and in version 6.
+        private mutating func completeMissing(_ answer: Answer, _ resource: Resource, _ course: Course) -> Action? {
+            guard answer.isComplete == nil, version.requiresUploadComplete else { return nil }
+            let breach = MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode))
+            guard savesState else { return finish(.fail(breach, deleting: nil)) }
+            let position = Position(location: resource.answered, acknowledged: resource.acknowledged)
+            return finish(
+                .stop(
+                    breach,
+                    keeping: course.saved == position ? nil : Keeping(writing: position, lifetime: lifetime(course))))
         }
 
         /// The first answer about a saved upload: start over when the server no longer has it, or has less of it
@@ -901,6 +921,7 @@ extension ResumableUpload {
                 return stop(because: failure, resource, course, at: resource.acknowledged)
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
+            if let missing = completeMissing(answer, resource, course) { return missing }
             if let lost = answerLost(answer, at: offset) { return lost }
             return stop(because: failure, resource, course, at: offset)
         }

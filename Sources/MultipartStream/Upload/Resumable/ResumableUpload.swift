@@ -167,7 +167,7 @@ struct ResumableUpload {
                     form: form, request: request, session: session, body: .stream(nil), pacer: pacer,
                     requests: requests, reception: reception, progress: progress,
                     spooled: { events?(.spooled(contentLength: $0)) },
-                    bodySent: { events?(.bodySent(bytes: $0)) }
+                    bodySent: { events?(.bodySent(bytes: $0)) }, once: true
                 ).run()
             case .answer(let reply):
                 if !policy.keepsStateAfterAnswer { state?.remove() }
