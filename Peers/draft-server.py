@@ -70,6 +70,8 @@ Scenarios (the default answers as the draft's examples do; the others change one
   early-400             the application refuses the form after the first 100000 bytes of a PATCH: 400 with
                         Upload-Complete: ?1 and a body of its own, the rest unread (the connection closed); it never
                         processes the form
+  plain-lost            a plain POST is processed and its answer never comes (as plain-first), the first with each
+                        Idempotency-Key
   plain-first           until a plain POST has brought the whole form, OPTIONS answers as a server without the draft;
                         that POST's form is processed (listed in /forms), and its answer never comes: the server
                         waits for the client to go (at most 30 s), then drops the connection. Then, the default
@@ -103,11 +105,16 @@ Scenarios that lie (a server's answers are untrusted input; the client must neit
 
 An upload created without Upload-Length has the length its completing append (Upload-Complete: ?1) gives it.
 
+It honours Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), as a server that makes "at least once"
+exactly once does: a creation request, or a plain POST of the whole form, whose key it has seen on a request of the
+same kind is answered as that request was, and creates or processes nothing. GET /keys/ignore on the other port
+makes it forget every key and ignore them from then on, as a server without that support (NIOResumableUpload).
+
 GET /down on the other port closes the first port's listener, so that connections to it are refused (the uploads
 are kept); GET /up there opens it again on the same port.
 
 GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, version, bytes,
-length (its Upload-Length), interims (the 104 answers it got)}; GET /forms
+length (its Upload-Length), idempotency (its Idempotency-Key), interims (the 104 answers it got)}; GET /forms
 lists the forms the application processed: {bytes, sha256}; GET /in-flight says how many uploads had an append
 being read at once, at most: {most}.
 """
@@ -133,10 +140,12 @@ uploads = {}
 next_id = [0]
 used_tokens = set()
 ports = {}
-# Whether the plain-first scenario's plain POST has come.
-plain_first = {"done": False}
+# Whether the plain-first scenario's plain POST has come, and the Idempotency-Keys whose plain-lost POST was lost.
+plain_first = {"done": False, "lost": set()}
 # The hostile scenario's draws, while it is on.
 hostile = {"random": None}
+# The answers given to each Idempotency-Key, by the kind of request ("creation" or "plain"): status, headers, body.
+idempotency = {"honoured": True, "creation": {}, "plain": {}}
 versions = {int(v) for v in sys.argv[1].split(",")} if len(sys.argv) > 1 else {10}
 
 
@@ -160,7 +169,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "authorization": self.headers.get("Authorization"), "cookie": self.headers.get("Cookie"),
                 "offset": self.headers.get("Upload-Offset"), "complete": self.headers.get("Upload-Complete"),
                 "version": self.headers.get("Upload-Draft-Interop-Version"), "bytes": bytes_read,
-                "length": self.headers.get("Upload-Length"),
+                "length": self.headers.get("Upload-Length"), "idempotency": self.headers.get("Idempotency-Key"),
                 "interims": getattr(self, "interims", 0),
             })
         self.interims = 0
@@ -276,6 +285,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/huge":
             with lock:
                 body = json.dumps(huge_answers).encode()
+        elif self.path == "/keys/ignore":
+            with lock:
+                idempotency.update({"honoured": False, "creation": {}, "plain": {}})
+            body = b"{}"
         elif self.path.startswith("/hostile/") or self.path == "/calm":
             import random
             with lock:
@@ -355,14 +368,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scenario == "redirect-away":
             self.entry(0)
             return self.redirects_away()
-        if self.headers.get("Upload-Complete") is None or not self.speaks_draft():
+        plain = self.headers.get("Upload-Complete") is None or not self.speaks_draft()
+        if self.replayed("plain" if plain else "creation"):
+            return
+        if plain:
             # A plain request: the whole form, the application's.
             data, _ = self.read()
             self.entry(len(data))
             with lock:
                 body = form_answer({"data": data})
-                lost = scenario == "plain-first" and not plain_first["done"]
+                self.remember("plain", 200, {"Content-Type": "application/json"}, body)
+                key = self.headers.get("Idempotency-Key")
+                lost = (scenario == "plain-first" and not plain_first["done"]
+                        or scenario == "plain-lost" and key not in plain_first["lost"])
                 plain_first["done"] = True
+                plain_first["lost"].add(key)
             hostile_answer = self.draw(scenario, "answer", "drop", "unanswered")
             if lost or hostile_answer == "unanswered":
                 # Processed, and the answer lost: wait for the client to go.
@@ -396,7 +416,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if scenario != "creation-201":
             headers["Upload-Complete"] = "?0"
             headers["Upload-Offset"] = str(length - 100 if scenario == "creation-offset" else 0)
+        with lock:
+            self.remember("creation", 201, headers, b"")
         self.answer(201, headers)
+
+    def remember(self, kind, status, headers, body):
+        """Keeps the answer to this request under its Idempotency-Key, if any; called holding the lock."""
+        key = self.headers.get("Idempotency-Key")
+        if key is not None and idempotency["honoured"]:
+            idempotency[kind][key] = (status, headers, body)
+
+    def replayed(self, kind):
+        """Answers a request of `kind` whose Idempotency-Key was seen before as that request was answered, reading and
+        dropping its body; False for any other."""
+        key = self.headers.get("Idempotency-Key")
+        with lock:
+            stored = idempotency[kind].get(key) if key is not None and idempotency["honoured"] else None
+        if stored is None:
+            return False
+        data, _ = self.read()
+        self.entry(len(data))
+        status, headers, body = stored
+        self.answer(status, headers, body)
+        return True
 
     def do_HEAD(self):
         self.entry(0)

@@ -28,6 +28,8 @@ public final class DraftServer: @unchecked Sendable {
         public var bytes: Int
         /// `Upload-Length`.
         public var length: String?
+        /// `Idempotency-Key`.
+        public var idempotency: String?
         /// `104 (Upload Resumption Supported)` interim answers it got before its final one.
         public var interims: Int
     }
@@ -116,6 +118,12 @@ public final class DraftServer: @unchecked Sendable {
     /// `nil`, answer as the default does.
     public func setHostile(seed: UInt64?) throws {
         _ = try fetch(seed.map { "/hostile/\($0)" } ?? "/calm")
+    }
+
+    /// Forgets and ignores every `Idempotency-Key` from now on, as a server without that support does
+    /// (`NIOResumableUpload`): a creation or a whole form sent again is taken again.
+    public func ignoreIdempotencyKeys() throws {
+        _ = try fetch("/keys/ignore")
     }
 
     /// `path`'s answer, fetched with curl from ``alternatePort``, which stays open while ``port`` is down.

@@ -53,7 +53,9 @@ extension CommandLineTests {
     /// rightly leaves that upload resource unused (the next run creates another): at most one such creation for each
     /// kill, made in the run that was killed, and none else.
     @Test func aQueueKilledSixTimesDeliversEveryFormOnce() async throws {
+        // As NIOResumableUpload: a creation sent again is another upload resource.
         let server = try DraftServer()
+        try server.ignoreIdempotencyKeys()
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 55)
         var queued: [(id: String, form: DraftServer.Form)] = []
@@ -127,6 +129,9 @@ extension CommandLineTests {
             #expect(
                 kills.contains { $0.contains(entry) }, "an unused creation that no kill explains: log entry \(entry)")
         }
+        // Every creation carries its upload's Idempotency-Key: one a form, the same after a kill.
+        let keys = creations.map { log[$0].idempotency ?? "none" }
+        #expect(Set(keys) == Set(queued.map { "\"\($0.id)\"" }), "one key an upload, whatever the kills: \(keys)")
         let said = (0..<6).map { (try? String(contentsOf: directory.path("run-\($0).err"), encoding: .utf8)) ?? "" }
         #expect(
             log.contains { $0.method == "HEAD" },
@@ -168,6 +173,34 @@ extension CommandLineTests {
         let log = try server.log()
         #expect(log.filter { $0.method == "POST" && $0.complete == nil }.count == 1, "one plain POST")
         #expect(log.filter { $0.method == "PATCH" }.count == 1, "then one resumable upload")
+    }
+
+    /// A form that goes whole to a server without the draft, which processed it and whose answer a kill lost, goes
+    /// again with the same `Idempotency-Key`: a server that honours it answers as it did and takes the form once
+    /// (exactly once); one that does not takes it twice, as the queue says (at least once).
+    @Test(arguments: [true, false])
+    func anIdempotencyKeyMakesAWholeFormSentAgainExactlyOnce(honoured: Bool) async throws {
+        let server = try DraftServer(version: 5)
+        if !honoured { try server.ignoreIdempotencyKeys() }
+        let queue = directory.path("queue").path
+        var generator = SeededGenerator(seed: 591)
+        try generator.writeFile(at: directory.path("f-0.bin"), size: 1 << 20)
+        let (id, form) = try enqueue(0, to: server.url(scenario: "plain-lost"), queue: queue)
+        try await onAThreadOfItsOwn { [self] in
+            let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-0.err"))
+            try waitFor(
+                "the whole form to reach the application", upTo: 60, ended: { process.exitedWithStatus },
+                until: { try server.forms().count == 1 })
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let (second, _) = try await runQueue(queue, upTo: 60)
+        #expect(second.status == 0, "\(second.stderr)")
+        let posts = try server.log().filter { $0.method == "POST" }
+        #expect(posts.count == 2 && posts.allSatisfy { $0.idempotency == "\"\(id)\"" }, "\(posts)")
+        #expect(try server.forms() == Array(repeating: form, count: honoured ? 1 : 2))
+        let uploads = try await MultipartUploadQueueSnapshot(directory: directory.path("queue"))
+        #expect(uploads.completed == [id] && uploads.sentAgain == [id: 1], "\(uploads)")
     }
 
     /// A queued upload whose completing append dropped unanswered, and whose `HEAD` then says every byte with no

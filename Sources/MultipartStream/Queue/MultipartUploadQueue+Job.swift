@@ -66,7 +66,14 @@ extension MultipartUploadQueue {
             policy.events = { notes.record($0) }
             policy.outage = outage
             defer { outage?.leave() }
-            let (form, request, session, headers, progress) = (form, request, session, headers, progress)
+            // The same key for every send of this upload, in every process: a server that honours it creates the
+            // upload resource, or takes the whole form, once. A key of the caller's own is kept.
+            var request = request
+            if request.value(forHTTPHeaderField: ResumableUpload.Header.idempotencyKey) == nil {
+                request.setValue(
+                    StructuredField.string(id.rawValue), forHTTPHeaderField: ResumableUpload.Header.idempotencyKey)
+            }
+            let (form, session, headers, progress) = (form, session, headers, progress)
             let work = Task {
                 try await session.upload(
                     form, with: request, strategy: .resumable(policy), headers: headers,

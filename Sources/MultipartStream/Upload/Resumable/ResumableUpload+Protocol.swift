@@ -62,6 +62,11 @@ extension ResumableUpload {
         static let retryAfter = "Retry-After"
         /// On an `OPTIONS` answer from version 8 on, naming `application/partial-upload`: the server speaks the draft.
         static let acceptPatch = "Accept-Patch"
+        /// draft-ietf-httpapi-idempotency-key-header's field, which a caller (an upload queue) puts on its request so
+        /// that a server that honours it takes the same creation, or the same whole form, once however often it is
+        /// sent. It names that one request: the other steps go without it, or such a server would take an append, an
+        /// offset asked or a `DELETE` for the creation again.
+        static let idempotencyKey = "Idempotency-Key"
     }
 
     /// `Upload-Limit`: what the server takes, a structured-field dictionary (`max-size=1000, max-age=3600`); keys
@@ -183,6 +188,7 @@ extension ResumableUpload {
             request.httpBody = nil
             request.httpBodyStream = nil
             request.removeBodyHeaders()
+            if self != .create { request.setValue(nil, forHTTPHeaderField: Header.idempotencyKey) }
             switch self {
             case .detect:
                 request.httpMethod = "OPTIONS"

@@ -5,8 +5,13 @@ import Foundation
 #endif
 
 /// The structured-field items (RFC 9651) the draft's headers carry: booleans and integers, with parameters
-/// ignored, as the RFC lets a recipient that does not know them.
+/// ignored, as the RFC lets a recipient that does not know them; and the strings `Idempotency-Key` carries.
 enum StructuredField {
+    /// `value` as a string item: quoted, with `"` and `\` escaped. `value` holds printable ASCII only (an upload's ID).
+    static func string(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+
     /// `?1` or `?0`.
     static func boolean(_ value: Bool) -> String {
         value ? "?1" : "?0"
