@@ -145,19 +145,17 @@ extension CommandLineTests {
         #expect(try server.log().count == before, "a further run sends nothing")
     }
 
-    /// A form that went whole (the server's `OPTIONS` said no draft), whose server processed it while the run was
-    /// killed before the answer, goes again as a resumable upload once the server speaks the draft: two copies on the
-    /// server, and the queue says it went again. The record said the form went whole before it went, so the kill
-    /// could not hide it.
-    @Test func aFormSentWholeAndKilledIsCountedWhenItGoesAgain() async throws {
-        let server = try DraftServer()
+    /// A 1 MiB file queued for `server`'s `scenario`, which takes the whole form and never answers; the run killed
+    /// once the server processed it, then run again, which must succeed.
+    private func wentWholeAndKilled(
+        _ server: DraftServer, _ scenario: String
+    ) async throws -> (id: String, form: DraftServer.Form) {
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 63)
         try generator.writeFile(at: directory.path("f-0.bin"), size: 1 << 20)
-        let (id, form) = try enqueue(0, to: server.url(scenario: "plain-first"), queue: queue)
+        let added = try enqueue(0, to: server.url(scenario: scenario), queue: queue)
         try await onAThreadOfItsOwn { [self] in
             let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-0.err"))
-            // Killed once the server processed the whole form, whose answer never comes.
             try waitFor(
                 "the whole form to reach the application", upTo: 60, ended: { process.exitedWithStatus },
                 until: { try server.forms().count == 1 })
@@ -166,6 +164,16 @@ extension CommandLineTests {
         }
         let (second, _) = try await runQueue(queue, upTo: 60)
         #expect(second.status == 0, "\(second.stderr)")
+        return added
+    }
+
+    /// A form that went whole (the server's `OPTIONS` said no draft), whose server processed it while the run was
+    /// killed before the answer, goes again as a resumable upload once the server speaks the draft: two copies on the
+    /// server, and the queue says it went again. The record said the form went whole before it went, so the kill
+    /// could not hide it.
+    @Test func aFormSentWholeAndKilledIsCountedWhenItGoesAgain() async throws {
+        let server = try DraftServer()
+        let (id, form) = try await wentWholeAndKilled(server, "plain-first")
         let uploads = try await MultipartUploadQueueSnapshot(directory: directory.path("queue"))
         #expect(uploads.completed == [id], "\(uploads)")
         #expect(try server.forms() == [form, form], "the whole form, then the resumable upload's")
@@ -182,20 +190,7 @@ extension CommandLineTests {
     func anIdempotencyKeyMakesAWholeFormSentAgainExactlyOnce(honoured: Bool) async throws {
         let server = try DraftServer(version: 5)
         if !honoured { try server.ignoreIdempotencyKeys() }
-        let queue = directory.path("queue").path
-        var generator = SeededGenerator(seed: 591)
-        try generator.writeFile(at: directory.path("f-0.bin"), size: 1 << 20)
-        let (id, form) = try enqueue(0, to: server.url(scenario: "plain-lost"), queue: queue)
-        try await onAThreadOfItsOwn { [self] in
-            let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-0.err"))
-            try waitFor(
-                "the whole form to reach the application", upTo: 60, ended: { process.exitedWithStatus },
-                until: { try server.forms().count == 1 })
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-        let (second, _) = try await runQueue(queue, upTo: 60)
-        #expect(second.status == 0, "\(second.stderr)")
+        let (id, form) = try await wentWholeAndKilled(server, "plain-lost")
         let posts = try server.log().filter { $0.method == "POST" }
         #expect(posts.count == 2 && posts.allSatisfy { $0.idempotency == "\"\(id)\"" }, "\(posts)")
         #expect(try server.forms() == Array(repeating: form, count: honoured ? 1 : 2))
