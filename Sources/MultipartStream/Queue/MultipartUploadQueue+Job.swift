@@ -125,6 +125,9 @@ extension MultipartUploadQueue {
             switch error.reason {
             case .answerLost:
                 return .completed(Answer(statusCode: nil, headers: [:], body: Data()))
+            case .appendResent:
+                // URLSession would have sent the whole form again on a new connection: the next send counts it.
+                return .waiting(outage: false)
             case .resumeSaved, .resumeFailed, .resumeTimeExceeded, .outageOutlasted:
                 return .waiting(outage: !answered(error))
             case .unacceptableStatus(let status, _):
@@ -196,7 +199,7 @@ extension MultipartUploadQueue {
                 }
             case .startedOver(.uploadGone):
                 note(again: startedBefore)
-            case .requestSent("PATCH", _, let fields) where fields["Upload-Offset"] == "0":
+            case .requestSent("PATCH", _, let fields) where fields[ResumableUpload.Header.offset] == "0":
                 note(again: sentWholeBefore)
             default: break
             }

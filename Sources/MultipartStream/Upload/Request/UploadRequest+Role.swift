@@ -22,9 +22,10 @@ extension UploadRequest {
         /// after a 307 or 308, and streams through a data task, whose every 64 KiB Linux URLSession does not report
         /// to the delegate queue as it does an upload task's. The body is `.stream` or a `.file`
         /// already written. `once`, for a resumable upload's fallback to a server without the draft: the form goes
-        /// once, on a connection of its own, as an append does, since libcurl resends a request by itself on a reused
-        /// connection that died, and a server that had processed the form would get it twice with no one knowing;
-        /// the failure goes to the resumable upload instead, whose caller (a queue) counts what it sends again.
+        /// once, as an append does, since libcurl resends a request by itself on a reused connection that died, and a
+        /// server that had processed the form would get it twice with no one knowing: that resend fails the request
+        /// instead, and the resumable upload's caller (a queue) sends it again, counting it. Unlike an append it keeps
+        /// the session's connections: a connection of its own would cost a session a form.
         case wholeForm(UploadBody, once: Bool = false)
         /// The whole form, on the one upload task handed to the caller, which may never resume it. The body is
         /// `.stream` or a `.fileToWrite` when the task first asks for it.
@@ -75,6 +76,13 @@ extension UploadRequest {
         var ownsTask: Bool {
             if case .callerTask = self { return false }
             return true
+        }
+
+        /// Whether the request goes on a connection of its own (a session that carries it alone): an append, which
+        /// libcurl would otherwise resend by itself on a reused connection that died.
+        var ownsConnection: Bool {
+            if case .append = self { return true }
+            return false
         }
 
         /// Whether each body goes out once only: a resend URLSession starts by itself fails the request.

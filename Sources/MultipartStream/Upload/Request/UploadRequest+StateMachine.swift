@@ -162,7 +162,7 @@ extension UploadRequest {
                 kind = .streamedUpload
             }
             return TaskPlan(
-                kind: kind, request: prepared(request), singleUse: role.sendsBodyOnce, startsNow: role.ownsTask,
+                kind: kind, request: prepared(request), singleUse: role.ownsConnection, startsNow: role.ownsTask,
                 bodyStart: body.carriesForm ? bodyStart : nil)
         }
 
