@@ -57,7 +57,8 @@ extension MultipartUploadQueue {
         static let answerPrefix = 64 << 10
 
         func send() async -> Finished {
-            let notes = Notes(record: record, store: store, startedBefore: startedBefore)
+            let notes = Notes(
+                record: record, store: store, startedBefore: startedBefore, wentWholeAtStart: knownNotResumable)
             var policy = resumption
             // A server that speaks no draft gets the whole form, and has nothing to resume.
             policy.stateDirectory = knownNotResumable ? nil : stateDirectory
@@ -181,21 +182,26 @@ extension MultipartUploadQueue {
         private let startedBefore: Bool
         /// Whether a run before this one began to send the form whole.
         private let sentWholeBefore: Bool
+        /// Whether the send's start said in the record that the form goes whole, and counted it where it goes again:
+        /// the queue knew the server speaks no draft.
+        private let wentWholeAtStart: Bool
 
-        init(record: QueueRecord, store: SavedUploadDirectory, startedBefore: Bool) {
-            seen = LockedValue(Seen(record: record))
+        init(record: QueueRecord, store: SavedUploadDirectory, startedBefore: Bool, wentWholeAtStart: Bool) {
+            seen = LockedValue(Seen(record: record, counted: wentWholeAtStart && startedBefore))
             self.store = store
             self.startedBefore = startedBefore
-            sentWholeBefore = record.sentWhole != nil
+            self.wentWholeAtStart = wentWholeAtStart
+            sentWholeBefore = !wentWholeAtStart && record.sentWhole != nil
         }
 
         func record(_ event: MultipartResumption.Event) {
             switch event {
             case .notResumable:
                 // The whole form goes next, in one request.
+                let noted = wentWholeAtStart
                 note(again: startedBefore) {
                     $0.whole = true
-                    $0.record.sentWhole = Date()
+                    if !noted { $0.record.sentWhole = Date() }
                 }
             case .startedOver(.uploadGone):
                 note(again: startedBefore)

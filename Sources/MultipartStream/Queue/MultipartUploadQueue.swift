@@ -410,6 +410,12 @@ public actor MultipartUploadQueue {
         }
         let startedBefore = record.starts > 0
         record.starts += 1
+        let knownNotResumable = entries[index].origin.map { plainOrigins.contains($0) } ?? false
+        if knownNotResumable {
+            // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
+            record.sentWhole = Date()
+            if startedBefore { record.sentAgain += 1 }
+        }
         do {
             // Not synced: it outlives a kill, and counts what a crash of the system may send again.
             try record.write(to: store, syncing: false)
@@ -452,7 +458,7 @@ public actor MultipartUploadQueue {
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: stateDirectory(of: id),
             resumption: resumption, startedBefore: startedBefore,
-            knownNotResumable: origin.map { plainOrigins.contains($0) } ?? false, outage: outage,
+            knownNotResumable: knownNotResumable, outage: outage,
             session: session, headers: headers, cancel: handle
         ) { [weak self] sent in
             Task { await self?.sent(sent, by: id) }
