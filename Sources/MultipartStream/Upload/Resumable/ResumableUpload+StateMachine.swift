@@ -649,11 +649,7 @@ extension ResumableUpload {
             guard answer.isComplete == nil, version.requiresUploadComplete else { return nil }
             let breach = MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode))
             guard savesState else { return finish(.fail(breach, deleting: nil)) }
-            let position = Position(location: resource.answered, acknowledged: resource.acknowledged)
-            return finish(
-                .stop(
-                    breach,
-                    keeping: course.saved == position ? nil : Keeping(writing: position, lifetime: lifetime(course))))
+            return finish(.stop(breach, keeping: keeping(resource, course, at: resource.acknowledged)))
         }
 
         /// The first answer about a saved upload: start over when the server no longer has it, or has less of it
@@ -935,13 +931,16 @@ extension ResumableUpload {
         {
             let reason = MultipartError.Reason.resumeSaved(
                 retries: course.retries, bytesAcknowledged: offset, contentLength: contentLength ?? offset)
-            // Where the upload last answered: a move nothing has answered at yet is not saved, or every later run
-            // would ask there and find nothing.
-            let position = Position(location: resource.answered, acknowledged: offset)
             return finish(
-                .stop(
-                    MultipartError(reason, underlying: failure),
-                    keeping: course.saved == position ? nil : Keeping(writing: position, lifetime: lifetime(course))))
+                .stop(MultipartError(reason, underlying: failure), keeping: keeping(resource, course, at: offset)))
+        }
+
+        /// What keeping `resource` for the next run at `offset` writes: its position, where the saved state does not
+        /// hold it yet. Where the upload last answered: a move nothing has answered at yet is not saved, or every
+        /// later run would ask there and find nothing.
+        private func keeping(_ resource: Resource, _ course: Course, at offset: UInt64) -> Keeping? {
+            let position = Position(location: resource.answered, acknowledged: offset)
+            return course.saved == position ? nil : Keeping(writing: position, lifetime: lifetime(course))
         }
 
         /// Gives up with `error`, deleting the upload resource if there is one.
