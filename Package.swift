@@ -23,11 +23,14 @@ let package = Package(
         .executableTarget(name: "MultipartCLI", dependencies: ["MultipartStream"]),
         // The form alone: no network, no server.
         .testTarget(name: "MultipartFormTests", dependencies: ["MultipartForm", "MultipartStreamTestSupport"]),
-        .testTarget(name: "MultipartStreamTests", dependencies: ["MultipartStream", "MultipartStreamTestSupport"]),
+        .testTarget(
+            name: "MultipartStreamTests",
+            dependencies: ["MultipartForm", "MultipartStream", "MultipartStreamTestSupport"]
+        ),
         // The `multipart` command, run as a process.
         .testTarget(
             name: "MultipartCommandTests",
-            dependencies: ["MultipartStream", "MultipartStreamTestSupport", "MultipartCLI"]
+            dependencies: ["MultipartForm", "MultipartStream", "MultipartStreamTestSupport", "MultipartCLI"]
         ),
     ],
     swiftLanguageModes: [.v6]

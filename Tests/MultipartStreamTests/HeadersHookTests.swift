@@ -174,6 +174,41 @@ extension URLSessionSuites {
             #expect(log.allSatisfy { $0.authorization != "Bearer late" }, "the late redirect was followed")
         }
 
+        /// A hook slower than the request's timeout on a redirect fails the upload with `timedOut` and leaves the
+        /// process alive: Linux URLSession's timeout runs while the redirect waits, and an answer after it fired
+        /// trapped the process (this test ended it before the deadline). A plain POST turned into a GET by a 302
+        /// and a 307 that sends the form again, streamed and from a file.
+        @Test(arguments: zip([302, 307], [MultipartUploadStrategy.stream, .file]))
+        func aHookSlowerThanTheTimeoutOnARedirectFailsTheUpload(code: Int, strategy: MultipartUploadStrategy)
+            async throws
+        {
+            let server = try UploadServer()
+            var form = MultipartFormData()
+            form.append(Data(count: 3_000), name: "photo", fileName: "photo.jpg", mimeType: "image/jpeg")
+            var request = URLRequest(url: server.url("/redirect/\(code)?to=/headers"))
+            request.timeoutInterval = 2
+            let (answered, hookAnswered) = AsyncStream.makeStream(of: Void.self)
+            let stopwatch = Stopwatch()
+            let error = await #expect(throws: URLError.self) {
+                try await URLSession.shared.upload(
+                    form, with: request, strategy: strategy,
+                    headers: .fresh { _, reason in
+                        guard case .redirect = reason else { return [:] }
+                        try? await Task.sleep(nanoseconds: 3_500_000_000)
+                        hookAnswered.yield()
+                        return ["Authorization": "Bearer late"]
+                    })
+            }
+            #expect(error?.code == .timedOut, "\(String(describing: error))")
+            #expect(stopwatch.seconds < 3, "the upload ended at the deadline, not when the hook answered")
+            try await within(seconds: 30, "the hook answered") { for await _ in answered { break } }
+            // Past the moment URLSession's own timeout fired: the process is alive and the session still uploads.
+            let (data, _) = try await URLSession.shared.upload(form, with: URLRequest(url: server.url("/headers")))
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
+            let log = try await server.log()
+            #expect(!log.contains { $0.path.hasPrefix("/headers") && $0.authorization == "Bearer late" })
+        }
+
         /// A hook that fails (its own error, or a value that would forge a header) while a saved resumable upload
         /// goes on is neither the form's failure nor the server's word: the upload and its state are kept, and the
         /// next run resumes it where the server stands.

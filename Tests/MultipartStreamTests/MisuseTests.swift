@@ -31,6 +31,13 @@ extension URLSessionSuites {
             return form
         }
 
+        /// The file's change time, in nanoseconds.
+        private func changeTime(of file: URL) -> Int {
+            var info = stat()
+            _ = stat(file.path, &info)
+            return info.st_ctim.tv_sec * 1_000_000_000 + info.st_ctim.tv_nsec
+        }
+
         private func expectChanged(_ form: MultipartFormData, _ file: URL) {
             do {
                 _ = try form.encode()
@@ -79,11 +86,15 @@ extension URLSessionSuites {
             let form = try form(with: file)
             let appended = try FileManager.default.attributesOfItem(atPath: file.path)[.modificationDate]
             // The documented limit is a change within one tick of the file system's clock (jiffies, at most 10 ms
-            // on Linux) of the append; this test is about the change time, so it starts on a later tick.
-            Thread.sleep(forTimeInterval: 0.02)
-            let handle = try FileHandle(forWritingTo: file)
-            handle.write(Data(repeating: 9, count: 10))
-            try handle.close()
+            // on Linux) of the append; this test is about the change time, so it writes (the same bytes each time)
+            // until the change time has moved.
+            let before = changeTime(of: file)
+            try waitFor("the change time to move", upTo: 5, every: 0.001) {
+                let handle = try FileHandle(forWritingTo: file)
+                handle.write(Data(repeating: 9, count: 10))
+                try handle.close()
+                return changeTime(of: file) != before
+            }
             // As `touch -r` does: the old modification time, but the inode's change time moves.
             try FileManager.default.setAttributes([.modificationDate: appended as Any], ofItemAtPath: file.path)
             expectChanged(form, file)
@@ -133,17 +144,13 @@ extension URLSessionSuites {
         /// So it fails the part, as Reliability.md and `.fileChanged` say.
         @Test func aFileWhosePermissionsChangeWhileItIsReadFails() throws {
             let error = try errorOfAFileChanged { file in
-                let changed = { () -> Int in
-                    var info = stat()
-                    _ = stat(file.path, &info)
-                    return info.st_ctim.tv_sec * 1_000_000_000 + info.st_ctim.tv_nsec
-                }
                 // chmod until the change time moves: two within one tick of the file system's clock read the same.
-                let before = changed()
+                let before = changeTime(of: file)
                 var mode: mode_t = 0o600
-                while changed() == before {
+                try waitFor("the change time to move", upTo: 5, every: 0.001) {
                     #expect(chmod(file.path, mode) == 0)
                     mode = mode == 0o600 ? 0o644 : 0o600
+                    return changeTime(of: file) != before
                 }
             }
             #expect(error?.localizedDescription.contains("permissions") == true)

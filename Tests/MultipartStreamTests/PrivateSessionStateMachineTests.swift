@@ -21,7 +21,7 @@ import Testing
         func receivedResponse(_ response: URLResponse) {}
         func received(_ data: Data, task: URLSessionTask) {}
         func redirect(
-            task: URLSessionTask, response: HTTPURLResponse, proposed: URLRequest,
+            task: URLSessionTask, response: HTTPURLResponse, proposed: URLRequest, within seconds: TimeInterval,
             answer: @escaping @Sendable (URLRequest?) -> Void
         ) {}
         func challenge(

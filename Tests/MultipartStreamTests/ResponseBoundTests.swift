@@ -50,11 +50,10 @@ extension URLSessionSuites {
 
         /// What the server sent once it has seen the client hang up (or finished), looked at until it has.
         private func sentOnceSettled(_ server: LargeAnswerServer) async throws -> LargeAnswerServer.Sent {
-            let deadline = Date().addingTimeInterval(10)
             var sent = try server.sent()
-            while !sent.hungUp, sent.sha256 == nil, Date() < deadline {
-                try await Task.sleep(nanoseconds: 20_000_000)
+            try await waitFor("the server to see the client hang up or finish", upTo: 10, every: 0.02) {
                 sent = try server.sent()
+                return sent.hungUp || sent.sha256 != nil
             }
             return sent
         }
@@ -173,9 +172,8 @@ extension URLSessionSuites {
                     form, with: URLRequest(url: server.url(bytes: nil)), responseBody: .file(destination))
             }
             // Cancelled once the answer is being written beside the destination.
-            let deadline = Date().addingTimeInterval(10)
-            while try FileManager.default.contentsOfDirectory(atPath: directory.url.path).count < 2, Date() < deadline {
-                try await Task.sleep(nanoseconds: 10_000_000)
+            try await waitFor("the answer written beside the destination", upTo: 10) {
+                try FileManager.default.contentsOfDirectory(atPath: directory.url.path).count >= 2
             }
             upload.cancel()
             await #expect(throws: CancellationError.self) { _ = try await upload.value }

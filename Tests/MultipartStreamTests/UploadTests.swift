@@ -402,7 +402,8 @@ extension URLSessionSuites {
                 try await URLSession(configuration: .ephemeral).upload(
                     form, with: URLRequest(url: server.url("/slow")), strategy: .file)
             }
-            try await Task.sleep(nanoseconds: 100_000_000)
+            // Cancelled once its body file exists, so that the cancel has a file to remove.
+            try await waitFor("the body file written") { try !TemporaryBodies.names().subtracting(before).isEmpty }
             upload.cancel()
             await #expect(throws: CancellationError.self) { _ = try await upload.value }
             // The cancel answers at once; the task removes its file when it ends, moments later.

@@ -46,6 +46,8 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     private var redirectAnswer: (@Sendable (URLRequest?) -> Void)?
     /// Whether the current task was cancelled: its redirect is then never answered.
     private var taskCancelled = false
+    /// Counts the redirects met, so that a deadline answers only the redirect it was set for.
+    private var redirectsMet = 0
 
     init(
         form: MultipartFormData,
@@ -291,17 +293,28 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         task: URLSessionTask,
         response: HTTPURLResponse,
         proposed: URLRequest,
+        within seconds: TimeInterval,
         answer: @escaping @Sendable (URLRequest?) -> Void
     ) {
         let sent = task.currentRequest ?? task.originalRequest
         let location = response.value(forHTTPHeaderField: "Location")
         // A task already cancelled ends by that cancel; an answer now would reach it stopped.
-        let waits = lock.withLock { () -> Bool in
-            guard task === self.task, !taskCancelled else { return false }
+        let waiting = lock.withLock { () -> Int? in
+            guard task === self.task, !taskCancelled else { return nil }
             redirectAnswer = answer
-            return true
+            redirectsMet += 1
+            return redirectsMet
         }
-        guard waits else { return }
+        guard let waiting else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+            let late = lock.withLock { () -> (@Sendable (URLRequest?) -> Void)? in
+                guard redirectsMet == waiting, let late = redirectAnswer else { return nil }
+                redirectAnswer = nil
+                machine.redirectFailed(because: RedirectDeadline.timedOut(after: seconds, url: sent?.url))
+                return late
+            }
+            late?(nil)
+        }
         guard
             case .make(let resolved) = modify({
                 $0.redirectMet(proposed: proposed, location: location, from: sent?.url)

@@ -156,7 +156,9 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         guard let upload = upload(for: task) else { return completionHandler(nil) }
-        upload.redirect(task: task, response: response, proposed: request, answer: completionHandler)
+        upload.redirect(
+            task: task, response: response, proposed: request,
+            within: RedirectDeadline.seconds(for: task, in: session.configuration), answer: completionHandler)
     }
 
     func urlSession(

@@ -18,9 +18,10 @@ protocol UploadTaskEvents: AnyObject, Sendable {
     func receivedResponse(_ response: URLResponse)
     /// Response body bytes.
     func received(_ data: Data, task: URLSessionTask)
-    /// A redirect: `answer` the request to send, or `nil` to keep the 3xx as the answer.
+    /// A redirect: `answer` the request to send, or `nil` to keep the 3xx as the answer, within `seconds` (see
+    /// ``RedirectDeadline``).
     func redirect(
-        task: URLSessionTask, response: HTTPURLResponse, proposed: URLRequest,
+        task: URLSessionTask, response: HTTPURLResponse, proposed: URLRequest, within seconds: TimeInterval,
         answer: @escaping @Sendable (URLRequest?) -> Void)
     /// An authentication challenge, with the session's credential storage for the default answer.
     func challenge(
