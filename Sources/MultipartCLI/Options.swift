@@ -67,6 +67,27 @@ struct Options: Equatable {
     var runsQueue = false
     /// `--parallel N`: with `--queue DIR --run`, how many uploads go at once.
     var parallel: Int?
+    /// `--key K`: with `--queue DIR`, add the form only if no upload of the queue has this key.
+    var queueKey: String?
+    /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`: with `--queue DIR`, look at or steer the queue.
+    var queueChange: QueueChange?
+    /// `--retry`'s value as given: a number of retries, or with `--queue DIR` the upload to retry.
+    private var retryArgument: String?
+
+    private static let oneQueueChange = UsageError(
+        "one of --list, --retry ID, --remove ID, --remove-completed at a time")
+
+    /// What `--queue DIR` does besides adding and running.
+    enum QueueChange: Equatable {
+        /// `--list`: a line an upload.
+        case list
+        /// `--retry ID`: a failed upload goes again at the next run.
+        case retry(String)
+        /// `--remove ID`: the upload leaves the queue (given up on the server where it has not completed).
+        case remove(String)
+        /// `--remove-completed`: every completed upload leaves the queue.
+        case removeCompleted
+    }
 
     /// Where `-C -` keeps its state: `--state-dir`, else `$XDG_STATE_HOME/multipart` or `~/.local/state/multipart`.
     var stateDirectoryURL: URL {
@@ -101,7 +122,7 @@ struct Options: Equatable {
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
         "--retry-delay", "--retry-max-time", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
-        "--queue", "--parallel",
+        "--queue", "--parallel", "--key", "--remove",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
@@ -149,13 +170,21 @@ struct Options: Equatable {
             }
         }
         guard !help, !version else { return }
+        if let retryArgument {
+            if queue != nil {
+                guard queueChange == nil else { throw Self.oneQueueChange }
+                (queueChange, retryOption) = (.retry(retryArgument), nil)
+            } else if retryOption == nil {
+                throw UsageError("--retry \(retryArgument): expected a number of retries from 0 to 1000")
+            }
+        }
         if listsSaved {
             guard url == nil, fields.isEmpty else {
                 throw UsageError("--list-saved lists the saved uploads and sends nothing: leave out the URL and -F")
             }
             return
         }
-        if queue != nil || runsQueue || parallel != nil {
+        if queue != nil || runsQueue || parallel != nil || queueKey != nil || queueChange != nil {
             try validateQueue()
             return
         }
@@ -190,9 +219,17 @@ struct Options: Equatable {
     /// `--queue DIR` with `-F` and a URL adds an upload; `--queue DIR --run` sends the queue.
     private func validateQueue() throws(UsageError) {
         guard queue != nil else {
-            throw UsageError("--run and --parallel send an upload queue: give it with --queue DIR")
+            throw UsageError(
+                "--run, --parallel, --key, --list, --remove and --remove-completed are about an upload queue: give "
+                    + "it with --queue DIR")
         }
-        if runsQueue {
+        if queueChange != nil {
+            guard !runsQueue, url == nil, fields.isEmpty, queueKey == nil, parallel == nil else {
+                throw UsageError(
+                    "--list, --retry ID, --remove ID and --remove-completed show or change the queue: leave out --run, "
+                        + "--parallel, --key, -F and the URL")
+            }
+        } else if runsQueue {
             guard url == nil, fields.isEmpty else {
                 throw UsageError(
                     "--run sends the queue's uploads: leave out -F and the URL (add each with --queue DIR)")
@@ -203,6 +240,7 @@ struct Options: Equatable {
             }
             guard parallel == nil else { throw UsageError("--parallel is for --run") }
         }
+        if runsQueue, queueKey != nil { throw UsageError("--key is for adding an upload: leave out --run") }
         guard output == nil, outputBody == nil, !resumes, !abandons, stateDirectory == nil else {
             throw UsageError(
                 "a queue's uploads are resumable and keep their own state: leave out -o, -C -, --state-dir")
@@ -237,10 +275,9 @@ struct Options: Equatable {
             }
             resumes = true
         case "--retry":
-            guard let count = Int(value), (0...1_000).contains(count) else {
-                throw UsageError("--retry \(value): expected a number of retries from 0 to 1000")
-            }
-            retryOption = count
+            // With --queue, the upload to retry: known once every option is read.
+            retryArgument = value
+            retryOption = Int(value).flatMap { (0...1_000).contains($0) ? $0 : nil }
         case "--state-dir":
             guard !value.isEmpty else { throw UsageError("--state-dir needs a directory") }
             stateDirectory = value
@@ -254,6 +291,12 @@ struct Options: Equatable {
         case "--queue":
             guard !value.isEmpty else { throw UsageError("--queue needs a directory") }
             queue = value
+        case "--key":
+            guard !value.isEmpty else { throw UsageError("--key needs a key") }
+            queueKey = value
+        case "--remove":
+            guard queueChange == nil else { throw Self.oneQueueChange }
+            queueChange = .remove(value)
         case "--parallel":
             guard let count = Int(value), (1...64).contains(count) else {
                 throw UsageError("--parallel \(value): expected a number of uploads at once from 1 to 64")
@@ -279,6 +322,9 @@ struct Options: Equatable {
         case "--abandon": abandons = true
         case "--list-saved": listsSaved = true
         case "--run": runsQueue = true
+        case "--list", "--remove-completed":
+            guard queueChange == nil else { throw Self.oneQueueChange }
+            queueChange = name == "--list" ? .list : .removeCompleted
         case "--location": followRedirects = true
         case "--location-trusted":
             followRedirects = true

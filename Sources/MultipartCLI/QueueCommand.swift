@@ -6,32 +6,101 @@ import MultipartStream
 #endif
 
 extension Command {
-    /// `--queue DIR`: adds the form to the upload queue kept in DIR, printing the upload's ID, or with `--run` sends
-    /// the queue's uploads (`--parallel N` at a time), saying on stderr how each ends (unless `-s`). Credentials are
-    /// given to `--run`, never to the add, which refuses them: a queue never writes one to disk.
+    /// `--queue DIR`: adds the form to the upload queue kept in DIR (once a `--key`), printing the upload's ID; with
+    /// `--run` sends the queue's uploads (`--parallel N` at a time), saying on stderr how each ends (unless `-s`);
+    /// with `--list`, `--retry ID`, `--remove ID` or `--remove-completed` shows or changes it. Credentials are given
+    /// to `--run` (and `--remove`), never to the add, which refuses them: a queue never writes one to disk.
     static func queueCommand(_ options: Options, directory path: String) async -> ExitStatus {
         do {
             let queue = try MultipartUploadQueue(
                 directory: URL(fileURLWithPath: path), maximumConcurrentUploads: options.parallel ?? 3)
-            guard options.runsQueue, let dummy = URL(string: "http://localhost/") else {
+            guard let dummy = URL(string: "http://localhost/") else { return .usage }
+            // -H and -u, for every request the queue makes (a run's, or a removal's DELETE): they go out, and are
+            // never written.
+            let fields = (request(to: dummy, options: options).allHTTPHeaderFields ?? [:]).filter {
+                $0.value != RequestLog.omitted
+            }
+            if let change = options.queueChange { return try await self.change(queue, change, headers: fields) }
+            guard options.runsQueue else {
                 let form = try makeForm(options)
-                let id = try await queue.add(form, with: request(to: options.url!, options: options))
-                print(id)
+                do {
+                    let id = try await queue.add(
+                        form, with: request(to: options.url!, options: options), key: options.queueKey)
+                    print(id)
+                } catch let error as MultipartError {
+                    guard case .credentialNotQueued(let what) = error.reason else { throw error }
+                    throw CommandFailure(
+                        status: .usage,
+                        message: "the upload carries \(what), and a queue never writes a credential to disk: add "
+                            + "it without, and give -H and -u to --queue DIR --run, which sends them with every request"
+                    )
+                }
                 return .success
             }
-            return try await send(queue, headers: request(to: dummy, options: options), options: options)
+            return try await send(queue, headers: fields, options: options)
         } catch {
             return ended(by: error, options: options)
         }
     }
 
+    /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`. An ID the queue does not hold, or a retry of an
+    /// upload that has not failed, is said and exits 2.
+    private static func change(
+        _ queue: MultipartUploadQueue, _ change: Options.QueueChange, headers fields: [String: String]
+    ) async throws -> ExitStatus {
+        let uploads = await queue.uploads
+        func upload(_ id: String) throws -> MultipartUploadQueue.Upload {
+            guard let upload = uploads.first(where: { $0.id.rawValue == id }) else {
+                throw CommandFailure(status: .usage, message: "no upload \(id) in the queue (--queue DIR --list)")
+            }
+            return upload
+        }
+        switch change {
+        case .list:
+            for upload in uploads { print(line(upload)) }
+        case .retry(let id):
+            let upload = try upload(id)
+            guard case .failed = upload.state else {
+                throw CommandFailure(status: .usage, message: "\(id) has not failed: it is \(said(upload.state))")
+            }
+            try await queue.retry(upload.id)
+        case .remove(let id):
+            await queue.remove(try upload(id).id, headers: .fresh { _ in fields })
+        case .removeCompleted:
+            await queue.removeCompleted()
+        }
+        return .success
+    }
+
+    /// One upload as `--list` prints it: ID, state, length, URL, files, and how often it went again.
+    static func line(_ upload: MultipartUploadQueue.Upload) -> String {
+        var fields = [
+            upload.id.rawValue, said(upload.state), "\(upload.contentLength) bytes", upload.url.absoluteString,
+        ]
+        if let key = upload.key { fields.append("key \(key)") }
+        if !upload.files.isEmpty { fields.append(upload.files.map(\.path).joined(separator: ", ")) }
+        if upload.sentAgain > 0 { fields.append("sent again \(upload.sentAgain)") }
+        // One line an upload, whatever a reason or a path holds.
+        return fields.joined(separator: "  ").replacingOccurrences(of: "\n", with: " ")
+            .replacingOccurrences(of: "\r", with: " ")
+    }
+
+    /// A state in words.
+    static func said(_ state: MultipartUploadQueue.State) -> String {
+        switch state {
+        case .pending: "pending"
+        case .running: "running"
+        case .waiting(let until): "waiting until \(until)"
+        case .completed(let answer): "completed (\(answer.statusCode.map { "HTTP \($0)" } ?? "its answer lost"))"
+        case .failed(let reason): "failed (\(reason))"
+        }
+    }
+
     /// Sends the queue; exit 0 when every upload completed, 4 when one failed. Ctrl-C stops it, keeping the uploads
     /// in flight for the next run.
-    private static func send(_ queue: MultipartUploadQueue, headers: URLRequest, options: Options) async throws
-        -> ExitStatus
+    private static func send(_ queue: MultipartUploadQueue, headers fields: [String: String], options: Options)
+        async throws -> ExitStatus
     {
-        // -H and -u, for every request the queue makes: they go out, and are never written.
-        let fields = (headers.allHTTPHeaderFields ?? [:]).filter { $0.value != RequestLog.omitted }
         let silent = options.silent
         // While it runs, a line for each wait; once it ends, one for each upload it ended.
         let watching = Task {
@@ -49,20 +118,42 @@ extension Command {
         Interruption.shared.onSignal { run.cancel() }
         let ended = await run.result
         watching.cancel()
-        for upload in await queue.uploads where !silent && before[upload.id] != upload.state {
-            switch upload.state {
-            case .completed(let answer):
-                let said = answer.statusCode.map { "HTTP \($0)" } ?? "the server has the form; its answer was lost"
-                printError("multipart: \(upload.id) completed: \(said)")
-            case .failed(let reason): printError("multipart: \(upload.id) failed: \(reason)")
-            default: break
-            }
-        }
+        let after = await queue.uploads
+        if !silent { sayHowItEnded(after, before: before) }
         if let signal = Interruption.shared.caught {
+            if !silent {
+                let kept = after.filter { if case .completed = $0.state { false } else { true } }.count
+                printError("multipart: interrupted: \(kept) uploads not completed are kept for the next --run")
+            }
             return signal == SIGINT ? .interrupted : .terminated
         }
         try ended.get()
-        let failed = await queue.uploads.filter { if case .failed = $0.state { true } else { false } }
+        let failed = after.filter { if case .failed = $0.state { true } else { false } }
         return failed.isEmpty ? .success : .network
+    }
+
+    /// A line for each upload this run completed, one for every upload failed (this run or an earlier one: the exit
+    /// status is about them), and a last line with the counts.
+    private static func sayHowItEnded(
+        _ uploads: [MultipartUploadQueue.Upload], before: [MultipartUploadQueue.ID: MultipartUploadQueue.State]
+    ) {
+        var (completed, failed, left) = (0, 0, 0)
+        for upload in uploads {
+            switch upload.state {
+            case .completed(let answer):
+                completed += 1
+                guard before[upload.id] != upload.state else { continue }
+                let said = answer.statusCode.map { "HTTP \($0)" } ?? "the server has the form; its answer was lost"
+                printError("multipart: \(upload.id) completed: \(said)")
+            case .failed(let reason):
+                failed += 1
+                let files = upload.files.isEmpty ? "" : " (\(upload.files.map(\.path).joined(separator: ", ")))"
+                printError("multipart: \(upload.id) failed: \(reason)\(files)")
+            default:
+                left += 1
+            }
+        }
+        printError(
+            "multipart: \(completed) completed, \(failed) failed" + (left > 0 ? ", \(left) left for the next run" : ""))
     }
 }

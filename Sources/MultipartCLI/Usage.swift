@@ -67,6 +67,16 @@ let usage = """
       --run                                        with --queue DIR: send its uploads, -H and -u going with each
                                                    request; exit 0 when all completed, 4 when one failed
       --parallel N                                 with --queue DIR --run: uploads at once (default 3)
+      --key K                                      with --queue DIR: add the form only if no upload of the
+                                                   queue has key K (it prints that one's ID), e.g. --key
+                                                   "$(realpath a.log)"
+      --list                                       with --queue DIR: a line an upload: ID, state (a failure's
+                                                   reason), bytes, URL, key, files
+      --retry ID                                   with --queue DIR: send the failed upload ID again at the next
+                                                   --run, its files as they are now
+      --remove ID                                  with --queue DIR: take the upload out of the queue (one that
+                                                   has not completed is deleted on the server at once)
+      --remove-completed                           with --queue DIR: take every completed upload out
       --speed-limit BYTES, -Y                      with --speed-time: an attempt slower than BYTES a second
       --speed-time S, -y                           for S seconds has stalled (defaults 1 and 30 when only one
                                                    is given): exit 4, or with -C - a resume, e.g. -y 10

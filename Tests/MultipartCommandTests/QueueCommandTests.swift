@@ -15,6 +15,14 @@ import Testing
         #expect(add.queue == "/tmp/q" && !add.runsQueue)
         let run = try Options(parsing: ["--queue=/tmp/q", "--run", "--parallel", "5", "-H", "Authorization: Bearer t"])
         #expect(run.runsQueue && run.parallel == 5)
+        #expect(try Options(parsing: ["--queue", "q", "--retry", "3f2a"]).queueChange == .retry("3f2a"))
+        #expect(try Options(parsing: ["--queue", "q", "--remove", "3f2a"]).queueChange == .remove("3f2a"))
+        #expect(try Options(parsing: ["--queue", "q", "--list"]).queueChange == .list)
+        #expect(try Options(parsing: ["--queue", "q", "--remove-completed"]).queueChange == .removeCompleted)
+        let keyed = try Options(parsing: ["--queue", "q", "--key", "k", "-F", "a=1", "http://a.example/"])
+        #expect(keyed.queueKey == "k" && keyed.queueChange == nil)
+        // curl's --retry N, without a queue, is still a number of retries.
+        #expect(try Options(parsing: ["--retry", "3", "-F", "a=1", "http://a.example/"]).retryOption == 3)
     }
 
     @Test(arguments: [
@@ -24,6 +32,11 @@ import Testing
         (["--queue", "q", "--parallel", "2", "-F", "a=1", "http://a.example/"], "--parallel is for --run"),
         (["--queue", "q", "-C", "-", "-F", "a=1", "http://a.example/"], "keep their own state"),
         (["--queue", "q", "--run", "--parallel", "0"], "from 1 to 64"),
+        (["--queue", "q", "--list", "-F", "a=1", "http://a.example/"], "show or change the queue"),
+        (["--queue", "q", "--list", "--remove-completed"], "one of --list"),
+        (["--queue", "q", "--run", "--key", "k"], "--key is for adding"),
+        (["--key", "k", "-F", "a=1", "http://a.example/"], "give it with --queue DIR"),
+        (["--retry", "abc", "-F", "a=1", "http://a.example/"], "expected a number of retries"),
     ])
     func badQueueOptions(arguments: [String], message: String) throws {
         let error = try #require(throws: UsageError.self) { try Options(parsing: arguments) }
@@ -302,7 +315,9 @@ extension CommandLineTests {
         let refused = try run([
             "--queue", queue, "-u", "ada:secret", "-F", "file=@f-0.bin", server.url().absoluteString,
         ])
-        #expect(refused.status == 2 && refused.stderr.contains("headers hook"), "\(refused.stderr)")
+        #expect(
+            refused.status == 2 && refused.stderr.contains("give -H and -u to --queue DIR --run"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("run(on:headers:)"), "a Swift API named to a command user")
         let id = try enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
         let (sent, _) = try await runQueue(queue, upTo: 60, ["-u", "u:p"])
         #expect(sent.status == 0 && sent.stderr.contains("\(id) completed: HTTP 200"), "\(sent.stderr)")
@@ -310,6 +325,99 @@ extension CommandLineTests {
             let text = (try? String(contentsOfFile: queue + "/" + path, encoding: .utf8)) ?? ""
             #expect(!text.contains("secret") && !text.contains("dTpw"), "\(path) holds a credential")
         }
+    }
+
+    /// The queue steered from the command as a curl user would: `--key` twice adds once; `--list` shows each upload
+    /// with its state, key and file; a deleted file fails its upload, the run exits 4 naming it; `--retry ID` of a
+    /// file still missing exits 3 naming it, and once the file is back (other bytes, another length) sends it as it
+    /// is now; `--remove-completed` leaves nothing; an ID the queue does not hold exits 2.
+    @Test func theQueueIsListedRetriedAndClearedFromTheCommand() async throws {
+        let server = try DraftServer()
+        let queue = directory.path("queue").path
+        var ids: [String] = []
+        for index in 0..<3 {
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 20_000))
+            let add = [
+                "--queue", queue, "--key", "photo \(index)", "--boundary", "keyed-\(index)", "-F",
+                "file=@f-\(index).bin",
+                server.url().absoluteString,
+            ]
+            let (first, second) = (try run(add), try run(add))
+            #expect(first.status == 0 && second.status == 0, "\(first.stderr)\(second.stderr)")
+            #expect(first.stdout == second.stdout, "a key adds once")
+            ids.append(String(decoding: first.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+            .split(separator: "\n")
+        #expect(listed.count == 3, "\(listed)")
+        for (index, line) in listed.enumerated() {
+            #expect(line.hasPrefix("\(ids[index])  pending  "), "\(line)")
+            #expect(line.contains("key photo \(index)") && line.contains("/f-\(index).bin"), "\(line)")
+        }
+
+        try FileManager.default.removeItem(at: directory.path("f-1.bin"))
+        let (sent, _) = try await runQueue(queue, upTo: 60)
+        #expect(sent.status == 4, "\(sent.stderr)")
+        #expect(sent.stderr.contains("\(ids[1]) failed") && sent.stderr.contains("f-1.bin"), "\(sent.stderr)")
+        #expect(sent.stderr.hasSuffix("multipart: 2 completed, 1 failed\n"), "\(sent.stderr)")
+        // A run that ends with the failure names it again, rather than exiting 4 with no word.
+        let (idle, _) = try await runQueue(queue, upTo: 60)
+        #expect(idle.status == 4 && idle.stderr.contains("\(ids[1]) failed"), "\(idle.stderr)")
+        #expect(!idle.stderr.contains("\(ids[0]) completed"), "said once, by the run that completed it")
+        #expect(idle.stderr.hasSuffix("multipart: 2 completed, 1 failed\n"), "\(idle.stderr)")
+        let failed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        #expect(
+            failed.contains("\(ids[1])  failed (") && failed.contains("\(ids[0])  completed (HTTP 200)"), "\(failed)")
+
+        let missing = try run(["--queue", queue, "--retry", ids[1]])
+        #expect(missing.status == 3 && missing.stderr.contains("f-1.bin"), "\(missing.stderr)")
+        _ = try directory.file("f-1.bin", contents: Data(repeating: 9, count: 33_333))
+        let retried = try run(["--queue", queue, "--retry", ids[1]])
+        #expect(retried.status == 0, "\(retried.stderr)")
+        let (again, _) = try await runQueue(queue, upTo: 60)
+        #expect(again.status == 0 && again.stderr.contains("\(ids[1]) completed: HTTP 200"), "\(again.stderr)")
+        #expect(again.stderr.hasSuffix("multipart: 3 completed, 0 failed\n"), "\(again.stderr)")
+        let written = try run(["-s", "--boundary", "keyed-1", "-F", "file=@f-1.bin", "-o", "now.multipart"])
+        #expect(written.status == 0)
+        let now = DraftServer.Form(
+            bytes: try Data(contentsOf: directory.path("now.multipart")).count,
+            sha256: try sha256sum(directory.path("now.multipart")))
+        #expect(try server.forms().count == 3 && server.forms().contains(now), "the file as it is now")
+
+        let notFailed = try run(["--queue", queue, "--retry", ids[0]])
+        #expect(notFailed.status == 2 && notFailed.stderr.contains("has not failed"), "\(notFailed.stderr)")
+        #expect(try run(["--queue", queue, "--remove-completed"]).status == 0)
+        #expect(try run(["--queue", queue, "--list"]).stdout.isEmpty)
+        let gone = try run(["--queue", queue, "--remove", ids[2]])
+        #expect(gone.status == 2 && gone.stderr.contains("no upload \(ids[2])"), "\(gone.stderr)")
+        let records = try FileManager.default.contentsOfDirectory(atPath: queue).filter { $0.hasSuffix(".json") }
+        #expect(records.isEmpty, "\(records)")
+    }
+
+    /// Ctrl-C while the queue runs: exit 130, and a line that says it was interrupted and what is kept; the next run
+    /// sends the rest, each form once.
+    @Test func ctrlCSaysTheQueueWasInterruptedAndWhatIsKept() async throws {
+        let server = try DraftServer()
+        let queue = directory.path("queue").path
+        var forms: [DraftServer.Form] = []
+        for index in 0..<2 {
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 4 << 20))
+            forms.append(try enqueue(index, to: server.url(scenario: "stall"), queue: queue).form)
+        }
+        // One at a time: the first stalls at 1 MiB, the second waits its turn.
+        let first = try start(["--queue", queue, "--run", "--parallel", "1"], stderr: directory.path("first.err"))
+        try await waitFor(
+            "the queue's first append", ended: { first.exitedWithStatus }, seen: { "\((try? server.log()) ?? [])" },
+            until: { try server.log().contains(where: { $0.method == "PATCH" }) })
+        first.interrupt()
+        try await waitFor("the interrupted run to exit", upTo: 30) { !first.isRunning }
+        let said = try String(contentsOf: directory.path("first.err"), encoding: .utf8)
+        #expect(first.terminationStatus == 130, "\(said)")
+        #expect(said.contains("multipart: interrupted: 2 uploads not completed are kept for the next --run"), "\(said)")
+        #expect(said.contains("0 completed, 0 failed, 2 left for the next run"), "\(said)")
+        let (rest, _) = try await runQueue(queue, upTo: 120)
+        #expect(rest.status == 0 && rest.stderr.hasSuffix("2 completed, 0 failed\n"), "\(rest.stderr)")
+        #expect(try server.forms().sorted { $0.sha256 < $1.sha256 } == forms.sorted { $0.sha256 < $1.sha256 })
     }
 
     /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.

@@ -455,6 +455,94 @@ extension URLSessionSuites {
             #expect(try await server.log().count == before, "a removed upload goes nowhere")
         }
 
+        /// A key already in the queue adds nothing and returns its upload's ID, in this process and the next, in any
+        /// state, until that upload is removed; an upload lists its key and its files.
+        @Test func aKeyAddsOnceUntilItsUploadIsRemoved() async throws {
+            let url = URL(string: "http://127.0.0.1:9/upload")!
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let first = try await queue.add(try form(0), with: URLRequest(url: url), key: "photo-0")
+            #expect(try await queue.add(try form(0), with: URLRequest(url: url), key: "photo-0") == first)
+            let other = try await queue.add(try form(1), with: URLRequest(url: url), key: "photo-1")
+            let unkeyed = try await queue.add(try form(0), with: URLRequest(url: url))
+            #expect(Set([first, other, unkeyed]).count == 3)
+            #expect(records().count == 3)
+            let upload = try #require(await queue.uploads.first)
+            #expect(upload.key == "photo-0")
+            #expect(upload.files == [directory.path("photo-0.jpg")].map(\.standardizedFileURL))
+            #expect(await queue.uploads.last?.key == nil)
+
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            #expect(try await reopened.add(try form(1), with: URLRequest(url: url), key: "photo-1") == other)
+            #expect(records().count == 3, "the key is on disk")
+            await reopened.remove(other)
+            let again = try await reopened.add(try form(1), with: URLRequest(url: url), key: "photo-1")
+            #expect(again != other, "a removed upload's key adds again")
+            #expect(await reopened.uploads.map(\.key) == ["photo-0", nil, "photo-1"])
+        }
+
+        /// `removeCompleted()` removes every completed upload, record and saved state, and leaves the others.
+        @Test func removeCompletedLeavesNoRecordAndNoStateOfACompletedUpload() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            for index in 0..<3 { _ = try await queue.add(try form(index), with: URLRequest(url: server.url())) }
+            try FileManager.default.removeItem(at: directory.path("photo-2.jpg"))
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            let states = await queue.uploads.map(\.state)
+            #expect(states.filter { if case .completed = $0 { true } else { false } }.count == 2, "\(states)")
+            await queue.removeCompleted()
+            let left = await queue.uploads
+            #expect(left.count == 1)
+            #expect(records().count == 1)
+            guard case .failed = left.first?.state else {
+                Issue.record("\(left)")
+                return
+            }
+            let state = queueDirectory.appendingPathComponent("state")
+            let kept = (try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []
+            #expect(kept.allSatisfy { $0 == left[0].id.rawValue }, "\(kept)")
+            #expect(try await MultipartUploadQueue(directory: queueDirectory).uploads.count == 1, "after a reopen")
+        }
+
+        /// A file changed after `add` fails its upload; put back with other bytes and another length, `retry` sends it
+        /// as it is now, and the server holds that. A file still missing makes `retry` throw, naming the part.
+        @Test func aRetrySendsAChangedFileAsItIsNow() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let original = try form(0)
+            let id = try await queue.add(original, with: URLRequest(url: server.url()))
+            let photo = directory.path("photo-0.jpg")
+            try FileManager.default.removeItem(at: photo)
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            guard case .failed = await queue.uploads[0].state else {
+                Issue.record("\(await queue.uploads)")
+                return
+            }
+            let missing = try await #require(throws: MultipartError.self) { try await queue.retry(id) }
+            #expect(missing.part?.name == "photo", "\(missing)")
+            guard case .failed = await queue.uploads[0].state else {
+                Issue.record("a retry that threw changed the state: \(await queue.uploads)")
+                return
+            }
+            try Data(repeating: 42, count: 70_000).write(to: photo)
+            try await queue.retry(id)
+            #expect(await queue.uploads[0].state == .pending)
+            // The form as it is now: the same parts, the photo's new bytes.
+            var now = try MultipartFormData(boundary: original.boundary)
+            now.append("photo 0", name: "title")
+            now.append(Data([0, 13, 10, 0]), name: "raw", fileName: "raw.bin")
+            try now.append(fileURL: photo, name: "photo")
+            try now.append(
+                headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
+            #expect(await queue.uploads[0].contentLength == now.contentLength)
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            guard case .completed = await queue.uploads[0].state else {
+                Issue.record("\(await queue.uploads)")
+                return
+            }
+            #expect(try server.forms() == [try expected(now)])
+            #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount)
+        }
+
         /// An outage longer than the uploads' own retries pauses the queue's uploads to that server: each waits
         /// (`waiting`, until when), no other starts, and one probes the server every `maximumDelay` (2 s here, 15 s
         /// by default); the first answer sends them all again, within that of the server's return, while the probe

@@ -21,6 +21,13 @@ package struct FileIdentity: Equatable, Sendable, Codable {
     var changedSeconds: Int
     var changedNanoseconds: Int
 
+    /// The identity of the regular file at `url` now, as an append would record it.
+    package static func current(of url: URL) throws(MultipartError.Reason) -> FileIdentity {
+        let file = try RegularFile(opening: url)
+        defer { file.close() }
+        return file.identity
+    }
+
     init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)

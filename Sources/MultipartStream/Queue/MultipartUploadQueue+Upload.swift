@@ -40,6 +40,10 @@ extension MultipartUploadQueue {
     public struct Upload: Sendable, Identifiable {
         /// Its identity.
         public let id: ID
+        /// The key it was added with (see ``MultipartUploadQueue/add(_:with:key:)``); `nil` for none.
+        public var key: String?
+        /// The paths of its form's file parts, in order.
+        public var files: [URL]
         /// Where it stands.
         public var state: State
         /// The URL it goes to.

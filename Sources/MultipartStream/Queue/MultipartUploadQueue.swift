@@ -15,7 +15,7 @@ import Foundation
 /// try await queue.run(on: .shared, headers: .fresh { _ in ["Authorization": try await tokens.current()] })
 /// ```
 ///
-/// Each upload is on disk before ``add(_:with:)`` returns: what rebuilds its form byte for byte (fields, data and
+/// Each upload is on disk before ``add(_:with:key:)`` returns: what rebuilds its form byte for byte (fields, data and
 /// file parts by path with the file's identity, custom part headers), and the request without credentials, which go
 /// through the `headers` hook of ``run(on:headers:)`` and are never written. ``run(on:headers:)`` sends the uploads
 /// ``maximumConcurrentUploads`` at a time as resumable uploads (<doc:ResumableUploads>), each with its saved state in
@@ -44,6 +44,8 @@ public actor MultipartUploadQueue {
     }
     /// Where each upload is in ``entries``.
     private var index: [ID: Int] = [:]
+    /// The upload of each key.
+    private var keys: [String: ID] = [:]
     /// No upload before this place in ``entries`` is pending: where the search for the next one starts.
     private var cursor = 0
     /// The uploads that wait, until when.
@@ -147,6 +149,8 @@ public actor MultipartUploadQueue {
         }
         entries = loaded
         index = Dictionary(loaded.enumerated().map { ($0.element.id, $0.offset) }) { first, _ in first }
+        // Two records of one key (two processes that added it at once) stay two uploads; the first answers for it.
+        keys = Dictionary(loaded.compactMap { entry in entry.record?.key.map { ($0, entry.id) } }) { first, _ in first }
         let total = loaded.reduce(UInt64(0)) { $0 + ($1.record?.contentLength ?? 0) }
         let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isCompleted ? ($1.record?.contentLength ?? 0) : 0) }
         endedBytes = ended
@@ -164,7 +168,8 @@ public actor MultipartUploadQueue {
     public var uploads: [Upload] {
         entries.map { entry in
             Upload(
-                id: entry.id, state: entry.state, url: entry.record?.request.url ?? entry.file,
+                id: entry.id, key: entry.record?.key, files: entry.record?.files ?? [], state: entry.state,
+                url: entry.record?.request.url ?? entry.file,
                 added: entry.record?.added ?? .distantPast, contentLength: entry.record?.contentLength ?? 0,
                 sentAgain: entry.record?.sentAgain ?? 0)
         }
@@ -172,25 +177,38 @@ public actor MultipartUploadQueue {
 
     // MARK: Adding
 
-    /// Adds an upload of `form` with `request` to the end of the queue, on disk before it returns.
+    /// Adds an upload of `form` with `request` to the end of the queue, on disk before it returns; with a `key`
+    /// already in the queue, adds nothing and returns that upload's ID.
     ///
+    /// A key makes adding safe to repeat: an app that adds every photo of a folder with the photo's own identifier as
+    /// the key can add the folder again after a kill, or on every launch, and each photo is queued once, whatever
+    /// state its upload is in, until it is removed.
+    ///
+    /// - Parameters:
+    ///   - form: The form: fields, data and file parts (a stream part cannot outlive the process).
+    ///   - request: The request, without credentials (they go through the `headers` hook of
+    ///     ``run(on:headers:)``).
+    ///   - key: What identifies the upload for the caller (a file's path, a photo's identifier); `nil` adds every
+    ///     time.
     /// - Throws: ``MultipartError/Reason/streamNotQueued`` naming a stream part, which cannot outlive the process;
     ///   ``MultipartError/Reason/credentialNotQueued(_:)`` for a request that carries `Authorization`, `Cookie`,
     ///   `Proxy-Authorization` or a user and password in its URL (give them through the `headers` hook of
     ///   ``run(on:headers:)``); the form's ``MultipartFormData/appendError``;
     ///   ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written (a full disk): then
     ///   nothing was added.
-    public func add(_ form: MultipartFormData, with request: URLRequest) async throws -> ID {
+    public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
+        if let key, let existing = keys[key] { return existing }
         let stored = try QueueRecord.Form(form)
         let storedRequest = try QueueRecord.Request(request)
         if let appendError = form.appendError { throw appendError }
         guard let length = form.contentLength else { throw MultipartError(.streamNotQueued) }
         let record = QueueRecord(
-            id: UUID().uuidString.lowercased(), sequence: nextSequence, added: Date(), request: storedRequest,
-            form: stored, contentLength: length)
+            id: UUID().uuidString.lowercased(), key: key, sequence: nextSequence, added: Date(),
+            request: storedRequest, form: stored, contentLength: length)
         try record.write(to: store)
         nextSequence += 1
         let id = ID(rawValue: record.id)
+        if let key { keys[key] = id }
         let file = directory.appendingPathComponent(record.fileName)
         index[id] = entries.count
         entries.append(Entry(id: id, record: record, file: file, state: .pending))
@@ -341,11 +359,42 @@ public actor MultipartUploadQueue {
         }
     }
 
-    /// Fails a failed upload again: it goes back to pending, at the end of its turn as it was added.
+    /// Sends a failed upload again: it goes back to pending, in its place in the queue, with its files as they are
+    /// now. A file that changed since the upload was added, or was deleted and put back, is sent as it is now: the
+    /// upload starts over with the file's new length and identity, and what a server holds of the old one is left for
+    /// the server to expire. An upload that has not failed is left as it is.
+    ///
+    /// - Throws: The file's error, naming the part (``MultipartError/Reason/fileNotFound(_:)`` for one still
+    ///   missing), and the upload stays failed; ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record
+    ///   cannot be written.
     public func retry(_ id: ID) throws {
         guard let at = index[id], case .failed = entries[at].state, var record = entries[at].record else { return }
+        var changed = false
+        for (place, part) in record.form.parts.enumerated() {
+            guard let path = part.file else { continue }
+            do throws(MultipartError.Reason) {
+                let now = try FileIdentity.current(of: URL(fileURLWithPath: path))
+                guard now != part.identity else { continue }
+                record.form.parts[place].identity = now
+                changed = true
+            } catch {
+                throw MultipartError(error, partIndex: place, partName: part.name)
+            }
+        }
+        if changed {
+            guard let length = try record.form.rebuilt()?.contentLength else {
+                throw MultipartError(.stateUnwritable(entries[at].file, errno: EINVAL))
+            }
+            progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: record.contentLength)
+            let sent = min(entries[at].sent, length.subtractingSaturated(1))
+            inFlightBytes -= min(inFlightBytes, entries[at].sent - sent)
+            entries[at].sent = sent
+            record.contentLength = length
+        }
         record.outcome = nil
         try record.write(to: store)
+        // The saved state is of the old form: the upload starts over.
+        if changed { try? FileManager.default.removeItem(at: stateDirectory(of: id)) }
         entries[at].record = record
         entries[at].state = .pending
         cursor = min(cursor, at)
@@ -362,6 +411,14 @@ public actor MultipartUploadQueue {
             return
         }
         await forget(entry, session: session, headers: headers, givingUp: !entry.isCompleted)
+    }
+
+    /// Removes every completed upload from the queue, its record and saved state: what a backup that went through
+    /// leaves behind. Uploads in any other state stay.
+    public func removeCompleted() async {
+        for entry in entries where entry.isCompleted {
+            await forget(entry, session: .shared, headers: nil, givingUp: false)
+        }
     }
 
     // MARK: The run's steps
@@ -585,6 +642,7 @@ public actor MultipartUploadQueue {
     private func forget(_ entry: Entry, session: URLSession, headers: MultipartHeaders?, givingUp: Bool) async {
         entries.removeAll { $0.id == entry.id }
         waiting[entry.id] = nil
+        if let key = entry.record?.key, keys[key] == entry.id { keys[key] = nil }
         if !entry.isCompleted { inFlightBytes -= min(inFlightBytes, entry.sent) }
         try? FileManager.default.removeItem(at: entry.file)
         if givingUp, let record = entry.record, let form = try? record.form.rebuilt() {

@@ -11,6 +11,8 @@ struct QueueRecord: Codable, Sendable {
     /// The record's format, for a later version to read an older one.
     var format = 1
     var id: String
+    /// The caller's key for the upload: an add with a key already in the queue adds nothing. `nil` for none.
+    var key: String?
     /// The upload's place in the queue: uploads go in this order.
     var sequence: Int
     var added: Date
@@ -28,6 +30,9 @@ struct QueueRecord: Codable, Sendable {
     /// before the request goes, so that a later run that sends the form again, in any way, counts it in
     /// ``sentAgain`` even when the run that sent it whole was killed before its answer. `nil` for never.
     var sentWhole: Date?
+
+    /// The paths of the form's file parts, in order.
+    var files: [URL] { form.parts.compactMap { $0.file.map { URL(fileURLWithPath: $0) } } }
 
     /// The request, as URLSession would send it, without any credential.
     struct Request: Codable, Sendable {
