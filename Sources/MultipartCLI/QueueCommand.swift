@@ -103,8 +103,9 @@ extension Command {
     {
         let silent = options.silent
         // While it runs, a line for each wait; once it ends, one for each upload it ended.
+        let events = queue.events
         let watching = Task {
-            for await event in queue.events where !silent {
+            for await event in events where !silent {
                 if case .waiting(let id, let until) = event {
                     printError("multipart: \(id) waits for the network or the server until \(until)")
                 }

@@ -119,9 +119,10 @@ extension URLSessionSuites {
                 forms.append(form)
                 ids.append(try await queue.add(form, with: URLRequest(url: server.url())))
             }
+            let events = queue.events
             let watcher = Task { () -> (most: Int, started: [MultipartUploadQueue.ID]) in
                 var (running, most, started) = (0, 0, [MultipartUploadQueue.ID]())
-                for await event in queue.events {
+                for await event in events {
                     switch event {
                     case .started(let id):
                         started.append(id)
@@ -200,9 +201,10 @@ extension URLSessionSuites {
                 statuses[try await queue.add(try form(index, fileBytes: 1_000), with: request)] = status
             }
             let count = statuses.count
+            let events = queue.events
             let watcher = Task { () -> Set<MultipartUploadQueue.ID> in
                 var seen: Set<MultipartUploadQueue.ID> = []
-                for await event in queue.events {
+                for await event in events {
                     switch event {
                     case .completed(let id, _), .failed(let id, _), .waiting(let id, _): seen.insert(id)
                     default: break
@@ -371,10 +373,11 @@ extension URLSessionSuites {
                 _ = try await queue.add(try form(index, fileBytes: 400_000), with: URLRequest(url: server.url()))
             }
             let total = queue.progress.totalUnitCount
+            let events = queue.events
             let watcher = Task { () -> [Int64] in
                 var counts: [Int64] = []
                 var ended = 0
-                for await event in queue.events {
+                for await event in events {
                     counts.append(queue.progress.completedUnitCount)
                     if case .completed = event { ended += 1 }
                     if ended == 5 { break }
@@ -425,9 +428,10 @@ extension URLSessionSuites {
             let server = try UploadServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let refused = try await queue.add(try form(0), with: URLRequest(url: server.url("/early/403")))
+            let events = queue.events
             let watcher = Task { () -> Int in
                 var (starts, failures) = (0, 0)
-                for await event in queue.events {
+                for await event in events {
                     if case .started(refused) = event { starts += 1 }
                     if case .failed(refused, _) = event { failures += 1 }
                     if failures == 2 { break }
@@ -478,6 +482,30 @@ extension URLSessionSuites {
             let again = try await reopened.add(try form(1), with: URLRequest(url: url), key: "photo-1")
             #expect(again != other, "a removed upload's key adds again")
             #expect(await reopened.uploads.map(\.key) == ["photo-0", nil, "photo-1"])
+        }
+
+        /// Two readers of `events` (a view and a logger) each see every event of the run, in order; a stream read
+        /// after the run sees none of it.
+        @Test func everyReaderOfEventsSeesEveryCompletion() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            var ids: [MultipartUploadQueue.ID] = []
+            for index in 0..<4 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
+            let readers = [queue.events, queue.events].map { events in
+                Task { () -> [MultipartUploadQueue.ID] in
+                    var completed: [MultipartUploadQueue.ID] = []
+                    for await event in events {
+                        if case .completed(let id, _) = event { completed.append(id) }
+                        if completed.count == 4 { break }
+                    }
+                    return completed
+                }
+            }
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            for reader in readers {
+                let seen = try await within(seconds: 10, "a reader's events") { await reader.value }
+                #expect(Set(seen) == Set(ids), "\(seen)")
+            }
         }
 
         /// `removeCompleted()` removes every completed upload, record and saved state, and leaves the others.
@@ -565,9 +593,10 @@ extension URLSessionSuites {
                         form, with: URLRequest(url: proxy.url(server.url(scenario: "slow-relative")))))
             }
             // Until cancelled, after the run.
+            let events = queue.events
             let watcher = Task { () -> (starts: [Date], waits: [Double], lastStart: Date?, probeDone: Date?) in
                 var (starts, waits, lastStart, probeDone) = ([Date](), [Double](), Date?.none, Date?.none)
-                for await event in queue.events {
+                for await event in events {
                     if case .started = event { (starts, lastStart) = (starts + [Date()], Date()) }
                     if case .waiting(_, let until) = event { waits.append(until.timeIntervalSinceNow) }
                     if case .completed(ids[0], _) = event { probeDone = Date() }
@@ -618,9 +647,10 @@ extension URLSessionSuites {
                 _ = try await queue.add(form, with: URLRequest(url: proxy.url(server.url(scenario: "slow-relative"))))
             }
             // Until cancelled, after the run.
+            let events = queue.events
             let watcher = Task { () -> [Date] in
                 var starts: [Date] = []
-                for await event in queue.events {
+                for await event in events {
                     if case .started = event { starts.append(Date()) }
                 }
                 return starts

@@ -31,11 +31,12 @@ public actor MultipartUploadQueue {
     /// counts no byte twice. A failed upload's unsent bytes keep it short of done until it is retried and completes,
     /// or removed.
     public nonisolated let progress: Progress
-    /// What happens in the queue, for one reader: uploads added, started, their progress, waits, completions and
-    /// failures.
-    public nonisolated let events: AsyncStream<Event>
+    /// What happens in the queue from the moment this is read: uploads added, started, their progress, waits,
+    /// completions and failures. Each read is a stream of its own, and every stream gets every event: a view and a
+    /// logger read theirs at once. Read it before ``run(on:headers:)`` starts to see every event of the run.
+    public nonisolated var events: AsyncStream<Event> { eventSink.stream() }
 
-    private let eventSink: AsyncStream<Event>.Continuation
+    private let eventSink = EventBroadcast<Event>()
     /// How each upload retries before it waits in the queue.
     private let resumption: MultipartResumption
     private let store: SavedUploadDirectory
@@ -119,7 +120,6 @@ public actor MultipartUploadQueue {
         self.resumption = resumption
         store = SavedUploadDirectory(directory, interopVersions: [])
         try store.prepare()
-        (events, eventSink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         var loaded: [Entry] = []
         var seen: Set<String> = []
         let files =
@@ -156,6 +156,11 @@ public actor MultipartUploadQueue {
         endedBytes = ended
         progress = Progress(totalUnitCount: Int64(clamping: total))
         progress.completedUnitCount = Int64(clamping: ended)
+    }
+
+    deinit {
+        // Readers' loops end with the queue.
+        eventSink.finish()
     }
 
     /// Rebuilds ``index`` after an upload was removed or added.
