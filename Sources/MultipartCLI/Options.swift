@@ -69,13 +69,14 @@ struct Options: Equatable {
     var parallel: Int?
     /// `--key K`: with `--queue DIR`, add the form only if no upload of the queue has this key.
     var queueKey: String?
-    /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`: with `--queue DIR`, look at or steer the queue.
+    /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`, `--pause ID`, `--resume ID`: with `--queue DIR`,
+    /// look at or steer the queue.
     var queueChange: QueueChange?
     /// `--retry`'s value as given: a number of retries, or with `--queue DIR` the upload to retry.
     private var retryArgument: String?
 
     private static let oneQueueChange = UsageError(
-        "one of --list, --retry ID, --remove ID, --remove-completed at a time")
+        "one of --list, --retry ID, --remove ID, --remove-completed, --pause ID, --resume ID at a time")
 
     /// What `--queue DIR` does besides adding and running.
     enum QueueChange: Equatable {
@@ -87,6 +88,10 @@ struct Options: Equatable {
         case remove(String)
         /// `--remove-completed`: every completed upload leaves the queue.
         case removeCompleted
+        /// `--pause ID`: the upload stays as it is until resumed.
+        case pause(String)
+        /// `--resume ID`: a paused upload goes again at the next run.
+        case resume(String)
     }
 
     /// Where `-C -` keeps its state: `--state-dir`, else `$XDG_STATE_HOME/multipart` or `~/.local/state/multipart`.
@@ -122,7 +127,7 @@ struct Options: Equatable {
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
         "--retry-delay", "--retry-max-time", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
-        "--queue", "--parallel", "--key", "--remove",
+        "--queue", "--parallel", "--key", "--remove", "--pause", "--resume",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
@@ -220,13 +225,13 @@ struct Options: Equatable {
     private func validateQueue() throws(UsageError) {
         guard queue != nil else {
             throw UsageError(
-                "--run, --parallel, --key, --list, --remove and --remove-completed are about an upload queue: give "
-                    + "it with --queue DIR")
+                "--run, --parallel, --key, --list, --remove, --remove-completed, --pause and --resume are about an "
+                    + "upload queue: give it with --queue DIR")
         }
         if queueChange != nil {
             guard !runsQueue, url == nil, fields.isEmpty, queueKey == nil, parallel == nil else {
                 throw UsageError(
-                    "--list, --retry ID, --remove ID and --remove-completed show or change the queue: leave out --run, "
+                    "--list, --retry, --remove, --remove-completed, --pause and --resume show or change the queue: leave out --run, "
                         + "--parallel, --key, -F and the URL")
             }
         } else if runsQueue {
@@ -294,9 +299,9 @@ struct Options: Equatable {
         case "--key":
             guard !value.isEmpty else { throw UsageError("--key needs a key") }
             queueKey = value
-        case "--remove":
+        case "--remove", "--pause", "--resume":
             guard queueChange == nil else { throw Self.oneQueueChange }
-            queueChange = .remove(value)
+            queueChange = name == "--remove" ? .remove(value) : name == "--pause" ? .pause(value) : .resume(value)
         case "--parallel":
             guard let count = Int(value), (1...64).contains(count) else {
                 throw UsageError("--parallel \(value): expected a number of uploads at once from 1 to 64")

@@ -68,6 +68,19 @@ extension Command {
             await queue.remove(try upload(id).id, headers: .fresh { _ in fields })
         case .removeCompleted:
             await queue.removeCompleted()
+        case .pause(let id):
+            let upload = try upload(id)
+            switch upload.state {
+            case .completed, .failed:
+                throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(said(upload.state))")
+            default: try await queue.pause(upload.id)
+            }
+        case .resume(let id):
+            let upload = try upload(id)
+            guard upload.state == .paused else {
+                throw CommandFailure(status: .usage, message: "\(id) is not paused: it is \(said(upload.state))")
+            }
+            try await queue.resume(upload.id)
         }
         return .success
     }
@@ -93,6 +106,7 @@ extension Command {
         case .waiting(let until): "waiting until \(until)"
         case .completed(let answer): "completed (\(answer.statusCode.map { "HTTP \($0)" } ?? "its answer lost"))"
         case .failed(let reason): "failed (\(reason))"
+        case .paused: "paused"
         }
     }
 
@@ -138,7 +152,7 @@ extension Command {
     private static func sayHowItEnded(
         _ uploads: [MultipartUploadQueue.Upload], before: [MultipartUploadQueue.ID: MultipartUploadQueue.State]
     ) {
-        var (completed, failed, left) = (0, 0, 0)
+        var (completed, failed, paused, left) = (0, 0, 0, 0)
         for upload in uploads {
             switch upload.state {
             case .completed(let answer):
@@ -150,11 +164,13 @@ extension Command {
                 failed += 1
                 let files = upload.files.isEmpty ? "" : " (\(upload.files.map(\.path).joined(separator: ", ")))"
                 printError("multipart: \(upload.id) failed: \(reason)\(files)")
+            case .paused:
+                paused += 1
             default:
                 left += 1
             }
         }
-        printError(
-            "multipart: \(completed) completed, \(failed) failed" + (left > 0 ? ", \(left) left for the next run" : ""))
+        let more = (paused > 0 ? ", \(paused) paused" : "") + (left > 0 ? ", \(left) left for the next run" : "")
+        printError("multipart: \(completed) completed, \(failed) failed" + more)
     }
 }

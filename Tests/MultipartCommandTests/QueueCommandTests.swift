@@ -19,6 +19,8 @@ import Testing
         #expect(try Options(parsing: ["--queue", "q", "--remove", "3f2a"]).queueChange == .remove("3f2a"))
         #expect(try Options(parsing: ["--queue", "q", "--list"]).queueChange == .list)
         #expect(try Options(parsing: ["--queue", "q", "--remove-completed"]).queueChange == .removeCompleted)
+        #expect(try Options(parsing: ["--queue", "q", "--pause", "3f2a"]).queueChange == .pause("3f2a"))
+        #expect(try Options(parsing: ["--queue", "q", "--resume", "3f2a"]).queueChange == .resume("3f2a"))
         let keyed = try Options(parsing: ["--queue", "q", "--key", "k", "-F", "a=1", "http://a.example/"])
         #expect(keyed.queueKey == "k" && keyed.queueChange == nil)
         // curl's --retry N, without a queue, is still a number of retries.
@@ -392,6 +394,29 @@ extension CommandLineTests {
         #expect(gone.status == 2 && gone.stderr.contains("no upload \(ids[2])"), "\(gone.stderr)")
         let records = try FileManager.default.contentsOfDirectory(atPath: queue).filter { $0.hasSuffix(".json") }
         #expect(records.isEmpty, "\(records)")
+    }
+
+    /// `--pause ID` keeps an upload out of the runs, said in `--list` and in the run's last line, until
+    /// `--resume ID`; a resume of an upload that is not paused exits 2.
+    @Test func aPausedUploadWaitsForItsResumeFromTheCommand() async throws {
+        let server = try DraftServer()
+        let queue = directory.path("queue").path
+        var ids: [String] = []
+        for index in 0..<2 {
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 10_000))
+            ids.append(try enqueue(index, to: server.url(), queue: queue).id)
+        }
+        #expect(try run(["--queue", queue, "--pause", ids[0]]).status == 0)
+        let (sent, _) = try await runQueue(queue, upTo: 60)
+        #expect(sent.status == 0 && sent.stderr.hasSuffix("1 completed, 0 failed, 1 paused\n"), "\(sent.stderr)")
+        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        #expect(listed.contains("\(ids[0])  paused  "), "\(listed)")
+        let notPaused = try run(["--queue", queue, "--resume", ids[1]])
+        #expect(notPaused.status == 2 && notPaused.stderr.contains("is not paused"), "\(notPaused.stderr)")
+        #expect(try run(["--queue", queue, "--resume", ids[0]]).status == 0)
+        let (rest, _) = try await runQueue(queue, upTo: 60)
+        #expect(rest.status == 0 && rest.stderr.hasSuffix("2 completed, 0 failed\n"), "\(rest.stderr)")
+        #expect(try server.forms().count == 2)
     }
 
     /// Ctrl-C while the queue runs: exit 130, and a line that says it was interrupted and what is kept; the next run

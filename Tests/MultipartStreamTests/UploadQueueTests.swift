@@ -508,6 +508,75 @@ extension URLSessionSuites {
             }
         }
 
+        /// Pause one, prioritize another, run one at a time: the prioritized one starts first, the paused one stays
+        /// paused (`run` returns with it so, and a new process finds it so, in the same order), and it completes
+        /// after `resume`.
+        @Test func aPausedUploadWaitsAndAPrioritizedOneGoesFirst() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            var ids: [MultipartUploadQueue.ID] = []
+            for index in 0..<4 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
+            try await queue.pause(ids[1])
+            try await queue.prioritize(ids[3])
+            let order = [ids[3], ids[0], ids[1], ids[2]]
+            #expect(await queue.uploads.map(\.id) == order)
+            let events = queue.events
+            let started = Task { () -> [MultipartUploadQueue.ID] in
+                var (started, completed) = ([MultipartUploadQueue.ID](), 0)
+                for await event in events {
+                    if case .started(let id) = event { started.append(id) }
+                    if case .completed = event { completed += 1 }
+                    if completed == 3 { break }
+                }
+                return started
+            }
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            #expect(try await within(seconds: 10, "the events") { await started.value } == [ids[3], ids[0], ids[2]])
+            #expect(await queue.uploads[2].state == .paused)
+            #expect(try server.forms().count == 3)
+
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            #expect(await reopened.uploads.map(\.id) == order, "the order is on disk")
+            #expect(await reopened.uploads[2].state == .paused, "and the pause")
+            try await reopened.resume(ids[1])
+            try await within(seconds: 60, "the next run") { try await reopened.run() }
+            guard case .completed = await reopened.uploads[2].state else {
+                Issue.record("\(await reopened.uploads)")
+                return
+            }
+            #expect(try server.forms().count == 4)
+        }
+
+        /// An upload paused while it runs stops, its saved state kept; `run` returns with it paused, and after
+        /// `resume` it goes on from where the server stands: the form once, and no more sent twice than the stalled
+        /// append had in flight.
+        @Test func anUploadPausedWhileItRunsGoesOnFromTheServersOffset() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let form = try form(0, fileBytes: 6_000_000)
+            let id = try await queue.add(form, with: URLRequest(url: server.url(scenario: "stall")))
+            let running = Task { try await queue.run() }
+            try await waitFor(
+                "the upload's first append", upTo: 60, seen: { "\((try? server.log().map(\.method)) ?? [])" },
+                until: { try server.log().contains { $0.method == "PATCH" } })
+            try await queue.pause(id)
+            try await within(seconds: 30, "the run, once the upload paused") { try await running.value }
+            #expect(await queue.uploads[0].state == .paused)
+            let state = queueDirectory.appendingPathComponent("state").appendingPathComponent(id.rawValue)
+            #expect(!((try? FileManager.default.contentsOfDirectory(atPath: state.path)) ?? []).isEmpty, "kept")
+            try await queue.resume(id)
+            try await within(seconds: 60, "the run after the resume") { try await queue.run() }
+            guard case .completed = await queue.uploads[0].state else {
+                Issue.record("\(await queue.uploads)")
+                return
+            }
+            #expect(try server.forms() == [try expected(form)])
+            let log = try server.log()
+            #expect(log.filter { $0.method == "POST" }.count == 1, "resumed, not created again: \(log)")
+            let patched = log.filter { $0.method == "PATCH" }.reduce(0) { $0 + $1.bytes }
+            #expect(patched - Int(form.contentLength!) <= 1 << 20, "\(log)")
+        }
+
         /// `removeCompleted()` removes every completed upload, record and saved state, and leaves the others.
         @Test func removeCompletedLeavesNoRecordAndNoStateOfACompletedUpload() async throws {
             let server = try DraftServer()

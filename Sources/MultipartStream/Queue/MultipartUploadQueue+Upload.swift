@@ -23,6 +23,9 @@ extension MultipartUploadQueue {
         /// The upload ended without the server's having the form, for this reason (a file deleted or changed, a
         /// refused status, the server's final word); it can be retried or removed.
         case failed(reason: String)
+        /// The caller paused it (``MultipartUploadQueue/pause(_:)``): it stays so, in every process, until resumed,
+        /// its saved state kept.
+        case paused
     }
 
     /// The server's answer to a completed upload.

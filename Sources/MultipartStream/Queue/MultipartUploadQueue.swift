@@ -90,6 +90,8 @@ public actor MultipartUploadQueue {
         var cancel: CancelHandle?
         /// Whether the caller removed it while it ran.
         var removing = false
+        /// Whether the caller paused it while it ran.
+        var pausing = false
 
         /// Where its requests go.
         var origin: Origin? { record.flatMap { Origin($0.request.url) } }
@@ -136,7 +138,7 @@ public actor MultipartUploadQueue {
                 switch record.outcome {
                 case .completed(let answer)?: entry.state = .completed(Answer(answer))
                 case .failed(let reason)?: entry.state = .failed(reason: reason)
-                case nil: break
+                case nil: if record.paused == true { entry.state = .paused }
                 }
                 loaded.append(entry)
                 nextSequence = max(nextSequence, record.sequence + 1)
@@ -147,6 +149,11 @@ public actor MultipartUploadQueue {
                         state: .failed(reason: "its record \(file.lastPathComponent) is damaged: \(error.reason)")))
             }
         }
+        // The caller's moves first (the latest first), then the order added, which the file names keep.
+        loaded = loaded.enumerated().sorted { first, second in
+            let (one, other) = (first.element.record?.priority ?? 0, second.element.record?.priority ?? 0)
+            return one != other ? one > other : first.offset < second.offset
+        }.map(\.element)
         entries = loaded
         index = Dictionary(loaded.enumerated().map { ($0.element.id, $0.offset) }) { first, _ in first }
         // Two records of one key (two processes that added it at once) stay two uploads; the first answers for it.
@@ -418,6 +425,62 @@ public actor MultipartUploadQueue {
         await forget(entry, session: session, headers: headers, givingUp: !entry.isCompleted)
     }
 
+    /// Pauses an upload that has not ended: it stays as it is, in this process and the next, until ``resume(_:)``;
+    /// one that runs is stopped, its saved state kept for the resume. A ``run(on:headers:)`` returns once every
+    /// upload is completed, failed or paused.
+    ///
+    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
+    ///   changed.
+    public func pause(_ id: ID) throws {
+        guard let at = index[id], var record = entries[at].record else { return }
+        switch entries[at].state {
+        case .completed, .failed, .paused: return
+        case .pending, .waiting, .running: break
+        }
+        record.paused = true
+        try record.write(to: store)
+        entries[at].record = record
+        waiting[id] = nil
+        if entries[at].state == .running {
+            entries[at].pausing = true
+            entries[at].cancel?.cancel()
+        } else {
+            entries[at].state = .paused
+        }
+    }
+
+    /// Resumes a paused upload: it goes again in its place in the queue, from where the server stands, at once if
+    /// the queue runs.
+    ///
+    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
+    public func resume(_ id: ID) throws {
+        guard let at = index[id], var record = entries[at].record else { return }
+        entries[at].pausing = false
+        guard entries[at].state == .paused else { return }
+        record.paused = nil
+        try record.write(to: store)
+        entries[at].record = record
+        entries[at].state = .pending
+        cursor = min(cursor, at)
+        alarm?.ring()
+    }
+
+    /// Moves an upload to the front of the queue, in this process and the next: it is the next to start (an upload
+    /// moved later goes before it).
+    ///
+    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
+    public func prioritize(_ id: ID) throws {
+        guard let at = index[id], var record = entries[at].record else { return }
+        record.priority = (entries.compactMap { $0.record?.priority }.max() ?? 0) + 1
+        try record.write(to: store)
+        var entry = entries.remove(at: at)
+        entry.record = record
+        entries.insert(entry, at: 0)
+        reindex()
+        cursor = 0
+        alarm?.ring()
+    }
+
     /// Removes every completed upload from the queue, its record and saved state: what a backup that went through
     /// leaves behind. Uploads in any other state stay.
     public func removeCompleted() async {
@@ -582,6 +645,21 @@ public actor MultipartUploadQueue {
         entries[index].record = finished.record
         if finished.sentWhole, let origin {
             plainOrigins.insert(origin)
+        }
+        if entries[index].pausing {
+            entries[index].pausing = false
+            entries[index].record?.paused = true
+            switch finished.outcome {
+            case .stopped, .waiting:
+                // Paused where it stood, its saved state kept: the server's word, and its own, come at the resume.
+                entries[index].state = .paused
+                cursor = min(cursor, index)
+                try? entries[index].record?.write(to: store)
+                return
+            case .completed, .failed:
+                // It ended as the pause came: that stands.
+                entries[index].record?.paused = nil
+            }
         }
         switch finished.outcome {
         case .completed(let answer):

@@ -13,6 +13,11 @@ struct QueueRecord: Codable, Sendable {
     var id: String
     /// The caller's key for the upload: an add with a key already in the queue adds nothing. `nil` for none.
     var key: String?
+    /// Whether the caller paused the upload: it stays as it is, in every process, until resumed. `nil` for not.
+    var paused: Bool?
+    /// Where the caller moved the upload: the highest goes first, then the rest in ``sequence``'s order. `nil` for
+    /// never moved.
+    var priority: Int?
     /// The upload's place in the queue: uploads go in this order.
     var sequence: Int
     var added: Date
