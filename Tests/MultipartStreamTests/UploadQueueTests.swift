@@ -707,7 +707,10 @@ extension URLSessionSuites {
             // Every connection reset once one has carried 1 MiB, and every new one for 10 s.
             let proxy = try FaultProxy(to: server.port, cuts: ["outage:1M:10"])
             // Waits of 0.25 to 0.5 s doubling to 2 to 4 s: one upload tries 4 to 7 times in 10 s, three 12 to 21.
-            let policy = MultipartResumption(initialDelay: 0.5, maximumDelay: 4)
+            var policy = MultipartResumption(initialDelay: 0.5, maximumDelay: 4)
+            // The caller's own listener hears the uploads' events, as it would hear one upload's.
+            let retries = LockedValue(0)
+            policy.events = { if case .retrying = $0 { retries.withLock { $0 += 1 } } }
             let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: policy)
             var expected: [DraftServer.Form] = []
             for index in 0..<6 {
@@ -717,18 +720,26 @@ extension URLSessionSuites {
             }
             // Until cancelled, after the run.
             let events = queue.events
-            let watcher = Task { () -> [Date] in
-                var starts: [Date] = []
+            let watcher = Task { () -> (starts: [Date], waits: [(MultipartUploadQueue.ID, Date)]) in
+                var (starts, waits) = ([Date](), [(MultipartUploadQueue.ID, Date)]())
                 for await event in events {
                     if case .started = event { starts.append(Date()) }
+                    if case .waiting(let id, let until) = event {
+                        #expect(until > Date(), "a wait said once its time had passed")
+                        waits.append((id, Date()))
+                    }
                 }
-                return starts
+                return (starts, waits)
             }
             try await within(seconds: 180, "the run") { try await queue.run() }
             let seen = try proxy.stop()
             watcher.cancel()
-            let starts = await watcher.value
+            let (starts, waits) = await watcher.value
             let outageEnd = try #require(seen.outageEnd, "the outage began")
+            // Each upload in flight said it waits, while the outage lasted: no outage is invisible.
+            let waited = Set(waits.filter { $0.1.timeIntervalSince1970 < outageEnd }.map(\.0))
+            #expect(waited.count >= 3, "\(waited.count) uploads said they wait: \(waits)")
+            #expect(retries.withLock { $0 } >= 3, "the caller's listener heard the retries")
             #expect(seen.outageTries >= 1 && seen.outageTries <= 8, "\(seen.outageTries) tries during the outage")
             let during = starts.filter { (outageEnd - 10..<outageEnd).contains($0.timeIntervalSince1970) }
             #expect(during.isEmpty, "\(during.count) uploads started during the outage")

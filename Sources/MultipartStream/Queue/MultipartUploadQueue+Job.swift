@@ -51,6 +51,9 @@ extension MultipartUploadQueue {
         let session: URLSession
         let headers: MultipartHeaders?
         let cancel: CancelHandle
+        /// Told when the upload waits between its own tries, until when (`nil`: it tries again now), with a number
+        /// that orders the reports of this send.
+        let waits: @Sendable (Date?, Int) -> Void
         let progress: @Sendable (UInt64) -> Void
 
         /// The most of an answer's body a completed upload keeps.
@@ -64,7 +67,26 @@ extension MultipartUploadQueue {
             policy.stateDirectory = knownNotResumable ? nil : stateDirectory
             policy.keepsStateAfterAnswer = true
             policy.knownNotResumable = knownNotResumable
-            policy.events = { notes.record($0) }
+            // The caller's own listener hears every event too.
+            let (heard, waits, turns) = (resumption.events, waits, LockedValue(0))
+            policy.events = { event in
+                notes.record(event)
+                let until: Date??
+                switch event {
+                case .retrying(_, let seconds): until = Date(timeIntervalSinceNow: seconds)
+                case .requestSent: until = .some(nil)
+                default: until = nil
+                }
+                if let until {
+                    waits(
+                        until,
+                        turns.withLock {
+                            $0 += 1
+                            return $0
+                        })
+                }
+                heard?(event)
+            }
             policy.outage = outage
             defer { outage?.leave() }
             // The same key for every send of this upload, in every process: a server that honours it creates the

@@ -92,6 +92,11 @@ public actor MultipartUploadQueue {
         var removing = false
         /// Whether the caller paused it while it ran.
         var pausing = false
+        /// The last of its send's reports of a wait between its own tries that was applied: they come in order.
+        var waitReports = 0
+
+        /// Whether a send of it is under way: `running`, or `waiting` between the tries of its own retries.
+        var isInFlight: Bool { cancel != nil }
 
         /// Where its requests go.
         var origin: Origin? { record.flatMap { Origin($0.request.url) } }
@@ -110,7 +115,7 @@ public actor MultipartUploadQueue {
     ///     `$XDG_STATE_HOME`).
     ///   - maximumConcurrentUploads: How many uploads go at once: 3 unless set, at least 1.
     ///   - resumption: How each upload retries before it waits in the queue (the defaults wait out 3 minutes at
-    ///     least), and a stall; its state directory and events are the queue's own. Its ``MultipartResumption/maximumDelay``
+    ///     least), and a stall; its state directory is the queue's own, and its `events` hear every upload's. Its ``MultipartResumption/maximumDelay``
     ///     is also how often the queue probes a server whose outage outlasted those retries.
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` for a directory that cannot be made or is
     ///   another user's.
@@ -253,9 +258,11 @@ public actor MultipartUploadQueue {
         }
         lock.release()
         isRunning = false
-        // Uploads stopped by a cancel are pending again: their saved state resumes them.
-        for index in entries.indices where entries[index].state == .running {
-            entries[index].state = .pending
+        // Uploads stopped by a cancel are pending again (paused, where the caller paused them): their saved state
+        // resumes them.
+        for index in entries.indices where entries[index].isInFlight || entries[index].state == .running {
+            entries[index].state = entries[index].pausing ? .paused : .pending
+            (entries[index].cancel, entries[index].pausing) = (nil, false)
             cursor = min(cursor, index)
         }
         if let failure { throw failure }
@@ -417,7 +424,7 @@ public actor MultipartUploadQueue {
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async {
         guard let at = index[id] else { return }
         let entry = entries[at]
-        if entry.state == .running {
+        if entry.isInFlight {
             entries[at].removing = true
             entry.cancel?.cancel()
             return
@@ -441,7 +448,7 @@ public actor MultipartUploadQueue {
         try record.write(to: store)
         entries[at].record = record
         waiting[id] = nil
-        if entries[at].state == .running {
+        if entries[at].isInFlight {
             entries[at].pausing = true
             entries[at].cancel?.cancel()
         } else {
@@ -578,15 +585,30 @@ public actor MultipartUploadQueue {
         }
         entries[index].state = .running
         entries[index].cancel = handle
+        entries[index].waitReports = 0
         eventSink.yield(.started(id))
         return Job(
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: stateDirectory(of: id),
             resumption: resumption, startedBefore: startedBefore,
             knownNotResumable: knownNotResumable, outage: outage,
-            session: session, headers: headers, cancel: handle
+            session: session, headers: headers, cancel: handle,
+            waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } }
         ) { [weak self] sent in
             Task { await self?.sent(sent, by: id) }
+        }
+    }
+
+    /// An upload in flight waits between its own tries until `until`, said at once (`waiting`, and its event), or
+    /// (`nil`) tries again. `turn` orders one send's reports, which reach the queue each on a task of its own.
+    private func inFlight(_ id: ID, waitsUntil until: Date?, turn: Int) {
+        guard let at = index[id], entries[at].isInFlight, turn > entries[at].waitReports else { return }
+        entries[at].waitReports = turn
+        if let until {
+            entries[at].state = .waiting(until: until)
+            eventSink.yield(.waiting(id, until: until))
+        } else if case .waiting = entries[at].state {
+            entries[at].state = .running
         }
     }
 
@@ -615,7 +637,7 @@ public actor MultipartUploadQueue {
     }
 
     private func sent(_ bytes: UInt64, by id: ID) {
-        guard let index = index[id], entries[index].state == .running else { return }
+        guard let index = index[id], entries[index].isInFlight else { return }
         let length = entries[index].record?.contentLength ?? bytes
         eventSink.yield(.progress(id, bytesSent: bytes, of: length))
         // Its last byte counts when the server's answer says it has the form: a form handed out whole and refused
