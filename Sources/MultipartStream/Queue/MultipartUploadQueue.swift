@@ -593,10 +593,8 @@ public actor MultipartUploadQueue {
             resumption: resumption, startedBefore: startedBefore,
             knownNotResumable: knownNotResumable, outage: outage,
             session: session, headers: headers, cancel: handle,
-            waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } }
-        ) { [weak self] sent in
-            Task { await self?.sent(sent, by: id) }
-        }
+            waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } },
+            progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } })
     }
 
     /// An upload in flight waits between its own tries until `until`, said at once (`waiting`, and its event), or
