@@ -484,6 +484,42 @@ extension URLSessionSuites {
             #expect(await reopened.uploads.map(\.key) == ["photo-0", nil, "photo-1"])
         }
 
+        /// `add(contentsOf:)`: a thousand uploads in one call, each on disk, in order, a key repeated in the call or
+        /// already queued added once; one that cannot be queued fails the call, and none of it is added.
+        @Test func aThousandAreAddedInOneCallOnceAKey() async throws {
+            let url = URL(string: "http://127.0.0.1:9/upload")!
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let first = try await queue.add(try form(0), with: URLRequest(url: url), key: "photo-0")
+            var batch: [MultipartUploadQueue.NewUpload] = []
+            for index in 0..<1_000 {
+                var form = MultipartFormData()
+                form.append("photo \(index)", name: "title")
+                batch.append(.init(form: form, request: URLRequest(url: url), key: "photo-\(index % 500)"))
+            }
+            let ids = try await queue.add(contentsOf: batch)
+            #expect(ids.count == 1_000)
+            #expect(ids[0] == first, "a key already queued")
+            #expect(ids[500] == ids[0] && ids[999] == ids[499], "a key repeated in the call")
+            #expect(Set(ids).count == 500)
+            #expect(records().count == 500)
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            let uploads = await reopened.uploads
+            #expect(uploads.map(\.id) == Array(ids.prefix(500)), "in the order given")
+            #expect(uploads.map(\.key) == (0..<500).map { "photo-\($0)" })
+
+            var refused = batch.prefix(3).map { upload in
+                var upload = upload
+                upload.key = nil
+                return upload
+            }
+            var streamed = MultipartFormData()
+            streamed.append(InputStream(data: Data(count: 10)), length: 10, name: "pipe")
+            refused.insert(.init(form: streamed, request: URLRequest(url: url)), at: 1)
+            await #expect(throws: MultipartError.self) { _ = try await reopened.add(contentsOf: refused) }
+            #expect(records().count == 500, "none of a refused call is added")
+            #expect(await reopened.uploads.count == 500)
+        }
+
         /// Two readers of `events` (a view and a logger) each see every event of the run, in order; a stream read
         /// after the run sees none of it.
         @Test func everyReaderOfEventsSeesEveryCompletion() async throws {

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 extension MultipartUploadQueue {
     /// An upload's identity in its queue, kept in its record: the same in every process that runs the queue.
     public struct ID: Hashable, Sendable, CustomStringConvertible {
@@ -8,6 +12,24 @@ extension MultipartUploadQueue {
 
         /// The ID as text.
         public var description: String { rawValue }
+    }
+
+    /// An upload to add with ``MultipartUploadQueue/add(contentsOf:)``: what ``MultipartUploadQueue/add(_:with:key:)``
+    /// takes.
+    public struct NewUpload: Sendable {
+        /// The form: fields, data and file parts.
+        public var form: MultipartFormData
+        /// The request, without credentials.
+        public var request: URLRequest
+        /// What identifies the upload for the caller; `nil` adds every time.
+        public var key: String?
+
+        /// An upload of `form` with `request`, once a `key`.
+        public init(form: MultipartFormData, request: URLRequest, key: String? = nil) {
+            self.form = form
+            self.request = request
+            self.key = key
+        }
     }
 
     /// Where an upload of the queue stands.

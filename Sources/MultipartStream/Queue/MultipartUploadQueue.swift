@@ -215,21 +215,71 @@ public actor MultipartUploadQueue {
     ///   nothing was added.
     public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
         if let key, let existing = keys[key] { return existing }
-        let stored = try QueueRecord.Form(form)
-        let storedRequest = try QueueRecord.Request(request)
-        if let appendError = form.appendError { throw appendError }
-        guard let length = form.contentLength else { throw MultipartError(.streamNotQueued) }
-        let record = QueueRecord(
-            id: UUID().uuidString.lowercased(), key: key, sequence: nextSequence, added: Date(),
-            request: storedRequest, form: stored, contentLength: length)
+        let record = try newRecord(NewUpload(form: form, request: request, key: key))
         try record.write(to: store)
-        nextSequence += 1
+        return enter(record)
+    }
+
+    /// Adds many uploads to the end of the queue, in their order, all on disk before it returns, in a few synced
+    /// writes for the whole call rather than one an upload: a library of photos is added a thousand at a time. Each
+    /// upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing and gives
+    /// that upload's ID.
+    ///
+    /// - Throws: What ``add(_:with:key:)`` throws, for the first upload that cannot be queued: then none of the call
+    ///   is added.
+    public func add(contentsOf uploads: [NewUpload]) async throws -> [ID] {
+        var made: [QueueRecord] = []
+        var ids: [ID] = []
+        var keyed: [String: ID] = [:]
+        for upload in uploads {
+            if let key = upload.key, let existing = keys[key] ?? keyed[key] {
+                ids.append(existing)
+                continue
+            }
+            let record = try newRecord(upload, sequence: nextSequence + made.count)
+            let id = ID(rawValue: record.id)
+            if let key = upload.key { keyed[key] = id }
+            made.append(record)
+            ids.append(id)
+        }
+        // Unsynced, then the file system flushed once: none of the call stays where a write failed.
+        var written = 0
+        do {
+            for record in made {
+                try record.write(to: store, syncing: false)
+                written += 1
+            }
+            try store.syncEverything()
+        } catch {
+            for record in made.prefix(written) {
+                try? FileManager.default.removeItem(at: directory.appendingPathComponent(record.fileName))
+            }
+            throw error
+        }
+        for record in made { _ = enter(record) }
+        return ids
+    }
+
+    /// The record of `upload` at the queue's end (or at `sequence`), checked as ``add(_:with:key:)`` says.
+    private func newRecord(_ upload: NewUpload, sequence: Int? = nil) throws -> QueueRecord {
+        let stored = try QueueRecord.Form(upload.form)
+        let storedRequest = try QueueRecord.Request(upload.request)
+        if let appendError = upload.form.appendError { throw appendError }
+        guard let length = upload.form.contentLength else { throw MultipartError(.streamNotQueued) }
+        return QueueRecord(
+            id: UUID().uuidString.lowercased(), key: upload.key, sequence: sequence ?? nextSequence, added: Date(),
+            request: storedRequest, form: stored, contentLength: length)
+    }
+
+    /// Puts `record`, on disk already, at the queue's end.
+    private func enter(_ record: QueueRecord) -> ID {
+        nextSequence = max(nextSequence, record.sequence + 1)
         let id = ID(rawValue: record.id)
-        if let key { keys[key] = id }
+        if let key = record.key { keys[key] = id }
         let file = directory.appendingPathComponent(record.fileName)
         index[id] = entries.count
         entries.append(Entry(id: id, record: record, file: file, state: .pending))
-        progress.totalUnitCount += Int64(clamping: length)
+        progress.totalUnitCount += Int64(clamping: record.contentLength)
         eventSink.yield(.added(id))
         return id
     }
