@@ -206,8 +206,7 @@ struct Transfer {
             if let timeout = watchdog.finish() {
                 throw AttemptFailure(.network, "\(url): \(timeout)", isTransient: true)
             }
-            let code = (error as? URLError)?.code
-            let transient = [.timedOut, .cannotConnectToHost, .networkConnectionLost].contains(code)
+            let transient = (error as? URLError).map(Transience.isTransient) ?? false
             throw AttemptFailure(.network, "\(url): \(error.localizedDescription)", isTransient: transient)
         }
     }

@@ -142,7 +142,7 @@ extension MultipartUploadQueue {
             if error is CancellationError { return .stopped }
             if let error = error as? URLError {
                 if error.code == .cancelled { return .stopped }
-                return isTransient(error) ? .waiting(outage: true) : .failed(error.localizedDescription)
+                return Transience.isTransient(error) ? .waiting(outage: true) : .failed(error.localizedDescription)
             }
             guard let error = error as? MultipartError else { return .failed(String(describing: error)) }
             switch error.reason {
@@ -154,10 +154,10 @@ extension MultipartUploadQueue {
             case .resumeSaved, .resumeFailed, .resumeTimeExceeded, .outageOutlasted:
                 return .waiting(outage: !answered(error))
             case .unacceptableStatus(let status, _):
-                let busy = status == 408 || status == 429 || (500..<600).contains(status)
-                return busy ? .waiting(outage: false) : .failed("the server answered \(status)")
+                return Transience.isBusy(statusCode: status)
+                    ? .waiting(outage: false) : .failed("the server answered \(status)")
             default:
-                if let underlying = error.underlying as? URLError, isTransient(underlying) {
+                if let underlying = error.underlying as? URLError, Transience.isTransient(underlying) {
                     return .waiting(outage: true)
                 }
                 return .failed(error.description)
@@ -176,14 +176,6 @@ extension MultipartUploadQueue {
             return false
         }
 
-        private static func isTransient(_ error: URLError) -> Bool {
-            let codes: Set<URLError.Code> = [
-                .networkConnectionLost, .timedOut, .cannotConnectToHost, .notConnectedToInternet, .cannotFindHost,
-                .dnsLookupFailed, .badServerResponse, .resourceUnavailable, .internationalRoamingOff,
-                .dataNotAllowed, .secureConnectionFailed,
-            ]
-            return codes.contains(error.code)
-        }
     }
 
     /// What one send saw: the start of the answer's body, whether the form went whole, and its record, in which a send

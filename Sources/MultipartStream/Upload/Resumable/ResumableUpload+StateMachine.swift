@@ -419,11 +419,7 @@ extension ResumableUpload {
             }
             if error is StallWatch.Stalled { return true }
             guard let error = error as? URLError else { return false }
-            let codes: Set<URLError.Code> = [
-                .networkConnectionLost, .timedOut, .cannotConnectToHost, .notConnectedToInternet, .cannotFindHost,
-                .dnsLookupFailed, .badServerResponse, .unknown,
-            ]
-            return codes.contains(error.code)
+            return Transience.isTransient(error)
         }
 
         // MARK: Answers
@@ -817,11 +813,7 @@ extension ResumableUpload {
 
         /// 408, 429, 503 and other 5xx: the server may take the request later.
         private func isTransient(_ answer: Answer) -> Bool {
-            Self.isTransient(answer.statusCode)
-        }
-
-        private static func isTransient(_ statusCode: Int) -> Bool {
-            statusCode == 408 || statusCode == 429 || (500..<600).contains(statusCode)
+            Transience.isBusy(statusCode: answer.statusCode)
         }
 
         /// The state that asks where the server has `resource`.
