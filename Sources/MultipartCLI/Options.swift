@@ -182,6 +182,7 @@ struct Options: Equatable {
             } else if retryOption == nil {
                 throw UsageError("--retry \(retryArgument): expected a number of retries from 0 to 1000")
             }
+            self.retryArgument = nil
         }
         if listsSaved {
             guard url == nil, fields.isEmpty else {

@@ -426,14 +426,16 @@ extension CommandLineTests {
         let queue = directory.path("queue").path
         var forms: [DraftServer.Form] = []
         for index in 0..<2 {
-            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 4 << 20))
-            forms.append(try enqueue(index, to: server.url(scenario: "stall"), queue: queue).form)
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 8 << 20))
+            // 64 KiB every 50 ms: about 6 s a form, so that the Ctrl-C comes while the first is under way.
+            forms.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue).form)
         }
-        // One at a time: the first stalls at 1 MiB, the second waits its turn.
+        // One at a time: the second waits its turn.
         let first = try start(["--queue", queue, "--run", "--parallel", "1"], stderr: directory.path("first.err"))
         try await waitFor(
-            "the queue's first append", ended: { first.exitedWithStatus }, seen: { "\((try? server.log()) ?? [])" },
-            until: { try server.log().contains(where: { $0.method == "PATCH" }) })
+            "the queue's first creation", ended: { first.exitedWithStatus },
+            seen: { "\((try? server.log()) ?? [])" },
+            until: { try server.log().contains(where: { $0.method == "POST" }) })
         first.interrupt()
         try await waitFor("the interrupted run to exit", upTo: 30) { !first.isRunning }
         let said = try String(contentsOf: directory.path("first.err"), encoding: .utf8)
