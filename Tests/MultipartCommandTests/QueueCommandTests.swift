@@ -432,12 +432,16 @@ extension CommandLineTests {
         }
         // One at a time: the second waits its turn.
         let first = try start(["--queue", queue, "--run", "--parallel", "1"], stderr: directory.path("first.err"))
-        try await waitFor(
-            "the queue's first creation", ended: { first.exitedWithStatus },
-            seen: { "\((try? server.log()) ?? [])" },
-            until: { try server.log().contains(where: { $0.method == "POST" }) })
-        first.interrupt()
-        try await waitFor("the interrupted run to exit", upTo: 30) { !first.isRunning }
+        // Watched and interrupted from a thread of its own: a wait on the pool of threads, which the synchronous tests
+        // beside it keep busy, saw the creation only once both forms had gone.
+        try await onAThreadOfItsOwn {
+            try waitFor(
+                "the queue's first creation", ended: { first.exitedWithStatus },
+                seen: { "\((try? server.log()) ?? [])" },
+                until: { try server.log().contains(where: { $0.method == "POST" }) })
+            first.interrupt()
+            try waitFor("the interrupted run to exit", upTo: 30) { !first.isRunning }
+        }
         let said = try String(contentsOf: directory.path("first.err"), encoding: .utf8)
         #expect(first.terminationStatus == 130, "\(said)")
         #expect(said.contains("multipart: interrupted: 2 uploads not completed are kept for the next --run"), "\(said)")
