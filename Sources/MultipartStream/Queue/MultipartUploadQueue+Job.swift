@@ -69,21 +69,20 @@ extension MultipartUploadQueue {
             policy.knownNotResumable = knownNotResumable
             // The caller's own listener hears every event too.
             let (heard, waits, turns) = (resumption.events, waits, LockedValue(0))
+            let report = { @Sendable (until: Date?) in
+                waits(
+                    until,
+                    turns.withLock {
+                        $0 += 1
+                        return $0
+                    })
+            }
             policy.events = { event in
                 notes.record(event)
-                let until: Date??
                 switch event {
-                case .retrying(_, let seconds): until = Date(timeIntervalSinceNow: seconds)
-                case .requestSent: until = .some(nil)
-                default: until = nil
-                }
-                if let until {
-                    waits(
-                        until,
-                        turns.withLock {
-                            $0 += 1
-                            return $0
-                        })
+                case .retrying(_, let seconds): report(Date(timeIntervalSinceNow: seconds))
+                case .requestSent: report(nil)
+                default: break
                 }
                 heard?(event)
             }
@@ -175,7 +174,6 @@ extension MultipartUploadQueue {
             }
             return false
         }
-
     }
 
     /// What one send saw: the start of the answer's body, whether the form went whole, and its record, in which a send

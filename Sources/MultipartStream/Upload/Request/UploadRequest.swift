@@ -306,7 +306,9 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
             return redirectsMet
         }
         guard let waiting else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+        // Weak: an upload that ended meanwhile is not kept for the deadline's sake.
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
+            guard let self else { return }
             let late = lock.withLock { () -> (@Sendable (URLRequest?) -> Void)? in
                 guard redirectsMet == waiting, let late = redirectAnswer else { return nil }
                 redirectAnswer = nil
