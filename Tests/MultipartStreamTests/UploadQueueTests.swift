@@ -613,6 +613,24 @@ extension URLSessionSuites {
             #expect(patched - Int(form.contentLength!) <= 1 << 20, "\(log)")
         }
 
+        /// A resume that comes before the pause has stopped the upload takes the pause back on disk too: after a
+        /// cancelled run, a new process finds the upload pending, not paused.
+        @Test func aResumeBeforeThePauseStoppedTheUploadLeavesNoPauseOnDisk() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let id = try await queue.add(
+                try form(0, fileBytes: 6_000_000), with: URLRequest(url: server.url(scenario: "stall")))
+            let running = Task { try await queue.run() }
+            try await waitFor(
+                "the upload's first append", upTo: 60, seen: { "\((try? server.log().map(\.method)) ?? [])" },
+                until: { try server.log().contains { $0.method == "PATCH" } })
+            try await queue.pause(id)
+            try await queue.resume(id)
+            running.cancel()
+            _ = try await within(seconds: 30, "the cancelled run") { await running.result }
+            #expect(try await MultipartUploadQueue(directory: queueDirectory).uploads.map(\.state) == [.pending])
+        }
+
         /// `removeCompleted()` removes every completed upload, record and saved state, and leaves the others.
         @Test func removeCompletedLeavesNoRecordAndNoStateOfACompletedUpload() async throws {
             let server = try DraftServer()

@@ -511,12 +511,14 @@ public actor MultipartUploadQueue {
     ///
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func resume(_ id: ID) throws {
-        guard let at = index[id], var record = entries[at].record else { return }
-        entries[at].pausing = false
-        guard entries[at].state == .paused else { return }
+        // A pause that has not yet stopped the upload is taken back too, on disk as here.
+        guard let at = index[id], var record = entries[at].record, entries[at].state == .paused || entries[at].pausing
+        else { return }
         record.paused = nil
         try record.write(to: store)
         entries[at].record = record
+        entries[at].pausing = false
+        guard entries[at].state == .paused else { return }
         entries[at].state = .pending
         cursor = min(cursor, at)
         alarm?.ring()
