@@ -7,7 +7,8 @@ import MultipartStream
 
 extension Command {
     /// `--queue DIR`: adds the form to the upload queue kept in DIR (once a `--key`), printing the upload's ID; with
-    /// `--run` sends the queue's uploads (`--parallel N` at a time), saying on stderr how each ends (unless `-s`);
+    /// `--run` sends the queue's uploads (`--parallel N` at a time), with a bar for the whole queue on a terminal,
+    /// saying on stderr how each ends (unless `-s`);
     /// with `--list`, `--retry ID`, `--remove ID` or `--remove-completed` shows or changes it. Credentials are given
     /// to `--run` (and `--remove`), never to the add, which refuses them: a queue never writes one to disk.
     static func queueCommand(_ options: Options, directory path: String) async -> ExitStatus {
@@ -116,12 +117,33 @@ extension Command {
         async throws -> ExitStatus
     {
         let silent = options.silent
-        // While it runs, a line for each wait; once it ends, one for each upload it ended.
+        // While it runs, a bar for the whole queue on a terminal, with a line above it for each wait; once it ends,
+        // one for each upload it ended.
+        let bar = ProgressReporter(silent: silent)
+        let progress = queue.progress
+        let counted = {
+            MultipartUploadProgress(
+                bytesSent: UInt64(clamping: progress.completedUnitCount),
+                totalBytes: UInt64(clamping: progress.totalUnitCount))
+        }
+        // The speed and the time left are this run's: bytes that earlier runs sent are not.
+        bar.resumed(at: counted().bytesSent)
         let events = queue.events
         let watching = Task {
+            // A frame each tenth of a second at most, however many uploads report, and one at each end.
+            var drawn: UInt64 = 0
             for await event in events where !silent {
-                if case .waiting(let id, let until) = event {
-                    printError("multipart: \(id) waits for the network or the server until \(until)")
+                let now = DispatchTime.now().uptimeNanoseconds
+                switch event {
+                case .waiting(let id, let until):
+                    bar.printAbove(["multipart: \(id) waits for the network or the server until \(until)"])
+                case .progress where now - drawn < 100_000_000:
+                    continue
+                case .progress, .started, .completed, .failed:
+                    bar.report(counted())
+                    drawn = now
+                case .added:
+                    break
                 }
             }
         }
@@ -134,6 +156,7 @@ extension Command {
         let ended = await run.result
         watching.cancel()
         let after = await queue.uploads
+        bar.endLine()
         if !silent { sayHowItEnded(after, before: before) }
         if let signal = Interruption.shared.caught {
             if !silent {

@@ -168,6 +168,21 @@ package enum POSIX {
         _ = systemUnlink(path)
     }
 
+    /// Calls `each` with the name of every entry of the directory `path` but `.` and `..`, in the order the file
+    /// system keeps them, one at a time: a directory of a hundred thousand is never held as a list.
+    package static func forEachName(inDirectory path: UnsafePointer<CChar>, _ each: (String) -> Void) throws(Failure) {
+        guard let directory = opendir(path) else { throw Failure(code: errno) }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafePointer(to: &entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: MemoryLayout.size(ofValue: entry.pointee.d_name)) {
+                    String(cString: $0)
+                }
+            }
+            if name != ".", name != ".." { each(name) }
+        }
+    }
+
     /// Makes the directory `path` with `mode`.
     package static func makeDirectory(_ path: UnsafePointer<CChar>, mode: mode_t) throws(Failure) {
         _ = try retryingInterrupts { mkdir(path, mode) }

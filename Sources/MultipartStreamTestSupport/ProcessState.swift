@@ -111,6 +111,20 @@ public enum ProcessDescriptors {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 
+    /// The most resident memory this process has had since it started or ``resetPeakResident()``, in bytes (Linux's
+    /// VmHWM).
+    public static func peakResidentBytes() -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+        return kilobytes * 1024
+    }
+
+    /// Starts a new peak: writing 5 to clear_refs resets VmHWM to the present resident size.
+    public static func resetPeakResident() {
+        try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+    }
+
     /// Runs `body` with the soft limit of open descriptors at most `limit`, as under `ulimit -n`, then restores it.
     public static func withSoftLimit<T>(_ limit: UInt, _ body: () async throws -> T) async throws -> T {
         #if os(Linux)

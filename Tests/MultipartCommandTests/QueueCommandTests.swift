@@ -396,6 +396,95 @@ extension CommandLineTests {
         #expect(records.isEmpty, "\(records)")
     }
 
+    /// 30 files added each with its key by a loop of `multipart --queue DIR --key K`, killed (the loop and the add
+    /// under way, SIGKILL) at a random moment, then the same loop run to its end twice: 30 uploads, each key once, and
+    /// a run sends each file once.
+    @Test func addsKilledAndRunAgainQueueEachKeyOnce() async throws {
+        let server = try DraftServer()
+        let queue = directory.path("queue").path
+        var forms: [DraftServer.Form] = []
+        for index in 0..<30 {
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 10_000 + index))
+            let written = try run([
+                "-s", "--boundary", "keyed-\(index)", "-F", "file=@f-\(index).bin", "-o", "e.multipart",
+            ])
+            #expect(written.status == 0, "\(written.stderr)")
+            let expected = directory.path("e.multipart")
+            forms.append(DraftServer.Form(bytes: try Data(contentsOf: expected).count, sha256: try sha256sum(expected)))
+        }
+        let loop = """
+            for i in $(seq 0 29); do
+              '\(Self.executable.path)' --queue queue --key "photos/$i.bin" --boundary "keyed-$i" -F "file=@f-$i.bin" \
+                '\(server.url().absoluteString)' > /dev/null || exit 1
+            done
+            """
+        let killedAt = Int.random(in: 3...25)
+        try await onAThreadOfItsOwn { [self] in
+            // A session of its own, so that the kill takes the add under way with the loop.
+            let adding = Process()
+            adding.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+            adding.arguments = ["/bin/bash", "-c", loop]
+            adding.currentDirectoryURL = directory.url
+            adding.environment = environment
+            try adding.run()
+            try waitFor("\(killedAt) adds", upTo: 120, ended: { adding.exitedWithStatus }) {
+                ((try? FileManager.default.contentsOfDirectory(atPath: queue)) ?? []).count { $0.hasSuffix(".json") }
+                    >= killedAt
+            }
+            // Within the next add, or the one after: its moment is random, not waited for.
+            Thread.sleep(forTimeInterval: Double.random(in: 0...0.1))
+            kill(-adding.processIdentifier, SIGKILL)
+            adding.waitUntilExit()
+        }
+        for round in 0..<2 {
+            let again = try run([], shell: loop)
+            #expect(again.status == 0, "round \(round): \(again.stderr)")
+        }
+        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self).split(
+            separator: "\n")
+        let keys = listed.compactMap { line in line.firstRange(of: "key photos/").map { line[$0.upperBound...] } }
+            .map { $0.prefix { $0 != " " } }
+        #expect(listed.count == 30 && Set(keys).count == 30, "each key once, killed after \(killedAt): \(listed)")
+        let (sent, _) = try await runQueue(queue, upTo: 120)
+        #expect(sent.status == 0 && sent.stderr.hasSuffix("30 completed, 0 failed\n"), "\(sent.stderr)")
+        #expect(try server.forms().sorted { $0.sha256 < $1.sha256 } == forms.sorted { $0.sha256 < $1.sha256 })
+    }
+
+    /// `--run` in a terminal draws one bar for the whole queue, to 100% of every form's bytes, ended before the last
+    /// line; `-s` draws none.
+    @Test(.enabled(if: isLinux)) func aRunDrawsOneBarForTheWholeQueueInATerminal() throws {
+        let server = try DraftServer()
+        var total = 0
+        for index in 0..<3 {
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 1 << 20))
+            // 64 KiB every 50 ms: about a second a form, all three at once.
+            total += try enqueue(index, to: server.url(scenario: "slow"), queue: "queue").form.bytes
+        }
+        // `script` gives the command a pseudo-terminal and copies what it shows into typescript.
+        let shown = try run(
+            [], shell: "script -qfec '\(Self.executable.path) --queue queue --run' typescript > /dev/null")
+        #expect(shown.status == 0, "\(shown.stderr)")
+        let screen = try String(contentsOf: directory.path("typescript"), encoding: .utf8)
+        let frames = screen.components(separatedBy: "\r[").dropFirst()
+        #expect(frames.count >= 3, "\(screen)")
+        #expect(frames.count <= 40, "at most 10 redraws a second, whatever the uploads report: \(frames.count)")
+        let all = ProgressReporter.bytes(UInt64(total))
+        #expect(screen.contains("100%  \(all) / \(all)"), "\(screen)")
+        let last = try #require(screen.range(of: "\r\nmultipart: 3 completed, 0 failed\r\n"), "\(screen)")
+        #expect(!screen[last.upperBound...].contains("\r["), "no frame after the last line")
+
+        for index in 3..<4 {
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 1 << 20))
+            _ = try enqueue(index, to: server.url(scenario: "slow"), queue: "queue")
+        }
+        let silent = try run(
+            [], shell: "script -qfec '\(Self.executable.path) -s --queue queue --run' silent > /dev/null")
+        #expect(silent.status == 0, "\(silent.stderr)")
+        let quiet = try String(contentsOf: directory.path("silent"), encoding: .utf8)
+        #expect(!quiet.contains("\r[") && !quiet.contains("completed"), "\(quiet.debugDescription)")
+        #expect(try server.forms().count == 4)
+    }
+
     /// `--pause ID` keeps an upload out of the runs, said in `--list` and in the run's last line, until
     /// `--resume ID`; a resume of an upload that is not paused exits 2.
     @Test func aPausedUploadWaitsForItsResumeFromTheCommand() async throws {

@@ -196,7 +196,7 @@ import Testing
     @Test func aHugeFileIsNotRead() throws {
         try states.prepare()
         try Data(count: 1 << 20).write(to: states.file(for: key))
-        #expect(load().0 == nil && load().1.first?.contains("more than a state holds") == true)
+        #expect(load().0 == nil && load().1.first?.contains("more than a record of its kind holds") == true)
     }
 
     @Test func oneProcessHoldsAnUploadsLockAtATime() throws {

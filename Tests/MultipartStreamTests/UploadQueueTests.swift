@@ -57,7 +57,7 @@ extension URLSessionSuites {
             _ = try await queue.add(original, with: URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!))
             let files = records()
             #expect(files.count == 1, "on disk before add returns")
-            let record = try QueueRecord.read(queueDirectory.appendingPathComponent(files[0]))
+            let record = try QueueStore(queueDirectory).read(files[0])
             let rebuilt = try #require(try record.form.rebuilt())
             #expect(try rebuilt.encode() == original.encode())
             #expect(rebuilt.contentType == original.contentType)
@@ -362,6 +362,33 @@ extension URLSessionSuites {
                 return
             }
             #expect(reason.contains("damaged"))
+            #expect(try server.forms().count == 1)
+        }
+
+        /// A queue opens on its records' first lines and reads a form only to start it: a record damaged past its
+        /// summary is pending when the queue opens, and fails as it starts, naming its file; the others go on.
+        @Test func aQueueOpensWithoutReadingAFormAndFailsAnUnreadableOneAtItsStart() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let ids = [
+                try await queue.add(try form(1), with: URLRequest(url: server.url())),
+                try await queue.add(try form(2), with: URLRequest(url: server.url())),
+            ]
+            let name = records().sorted()[0]
+            let file = queueDirectory.appendingPathComponent(name)
+            let whole = try Data(contentsOf: file)
+            let firstLine = try #require(whole.firstIndex(of: UInt8(ascii: "\n")))
+            try (whole[...firstLine] + Data("{\"format\":1,".utf8)).write(to: file)
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            #expect(await reopened.upload(ids[0])?.state == .pending, "its summary is all the queue read")
+            try await within(seconds: 60, "the run") { try await reopened.run() }
+            guard case .failed(let reason)? = await reopened.upload(ids[0])?.state,
+                case .completed? = await reopened.upload(ids[1])?.state
+            else {
+                Issue.record("\(await reopened.uploads.map(\.state))")
+                return
+            }
+            #expect(reason.contains(name) && reason.contains("not a whole queue record"), "\(reason)")
             #expect(try server.forms().count == 1)
         }
 

@@ -24,16 +24,7 @@ while let option = arguments.popFirst() {
 }
 
 /// VmHWM from /proc/self/status, in MiB.
-func peakResidentMiB() -> Int {
-    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-    return (Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0) / 1024
-}
-
-/// Starts a new peak: writing 5 to clear_refs resets VmHWM to the present resident size.
-func resetPeak() {
-    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
-}
+func peakResidentMiB() -> Int { ProcessDescriptors.peakResidentBytes() >> 20 }
 
 /// Bytes seen by a chunk handler.
 final class Counter: @unchecked Sendable {
@@ -63,7 +54,7 @@ var failures: [String] = []
 
 /// Runs `upload`, which returns a problem or `nil`, and reports its time and peak.
 @MainActor func check(_ name: String, _ upload: () async throws -> String?) async {
-    resetPeak()
+    ProcessDescriptors.resetPeakResident()
     let started = Date()
     let problem: String?
     do {

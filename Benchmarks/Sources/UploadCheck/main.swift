@@ -265,12 +265,7 @@ final class CollectingDelegate: NSObject, URLSessionDataDelegate, @unchecked Sen
 }
 
 /// VmHWM from /proc/self/status: the most resident memory this process has had.
-func peakResidentMiB() -> Int {
-    let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
-    let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-    let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
-    return kilobytes / 1024
-}
+func peakResidentMiB() -> Int { ProcessDescriptors.peakResidentBytes() >> 20 }
 
 // The generated file is gigabytes: removed however the check ends, since `exit` runs no deinit.
 let directory = try TemporaryDirectory()

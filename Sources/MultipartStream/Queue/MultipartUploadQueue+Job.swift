@@ -36,7 +36,7 @@ extension MultipartUploadQueue {
         let id: ID
         /// The upload's record as the send starts, and the directory it is kept in.
         let record: QueueRecord
-        let store: SavedUploadDirectory
+        let store: QueueStore
         let form: MultipartFormData
         let request: URLRequest
         let stateDirectory: URL
@@ -129,7 +129,7 @@ extension MultipartUploadQueue {
         private func recordCompleted(_ answer: Answer, in record: inout QueueRecord) -> Bool {
             var completed = record
             completed.outcome = .completed(answer.stored)
-            guard (try? completed.write(to: store)) != nil else { return false }
+            guard (try? store.write(completed)) != nil else { return false }
             record = completed
             try? FileManager.default.removeItem(at: stateDirectory)
             return true
@@ -189,7 +189,7 @@ extension MultipartUploadQueue {
             var answer = Data()
         }
         private let seen: LockedValue<Seen>
-        private let store: SavedUploadDirectory
+        private let store: QueueStore
         /// Whether a run before this one started the upload.
         private let startedBefore: Bool
         /// Whether a run before this one began to send the form whole.
@@ -198,7 +198,7 @@ extension MultipartUploadQueue {
         /// the queue knew the server speaks no draft.
         private let wentWholeAtStart: Bool
 
-        init(record: QueueRecord, store: SavedUploadDirectory, startedBefore: Bool, wentWholeAtStart: Bool) {
+        init(record: QueueRecord, store: QueueStore, startedBefore: Bool, wentWholeAtStart: Bool) {
             seen = LockedValue(Seen(record: record, counted: wentWholeAtStart && startedBefore))
             self.store = store
             self.startedBefore = startedBefore
@@ -232,7 +232,7 @@ extension MultipartUploadQueue {
                 change(&seen)
                 return before == (seen.record.sentAgain, seen.record.sentWhole) ? nil : seen.record
             }
-            try? changed?.write(to: store, syncing: false)
+            if let changed { try? store.write(changed, syncing: false) }
         }
 
         func keep(_ data: Data) {

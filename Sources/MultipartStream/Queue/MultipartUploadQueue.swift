@@ -33,13 +33,14 @@ public actor MultipartUploadQueue {
     public nonisolated let progress: Progress
     /// What happens in the queue from the moment this is read: uploads added, started, their progress, waits,
     /// completions and failures. Each read is a stream of its own, and every stream gets every event: a view and a
-    /// logger read theirs at once. Read it before ``run(on:headers:)`` starts to see every event of the run.
+    /// logger read theirs at once. An event comes once ``progress`` counts it. Read it before ``run(on:headers:)``
+    /// starts to see every event of the run.
     public nonisolated var events: AsyncStream<Event> { eventSink.stream() }
 
     private let eventSink = EventBroadcast<Event>()
     /// How each upload retries before it waits in the queue.
     private let resumption: MultipartResumption
-    private let store: SavedUploadDirectory
+    private let store: QueueStore
     private var entries: [Entry] = [] {
         didSet { if entries.count != index.count { reindex() } }
     }
@@ -57,6 +58,8 @@ public actor MultipartUploadQueue {
     private var isRunning = false
     /// The bytes of uploads that completed or were removed, which progress never takes back.
     private var endedBytes: UInt64 = 0
+    /// The highest place the caller moved an upload to: the next move goes before it.
+    private var topPriority = 0
     /// The origins found to speak no version of the draft: one probe for a server, not one an upload.
     private var plainOrigins: Set<Origin> = []
     /// Each server's outage, which the uploads to it wait out together.
@@ -76,13 +79,18 @@ public actor MultipartUploadQueue {
         var probe: Date?
     }
 
-    /// One upload as the queue holds it.
+    /// One upload as the queue holds it: what its schedule needs, and no form, which is read from its record when it
+    /// starts.
     private struct Entry {
         var id: ID
-        /// The record; `nil` for a file that could not be read, listed as failed.
-        var record: QueueRecord?
-        var file: URL
-        var state: State
+        /// Its place in the order added; `nil` for a file that could not be read, listed as failed.
+        var sequence: Int?
+        var key: String?
+        var priority: Int
+        /// Where its requests go.
+        var origin: Origin?
+        var contentLength: UInt64
+        var state: Standing
         /// The most bytes of the form this upload handed out, counted in the queue's progress: at most all but the last
         /// until it completes.
         var sent: UInt64 = 0
@@ -98,13 +106,47 @@ public actor MultipartUploadQueue {
         /// Whether a send of it is under way: `running`, or `waiting` between the tries of its own retries.
         var isInFlight: Bool { cancel != nil }
 
-        /// Where its requests go.
-        var origin: Origin? { record.flatMap { Origin($0.request.url) } }
-
-        var isCompleted: Bool {
-            if case .completed = state { return true }
-            return false
+        /// Its record's file name.
+        var fileName: String {
+            sequence.map { QueueRecord.fileName(sequence: $0, id: id.rawValue) } ?? id.rawValue + ".json"
         }
+
+        var isCompleted: Bool { state == .completed }
+
+        /// Its place in the order added: a damaged record's name starts with it too.
+        var order: Int { sequence ?? Int(id.rawValue.prefix(12)) ?? .max }
+
+        /// An upload whose record says this.
+        init(_ summary: QueueRecord.Summary, origin: Origin?) {
+            id = ID(rawValue: summary.id)
+            sequence = summary.sequence
+            key = summary.key
+            priority = summary.priority ?? 0
+            self.origin = origin
+            contentLength = summary.contentLength
+            switch summary.standing {
+            case .pending: state = .pending
+            case .paused: state = .paused
+            case .completed: state = .completed
+            case .failed(let reason): state = .failed(reason: reason)
+            }
+        }
+
+        /// The file `name` that is no record, failed.
+        init(damaged name: String, reason: String) {
+            id = ID(rawValue: String(name.dropLast(".json".count)))
+            priority = 0
+            contentLength = 0
+            state = .failed(reason: "its record \(name) is damaged: \(reason)")
+        }
+    }
+
+    /// Where an upload stands in this process: ``State`` without a completed upload's answer, which stays in its
+    /// record.
+    private enum Standing: Equatable {
+        case pending, running, completed, paused
+        case waiting(until: Date)
+        case failed(reason: String)
     }
 
     /// The queue kept in `directory`, made if it does not exist (owned by this user, not writable by others), with
@@ -125,46 +167,49 @@ public actor MultipartUploadQueue {
         self.directory = directory
         self.maximumConcurrentUploads = max(1, maximumConcurrentUploads)
         self.resumption = resumption
-        store = SavedUploadDirectory(directory, interopVersions: [])
-        try store.prepare()
+        store = try QueueStore(directory)
         var loaded: [Entry] = []
-        var seen: Set<String> = []
-        let files =
-            (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)) ?? []
-        let recordFiles = files.filter { $0.pathExtension == "json" }
-        for file in recordFiles.sorted(by: { $0.lastPathComponent < $1.lastPathComponent }) {
-            let name = file.deletingPathExtension().lastPathComponent
-            do throws(QueueRecord.Damage) {
-                let record = try QueueRecord.read(file)
-                guard seen.insert(record.id).inserted else {
-                    throw QueueRecord.Damage(reason: "another record has its ID")
+        // Where each upload is, once sorted; first, which IDs were seen.
+        var index: [ID: Int] = [:]
+        // Most queues send to one URL or a few: each is parsed once.
+        var origins: [String: Origin?] = [:]
+        var nextSequence = 0
+        store.forEachRecord { listed in
+            switch listed {
+            case .record(let summary):
+                let id = ID(rawValue: summary.id)
+                guard index.updateValue(0, forKey: id) == nil else {
+                    loaded.append(Entry(damaged: summary.fileName, reason: "another record has its ID"))
+                    return
                 }
-                var entry = Entry(id: ID(rawValue: record.id), record: record, file: file, state: .pending)
-                switch record.outcome {
-                case .completed(let answer)?: entry.state = .completed(Answer(answer))
-                case .failed(let reason)?: entry.state = .failed(reason: reason)
-                case nil: if record.paused == true { entry.state = .paused }
-                }
-                loaded.append(entry)
-                nextSequence = max(nextSequence, record.sequence + 1)
-            } catch {
-                loaded.append(
-                    Entry(
-                        id: ID(rawValue: name), file: file,
-                        state: .failed(reason: "its record \(file.lastPathComponent) is damaged: \(error.reason)")))
+                if origins[summary.url] == nil { origins[summary.url] = .some(Origin(URL(string: summary.url))) }
+                loaded.append(Entry(summary, origin: origins[summary.url] ?? nil))
+                nextSequence = max(nextSequence, summary.sequence + 1)
+            case .damaged(let name, let reason):
+                loaded.append(Entry(damaged: name, reason: reason))
             }
         }
         // The caller's moves first (the latest first), then the order added, which the file names keep.
-        loaded = loaded.enumerated().sorted { first, second in
-            let (one, other) = (first.element.record?.priority ?? 0, second.element.record?.priority ?? 0)
-            return one != other ? one > other : first.offset < second.offset
-        }.map(\.element)
+        loaded.sort { one, other in
+            if one.priority != other.priority { return one.priority > other.priority }
+            if one.order != other.order { return one.order < other.order }
+            return one.id.rawValue < other.id.rawValue
+        }
+        topPriority = loaded.first?.priority ?? 0
+        index.removeAll(keepingCapacity: true)
+        var keys: [String: ID] = [:]
+        for (place, entry) in loaded.enumerated() {
+            // A damaged record's name may be another's ID: the first keeps it.
+            if index[entry.id] == nil { index[entry.id] = place }
+            // Two records of one key (two processes that added it at once) stay two uploads; the first answers for it.
+            if let key = entry.key, keys[key] == nil { keys[key] = entry.id }
+        }
         entries = loaded
-        index = Dictionary(loaded.enumerated().map { ($0.element.id, $0.offset) }) { first, _ in first }
-        // Two records of one key (two processes that added it at once) stay two uploads; the first answers for it.
-        keys = Dictionary(loaded.compactMap { entry in entry.record?.key.map { ($0, entry.id) } }) { first, _ in first }
-        let total = loaded.reduce(UInt64(0)) { $0 + ($1.record?.contentLength ?? 0) }
-        let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isCompleted ? ($1.record?.contentLength ?? 0) : 0) }
+        self.index = index
+        self.keys = keys
+        self.nextSequence = nextSequence
+        let total = loaded.reduce(UInt64(0)) { $0 + $1.contentLength }
+        let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isCompleted ? $1.contentLength : 0) }
         endedBytes = ended
         progress = Progress(totalUnitCount: Int64(clamping: total))
         progress.completedUnitCount = Int64(clamping: ended)
@@ -181,15 +226,38 @@ public actor MultipartUploadQueue {
         cursor = min(cursor, entries.count)
     }
 
-    /// Every upload of the queue, in its order.
+    /// Every upload of the queue, in its order, each read from its record: a listing of a hundred thousand takes
+    /// seconds (``upload(_:)`` reads one).
     public var uploads: [Upload] {
-        entries.map { entry in
-            Upload(
-                id: entry.id, key: entry.record?.key, files: entry.record?.files ?? [], state: entry.state,
-                url: entry.record?.request.url ?? entry.file,
-                added: entry.record?.added ?? .distantPast, contentLength: entry.record?.contentLength ?? 0,
-                sentAgain: entry.record?.sentAgain ?? 0)
-        }
+        entries.map(listed)
+    }
+
+    /// The upload `id`, read from its record; `nil` for one the queue does not hold.
+    public func upload(_ id: ID) -> Upload? {
+        index[id].map { listed(entries[$0]) }
+    }
+
+    private func listed(_ entry: Entry) -> Upload {
+        let record = try? store.read(entry.fileName)
+        let state: State =
+            switch entry.state {
+            case .pending: .pending
+            case .running: .running
+            case .waiting(let until): .waiting(until: until)
+            case .paused: .paused
+            case .failed(let reason): .failed(reason: reason)
+            case .completed:
+                if case .completed(let answer)? = record?.outcome {
+                    .completed(Answer(answer))
+                } else {
+                    .completed(Answer(statusCode: nil, headers: [:], body: Data()))
+                }
+            }
+        return Upload(
+            id: entry.id, key: entry.key, files: record?.files ?? [], state: state,
+            url: record?.request.url ?? store.url.appendingPathComponent(entry.fileName),
+            added: record?.added ?? .distantPast, contentLength: entry.contentLength,
+            sentAgain: record?.sentAgain ?? 0)
     }
 
     // MARK: Adding
@@ -216,7 +284,7 @@ public actor MultipartUploadQueue {
     public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
         if let key, let existing = keys[key] { return existing }
         let record = try newRecord(NewUpload(form: form, request: request, key: key))
-        try record.write(to: store)
+        try store.write(record)
         return enter(record)
     }
 
@@ -243,19 +311,7 @@ public actor MultipartUploadQueue {
             ids.append(id)
         }
         // Unsynced, then the file system flushed once: none of the call stays where a write failed.
-        var written = 0
-        do {
-            for record in made {
-                try record.write(to: store, syncing: false)
-                written += 1
-            }
-            try store.syncEverything()
-        } catch {
-            for record in made.prefix(written) {
-                try? FileManager.default.removeItem(at: directory.appendingPathComponent(record.fileName))
-            }
-            throw error
-        }
+        try store.write(made)
         for record in made { _ = enter(record) }
         return ids
     }
@@ -274,14 +330,13 @@ public actor MultipartUploadQueue {
     /// Puts `record`, on disk already, at the queue's end.
     private func enter(_ record: QueueRecord) -> ID {
         nextSequence = max(nextSequence, record.sequence + 1)
-        let id = ID(rawValue: record.id)
-        if let key = record.key { keys[key] = id }
-        let file = directory.appendingPathComponent(record.fileName)
-        index[id] = entries.count
-        entries.append(Entry(id: id, record: record, file: file, state: .pending))
+        let entry = Entry(record.summary, origin: Origin(record.request.url))
+        if let key = record.key { keys[key] = entry.id }
+        index[entry.id] = entries.count
+        entries.append(entry)
         progress.totalUnitCount += Int64(clamping: record.contentLength)
-        eventSink.yield(.added(id))
-        return id
+        eventSink.yield(.added(entry.id))
+        return entry.id
     }
 
     // MARK: Running
@@ -298,7 +353,7 @@ public actor MultipartUploadQueue {
     ///   runs it; `CancellationError` when cancelled. An upload's own failure is its state, never thrown.
     public func run(on session: URLSession = .shared, headers: MultipartHeaders? = nil) async throws {
         guard !isRunning else { throw MultipartError(.queueInUse(directory)) }
-        let lock = try takeLock()
+        let lock = try store.lock()
         isRunning = true
         var failure: (any Error)?
         do {
@@ -316,16 +371,6 @@ public actor MultipartUploadQueue {
             cursor = min(cursor, index)
         }
         if let failure { throw failure }
-    }
-
-    /// The queue's lock, which one process at a time holds while it runs the queue.
-    private func takeLock() throws(MultipartError) -> SavedUploadLock {
-        do {
-            return try store.lock("queue")
-        } catch {
-            if case .uploadInProgress = error.reason { throw MultipartError(.queueInUse(directory)) }
-            throw error
-        }
     }
 
     /// Starts uploads while there is room and one to start, and records each as it ends, until none is left.
@@ -437,7 +482,8 @@ public actor MultipartUploadQueue {
     ///   missing), and the upload stays failed; ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record
     ///   cannot be written.
     public func retry(_ id: ID) throws {
-        guard let at = index[id], case .failed = entries[at].state, var record = entries[at].record else { return }
+        guard let at = index[id], case .failed = entries[at].state, var record = try? store.read(entries[at].fileName)
+        else { return }
         var changed = false
         for (place, part) in record.form.parts.enumerated() {
             guard let path = part.file else { continue }
@@ -452,7 +498,7 @@ public actor MultipartUploadQueue {
         }
         if changed {
             guard let length = try record.form.rebuilt()?.contentLength else {
-                throw MultipartError(.stateUnwritable(entries[at].file, errno: EINVAL))
+                throw MultipartError(.stateUnwritable(store.url.appendingPathComponent(record.fileName), errno: EINVAL))
             }
             progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: record.contentLength)
             let sent = min(entries[at].sent, length.subtractingSaturated(1))
@@ -461,11 +507,11 @@ public actor MultipartUploadQueue {
             record.contentLength = length
         }
         record.outcome = nil
-        try record.write(to: store)
+        try store.write(record)
         // The saved state is of the old form: the upload starts over.
-        if changed { try? FileManager.default.removeItem(at: stateDirectory(of: id)) }
-        entries[at].record = record
-        entries[at].state = .pending
+        if changed { store.removeState(of: id.rawValue) }
+        entries[at].contentLength = record.contentLength
+        entries[at].state = record.paused == true ? .paused : .pending
         cursor = min(cursor, at)
     }
 
@@ -489,14 +535,12 @@ public actor MultipartUploadQueue {
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
     ///   changed.
     public func pause(_ id: ID) throws {
-        guard let at = index[id], var record = entries[at].record else { return }
+        guard let at = index[id] else { return }
         switch entries[at].state {
         case .completed, .failed, .paused: return
         case .pending, .waiting, .running: break
         }
-        record.paused = true
-        try record.write(to: store)
-        entries[at].record = record
+        try change(at) { $0.paused = true }
         waiting[id] = nil
         if entries[at].isInFlight {
             entries[at].pausing = true
@@ -506,17 +550,28 @@ public actor MultipartUploadQueue {
         }
     }
 
+    /// Reads the record of the upload at `at`, changes it, and writes it.
+    private func change(_ at: Int, _ change: (inout QueueRecord) -> Void) throws {
+        var record: QueueRecord
+        do {
+            record = try store.read(entries[at].fileName)
+        } catch {
+            throw MultipartError(
+                .stateUnwritable(store.url.appendingPathComponent(entries[at].fileName), errno: EINVAL),
+                underlying: error)
+        }
+        change(&record)
+        try store.write(record)
+    }
+
     /// Resumes a paused upload: it goes again in its place in the queue, from where the server stands, at once if
     /// the queue runs.
     ///
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func resume(_ id: ID) throws {
         // A pause that has not yet stopped the upload is taken back too, on disk as here.
-        guard let at = index[id], var record = entries[at].record, entries[at].state == .paused || entries[at].pausing
-        else { return }
-        record.paused = nil
-        try record.write(to: store)
-        entries[at].record = record
+        guard let at = index[id], entries[at].state == .paused || entries[at].pausing else { return }
+        try change(at) { $0.paused = nil }
         entries[at].pausing = false
         guard entries[at].state == .paused else { return }
         entries[at].state = .pending
@@ -529,11 +584,12 @@ public actor MultipartUploadQueue {
     ///
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func prioritize(_ id: ID) throws {
-        guard let at = index[id], var record = entries[at].record else { return }
-        record.priority = (entries.compactMap { $0.record?.priority }.max() ?? 0) + 1
-        try record.write(to: store)
+        guard let at = index[id], entries[at].sequence != nil else { return }
+        let priority = topPriority + 1
+        try change(at) { $0.priority = priority }
+        topPriority = priority
         var entry = entries.remove(at: at)
-        entry.record = record
+        entry.priority = priority
         entries.insert(entry, at: 0)
         reindex()
         cursor = 0
@@ -544,8 +600,12 @@ public actor MultipartUploadQueue {
     /// leaves behind. Uploads in any other state stay.
     public func removeCompleted() async {
         for entry in entries where entry.isCompleted {
-            await forget(entry, session: .shared, headers: nil, givingUp: false)
+            store.removeRecord(entry.fileName)
+            store.removeState(of: entry.id.rawValue)
+            if let key = entry.key, keys[key] == entry.id { keys[key] = nil }
         }
+        // Once for all of them: a hundred thousand go in one pass.
+        entries.removeAll { $0.isCompleted }
     }
 
     // MARK: The run's steps
@@ -588,8 +648,12 @@ public actor MultipartUploadQueue {
     /// The send of the upload at `index`, marked running; `nil` when it failed instead.
     private func start(_ index: Int, session: URLSession, headers: MultipartHeaders?) -> Job? {
         waiting[entries[index].id] = nil
-        guard var record = entries[index].record else {
-            fail(index, because: "it has no record")
+        var record: QueueRecord
+        do throws(QueueRecord.Damage) {
+            guard entries[index].sequence != nil else { throw QueueRecord.Damage(reason: "it has no record") }
+            record = try store.read(entries[index].fileName)
+        } catch {
+            fail(index, because: "its record \(entries[index].fileName) cannot be read: \(error.reason)", record: nil)
             return nil
         }
         let startedBefore = record.starts > 0
@@ -602,21 +666,20 @@ public actor MultipartUploadQueue {
         }
         do {
             // Not synced: it outlives a kill, and counts what a crash of the system may send again.
-            try record.write(to: store, syncing: false)
+            try store.write(record, syncing: false)
         } catch {
-            fail(index, because: "its record cannot be written: \(error)")
+            fail(index, because: "its record cannot be written: \(error)", record: record)
             return nil
         }
-        entries[index].record = record
         let form: MultipartFormData?
         do {
             form = try record.form.rebuilt()
         } catch {
-            fail(index, because: "\(error)")
+            fail(index, because: "\(error)", record: record)
             return nil
         }
         guard let form else {
-            fail(index, because: "its record does not make a form")
+            fail(index, because: "its record does not make a form", record: record)
             return nil
         }
         // A file gone or changed while the upload waited fails it before it asks the server for anything. One a run
@@ -624,7 +687,7 @@ public actor MultipartUploadQueue {
         do {
             if !startedBefore { try form.checkFiles() }
         } catch {
-            fail(index, because: "\(error)")
+            fail(index, because: "\(error)", record: record)
             return nil
         }
         let id = entries[index].id
@@ -641,7 +704,7 @@ public actor MultipartUploadQueue {
         eventSink.yield(.started(id))
         return Job(
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
-            stateDirectory: stateDirectory(of: id),
+            stateDirectory: store.stateDirectory(of: id.rawValue),
             resumption: resumption, startedBefore: startedBefore,
             knownNotResumable: knownNotResumable, outage: outage,
             session: session, headers: headers, cancel: handle,
@@ -688,15 +751,17 @@ public actor MultipartUploadQueue {
 
     private func sent(_ bytes: UInt64, by id: ID) {
         guard let index = index[id], entries[index].isInFlight else { return }
-        let length = entries[index].record?.contentLength ?? bytes
-        eventSink.yield(.progress(id, bytesSent: bytes, of: length))
+        let length = entries[index].contentLength
         // Its last byte counts when the server's answer says it has the form: a form handed out whole and refused
         // keeps the queue short of done.
         let counted = min(bytes, length.subtractingSaturated(1))
-        guard counted > entries[index].sent else { return }
-        inFlightBytes += counted - entries[index].sent
-        entries[index].sent = counted
-        report()
+        if counted > entries[index].sent {
+            inFlightBytes += counted - entries[index].sent
+            entries[index].sent = counted
+            report()
+        }
+        // After the progress, which a reader of the event finds up to date.
+        eventSink.yield(.progress(id, bytesSent: bytes, of: length))
     }
 
     /// Sets the progress from what ended and what is in flight: never less than before.
@@ -714,32 +779,32 @@ public actor MultipartUploadQueue {
         if entries[index].removing {
             return await forget(entries[index], session: session, headers: headers, givingUp: true)
         }
-        entries[index].record = finished.record
+        var record = finished.record
         if finished.sentWhole, let origin {
             plainOrigins.insert(origin)
         }
         if entries[index].pausing {
             entries[index].pausing = false
-            entries[index].record?.paused = true
             switch finished.outcome {
             case .stopped, .waiting:
                 // Paused where it stood, its saved state kept: the server's word, and its own, come at the resume.
+                record.paused = true
                 entries[index].state = .paused
                 cursor = min(cursor, index)
-                try? entries[index].record?.write(to: store)
+                try? store.write(record)
                 return
             case .completed, .failed:
                 // It ended as the pause came: that stands.
-                entries[index].record?.paused = nil
+                record.paused = nil
             }
         }
         switch finished.outcome {
         case .completed(let answer):
             // A server that speaks no draft says it is back this way.
             if let origin { servers[origin]?.gate.answered() }
-            complete(index, with: answer, recorded: finished.completionRecorded)
+            complete(index, with: answer, record: record, recorded: finished.completionRecorded)
         case .failed(let reason):
-            fail(index, because: reason)
+            fail(index, because: reason, record: record)
         case .waiting(let outage):
             // The queue's probe of the server: one upload every longest wait of the uploads' own (15 s unless set,
             // 1 s at least), so that they go again that soon after the network's return; its own retries waited out
@@ -753,7 +818,7 @@ public actor MultipartUploadQueue {
             }
             entries[index].state = .waiting(until: until)
             waiting[finished.id] = until
-            try? entries[index].record?.write(to: store)
+            try? store.write(record)
             eventSink.yield(.waiting(finished.id, until: until))
         case .stopped:
             entries[index].state = .pending
@@ -761,60 +826,51 @@ public actor MultipartUploadQueue {
         }
     }
 
-    /// The upload completed; `recorded` when its send wrote the record already.
-    private func complete(_ index: Int, with answer: Answer, recorded: Bool) {
+    /// The upload completed; `recorded` when its send wrote `record` so already.
+    private func complete(_ index: Int, with answer: Answer, record: QueueRecord, recorded: Bool) {
         let id = entries[index].id
         inFlightBytes -= min(inFlightBytes, entries[index].sent)
-        entries[index].state = .completed(answer)
-        if var record = entries[index].record {
-            if !recorded {
-                record.outcome = .completed(answer.stored)
-                entries[index].record = record
-                // The saved state goes only once the record says the upload completed (see `Job.recordCompleted`).
-                if (try? record.write(to: store)) != nil {
-                    try? FileManager.default.removeItem(at: stateDirectory(of: id))
-                }
-            }
-            endedBytes += record.contentLength
+        entries[index].state = .completed
+        if !recorded {
+            var record = record
+            record.outcome = .completed(answer.stored)
+            // The saved state goes only once the record says the upload completed (see `Job.recordCompleted`).
+            if (try? store.write(record)) != nil { store.removeState(of: id.rawValue) }
         }
+        endedBytes += entries[index].contentLength
         report()
         eventSink.yield(.completed(id, answer))
     }
 
-    private func fail(_ index: Int, because reason: String) {
+    /// The upload failed; its `record` written so, read first where `nil` (none where it cannot be read).
+    private func fail(_ index: Int, because reason: String, record: QueueRecord?) {
         let id = entries[index].id
         // What it handed out stays counted, and what it did not keeps the progress short of done.
         entries[index].state = .failed(reason: reason)
-        if var record = entries[index].record {
+        if var record = record ?? (entries[index].sequence == nil ? nil : try? store.read(entries[index].fileName)) {
             record.outcome = .failed(reason: reason)
-            entries[index].record = record
-            try? record.write(to: store)
+            try? store.write(record)
         }
         eventSink.yield(.failed(id, reason: reason))
     }
 
     /// Removes `entry`'s record and state; `givingUp` an upload that has not completed deletes its upload resource.
     private func forget(_ entry: Entry, session: URLSession, headers: MultipartHeaders?, givingUp: Bool) async {
+        let record = givingUp ? try? store.read(entry.fileName) : nil
         entries.removeAll { $0.id == entry.id }
         waiting[entry.id] = nil
-        if let key = entry.record?.key, keys[key] == entry.id { keys[key] = nil }
+        if let key = entry.key, keys[key] == entry.id { keys[key] = nil }
         if !entry.isCompleted { inFlightBytes -= min(inFlightBytes, entry.sent) }
-        try? FileManager.default.removeItem(at: entry.file)
-        if givingUp, let record = entry.record, let form = try? record.form.rebuilt() {
+        store.removeRecord(entry.fileName)
+        if let record, let form = try? record.form.rebuilt() {
             var policy = MultipartResumption()
-            policy.stateDirectory = stateDirectory(of: entry.id)
+            policy.stateDirectory = store.stateDirectory(of: entry.id.rawValue)
             _ = try? await session.abandonUpload(
                 form, with: record.request.urlRequest, resumption: policy, headers: headers)
         }
-        try? FileManager.default.removeItem(at: stateDirectory(of: entry.id))
+        store.removeState(of: entry.id.rawValue)
         // A removed upload counts as done: the caller gave it up.
-        if !entry.isCompleted { endedBytes += entry.record?.contentLength ?? 0 }
+        if !entry.isCompleted { endedBytes += entry.contentLength }
         report()
-    }
-
-    /// Where an upload keeps its saved state: a directory of its own, so that two uploads of the same form never
-    /// share one.
-    private nonisolated func stateDirectory(of id: ID) -> URL {
-        directory.appendingPathComponent("state", isDirectory: true).appendingPathComponent(id.rawValue)
     }
 }

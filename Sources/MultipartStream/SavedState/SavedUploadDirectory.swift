@@ -63,37 +63,13 @@ struct SavedUploadDirectory: Sendable {
     /// The record saved under `key`, if there is one that can be trusted; why not to `ignored`.
     func load(_ key: String, ignored: (URL, String) -> Void) -> SavedUpload? {
         let file = file(for: key)
-        let descriptor: Int32
-        do throws(POSIX.Failure) {
-            descriptor = try POSIX.open(file.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        let data: Data
+        do throws(Distrust) {
+            data = try readTrusted(file.path, atMost: Self.largestFile)
         } catch {
-            if error.code != ENOENT { ignored(file, "it cannot be opened: \(error)") }
+            if !error.missing { ignored(file, error.reason) }
             return nil
         }
-        defer { POSIX.close(descriptor) }
-        guard let info = try? POSIX.status(of: descriptor), info.st_mode & S_IFMT == S_IFREG else {
-            ignored(file, "it is not a regular file")
-            return nil
-        }
-        guard info.st_uid == owner else {
-            ignored(file, "it belongs to user \(info.st_uid), not to this one")
-            return nil
-        }
-        guard info.st_mode & 0o022 == 0 else {
-            ignored(file, "others may write it")
-            return nil
-        }
-        guard info.st_size <= Self.largestFile else {
-            ignored(file, "it is \(info.st_size) bytes, more than a state holds")
-            return nil
-        }
-        var data = Data(count: Int(info.st_size) + 1)
-        let count = data.withUnsafeMutableBytes { try? POSIX.read(descriptor, into: $0) }
-        guard let count else {
-            ignored(file, "it cannot be read")
-            return nil
-        }
-        data.count = count
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         let record: SavedUpload
@@ -108,6 +84,48 @@ struct SavedUploadDirectory: Sendable {
             return nil
         }
         return record
+    }
+
+    /// Why a file of the directory is not read.
+    struct Distrust: Error {
+        var reason: String
+        /// Whether there is no such file, which is no fault.
+        var missing = false
+    }
+
+    /// The bytes of the file at `path`, in this directory, if it can be trusted: a regular file of this user's that others may
+    /// not write, opened without following a link, of at most `largest` bytes; its first `prefix` bytes where fewer
+    /// are asked for.
+    func readTrusted(_ path: String, atMost largest: Int, prefix: Int? = nil) throws(Distrust) -> Data {
+        let descriptor: Int32
+        do throws(POSIX.Failure) {
+            descriptor = try POSIX.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        } catch {
+            throw Distrust(reason: "it cannot be opened: \(error)", missing: error.code == ENOENT)
+        }
+        defer { POSIX.close(descriptor) }
+        guard let info = try? POSIX.status(of: descriptor), info.st_mode & S_IFMT == S_IFREG else {
+            throw Distrust(reason: "it is not a regular file")
+        }
+        guard info.st_uid == owner else { throw Distrust(reason: "it belongs to user \(info.st_uid), not to this one") }
+        guard info.st_mode & 0o022 == 0 else { throw Distrust(reason: "others may write it") }
+        guard info.st_size <= largest else {
+            throw Distrust(reason: "it is \(info.st_size) bytes, more than a record of its kind holds (\(largest))")
+        }
+        // One byte past the size it had, so that a file that grew meanwhile is read to the bound and no further.
+        var data = Data(count: min(Int(info.st_size) + 1, prefix ?? .max))
+        var count = 0
+        while count < data.count {
+            let read = data.withUnsafeMutableBytes { buffer in
+                try? POSIX.read(descriptor, into: UnsafeMutableRawBufferPointer(rebasing: buffer[count...]))
+            }
+            guard let read else { throw Distrust(reason: "it cannot be read") }
+            if read == 0 { break }
+            count += read
+        }
+        data.count = count
+        guard count <= largest else { throw Distrust(reason: "it grew past \(largest) bytes as it was read") }
+        return data
     }
 
     /// Replaces the record under `key` whole: written to a temporary file, synced, renamed over the old one.
