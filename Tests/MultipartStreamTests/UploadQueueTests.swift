@@ -801,21 +801,44 @@ extension URLSessionSuites {
             }
             // Until cancelled, after the run.
             let events = queue.events
-            let watcher = Task { () -> (starts: [Date], waited: Set<MultipartUploadQueue.ID>) in
-                var (starts, waited) = ([Date](), Set<MultipartUploadQueue.ID>())
+            let watcher = Task { () -> (starts: [Date], waited: [MultipartUploadQueue.ID: Date]) in
+                var (starts, waited) = ([Date](), [MultipartUploadQueue.ID: Date]())
                 for await event in events {
                     if case .started = event { starts.append(Date()) }
-                    if case .waiting(let id, _) = event { waited.insert(id) }
+                    if case .waiting(let id, _) = event, waited[id] == nil { waited[id] = Date() }
                 }
                 return (starts, waited)
+            }
+            // What every look at the queue shows while it runs: a wait is never said past its time by more than a
+            // second, however long an upload waits behind the one probing the server.
+            let sampler = Task { () -> [String] in
+                var stale: [String] = []
+                while !Task.isCancelled {
+                    let now = Date()
+                    for upload in await queue.uploads {
+                        if case .waiting(let until) = upload.state, until < now.addingTimeInterval(-1) {
+                            stale.append("\(upload.id) until \(until) seen at \(now)")
+                        }
+                    }
+                    try? await Task.sleep(nanoseconds: 100_000_000)
+                }
+                return stale
             }
             try await within(seconds: 180, "the run") { try await queue.run() }
             let seen = try proxy.stop()
             watcher.cancel()
+            sampler.cancel()
             let (starts, waited) = await watcher.value
+            let stale = await sampler.value
             let outageEnd = try #require(seen.outageEnd, "the outage began")
-            // Each upload in flight said it waits (the outage is the run's one failure): no outage is invisible.
+            // Each upload in flight said it waits (the outage is the run's one failure), within 10 s of the outage's
+            // start: no outage is invisible.
             #expect(waited.count >= 3, "\(waited.count) uploads said they wait")
+            for (id, first) in waited {
+                #expect(first.timeIntervalSince1970 - (outageEnd - 10) <= 10, "\(id) said it waits only at \(first)")
+            }
+            let staleLooks = stale.count
+            #expect(staleLooks == 0, "waits said past their time: \(stale.prefix(5))")
             #expect(retries.withLock { $0 } >= 3, "the caller's listener heard the retries")
             #expect(seen.outageTries >= 1 && seen.outageTries <= 8, "\(seen.outageTries) tries during the outage")
             let during = starts.filter { (outageEnd - 10..<outageEnd).contains($0.timeIntervalSince1970) }

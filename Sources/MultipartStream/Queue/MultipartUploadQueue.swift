@@ -41,113 +41,23 @@ public actor MultipartUploadQueue {
     /// How each upload retries before it waits in the queue.
     private let resumption: MultipartResumption
     private let store: QueueStore
-    private var entries: [Entry] = [] {
-        didSet { if entries.count != index.count { reindex() } }
-    }
-    /// Where each upload is in ``entries``.
-    private var index: [ID: Int] = [:]
-    /// The upload of each key.
-    private var keys: [String: ID] = [:]
-    /// No upload before this place in ``entries`` is pending: where the search for the next one starts.
-    private var cursor = 0
-    /// The uploads that wait, until when.
-    private var waiting: [ID: Date] = [:]
+    /// Which upload goes next, and when.
+    private var schedule: QueueSchedule
+    /// The cancel of each send under way.
+    private var cancels: [ID: CancelHandle] = [:]
+    /// Where the uploads to each server wait out an outage together: their own retries, as the queue's probes.
+    private var gates: [Origin: OutageGate] = [:]
     /// The bytes handed out by uploads that have not completed.
     private var inFlightBytes: UInt64 = 0
     private var nextSequence = 0
     private var isRunning = false
     /// The bytes of uploads that completed or were removed, which progress never takes back.
     private var endedBytes: UInt64 = 0
-    /// The highest place the caller moved an upload to: the next move goes before it.
-    private var topPriority = 0
-    /// The origins found to speak no version of the draft: one probe for a server, not one an upload.
-    private var plainOrigins: Set<Origin> = []
-    /// Each server's outage, which the uploads to it wait out together.
-    private var servers: [Origin: Server] = [:]
-    /// Wakes the run's sleep early, when a server's outage ends.
-    private var alarm: Alarm?
+    /// The run's sleep, which ends early when its alarm rings (a server is back, the caller moved an upload, an upload
+    /// waits), and until when it sleeps.
+    private var sleep: (alarm: Alarm, until: Date)?
     /// How many times the run slept: a few for each wait, never a loop.
     private(set) var sleeps = 0
-
-    /// What the queue knows of one server.
-    private struct Server {
-        /// Where the uploads to it wait out an outage together.
-        var gate: OutageGate
-        /// Its uploads in flight.
-        var running = 0
-        /// When an upload may next start to probe it, after an outage ended an upload.
-        var probe: Date?
-    }
-
-    /// One upload as the queue holds it: what its schedule needs, and no form, which is read from its record when it
-    /// starts.
-    private struct Entry {
-        var id: ID
-        /// Its place in the order added; `nil` for a file that could not be read, listed as failed.
-        var sequence: Int?
-        var key: String?
-        var priority: Int
-        /// Where its requests go.
-        var origin: Origin?
-        var contentLength: UInt64
-        var state: Standing
-        /// The most bytes of the form this upload handed out, counted in the queue's progress: at most all but the last
-        /// until it completes.
-        var sent: UInt64 = 0
-        /// Cancels the upload under way.
-        var cancel: CancelHandle?
-        /// Whether the caller removed it while it ran.
-        var removing = false
-        /// Whether the caller paused it while it ran.
-        var pausing = false
-        /// The last of its send's reports of a wait between its own tries that was applied: they come in order.
-        var waitReports = 0
-
-        /// Whether a send of it is under way: `running`, or `waiting` between the tries of its own retries.
-        var isInFlight: Bool { cancel != nil }
-
-        /// Its record's file name.
-        var fileName: String {
-            sequence.map { QueueRecord.fileName(sequence: $0, id: id.rawValue) } ?? id.rawValue + ".json"
-        }
-
-        var isCompleted: Bool { state == .completed }
-
-        /// Its place in the order added: a damaged record's name starts with it too.
-        var order: Int { sequence ?? Int(id.rawValue.prefix(12)) ?? .max }
-
-        /// An upload whose record says this.
-        init(_ summary: QueueRecord.Summary, origin: Origin?) {
-            id = ID(rawValue: summary.id)
-            sequence = summary.sequence
-            key = summary.key
-            priority = summary.priority ?? 0
-            self.origin = origin
-            contentLength = summary.contentLength
-            switch summary.standing {
-            case .pending: state = .pending
-            case .paused: state = .paused
-            case .completed: state = .completed
-            case .failed(let reason): state = .failed(reason: reason)
-            }
-        }
-
-        /// The file `name` that is no record, failed.
-        init(damaged name: String, reason: String) {
-            id = ID(rawValue: String(name.dropLast(".json".count)))
-            priority = 0
-            contentLength = 0
-            state = .failed(reason: "its record \(name) is damaged: \(reason)")
-        }
-    }
-
-    /// Where an upload stands in this process: ``State`` without a completed upload's answer, which stays in its
-    /// record.
-    private enum Standing: Equatable {
-        case pending, running, completed, paused
-        case waiting(until: Date)
-        case failed(reason: String)
-    }
 
     /// The queue kept in `directory`, made if it does not exist (owned by this user, not writable by others), with
     /// every upload an earlier process added. A record that cannot be read is listed as a failed upload.
@@ -168,48 +78,33 @@ public actor MultipartUploadQueue {
         self.maximumConcurrentUploads = max(1, maximumConcurrentUploads)
         self.resumption = resumption
         store = try QueueStore(directory)
-        var loaded: [Entry] = []
-        // Where each upload is, once sorted; first, which IDs were seen.
-        var index: [ID: Int] = [:]
+        var schedule = QueueSchedule(
+            limit: maximumConcurrentUploads, probeInterval: max(1, resumption.wait(.infinity)))
         // Most queues send to one URL or a few: each is parsed once.
         var origins: [String: Origin?] = [:]
         var nextSequence = 0
+        var (total, ended): (UInt64, UInt64) = (0, 0)
         store.forEachRecord { listed in
+            let upload: QueueSchedule.Upload
             switch listed {
             case .record(let summary):
-                let id = ID(rawValue: summary.id)
-                guard index.updateValue(0, forKey: id) == nil else {
-                    loaded.append(Entry(damaged: summary.fileName, reason: "another record has its ID"))
-                    return
-                }
                 if origins[summary.url] == nil { origins[summary.url] = .some(Origin(URL(string: summary.url))) }
-                loaded.append(Entry(summary, origin: origins[summary.url] ?? nil))
+                upload =
+                    schedule.uploads[ID(rawValue: summary.id)] == nil
+                    ? Self.upload(summary, origin: origins[summary.url] ?? nil)
+                    : Self.damaged(summary.fileName, reason: "another record has its ID")
                 nextSequence = max(nextSequence, summary.sequence + 1)
             case .damaged(let name, let reason):
-                loaded.append(Entry(damaged: name, reason: reason))
+                upload = Self.damaged(name, reason: reason)
             }
-        }
-        // The caller's moves first (the latest first), then the order added, which the file names keep.
-        loaded.sort { one, other in
-            if one.priority != other.priority { return one.priority > other.priority }
-            if one.order != other.order { return one.order < other.order }
-            return one.id.rawValue < other.id.rawValue
-        }
-        topPriority = loaded.first?.priority ?? 0
-        index.removeAll(keepingCapacity: true)
-        var keys: [String: ID] = [:]
-        for (place, entry) in loaded.enumerated() {
             // A damaged record's name may be another's ID: the first keeps it.
-            if index[entry.id] == nil { index[entry.id] = place }
-            // Two records of one key (two processes that added it at once) stay two uploads; the first answers for it.
-            if let key = entry.key, keys[key] == nil { keys[key] = entry.id }
+            guard schedule.uploads[upload.id] == nil else { return }
+            schedule.add(upload)
+            total += upload.contentLength
+            if upload.state == .completed { ended += upload.contentLength }
         }
-        entries = loaded
-        self.index = index
-        self.keys = keys
+        self.schedule = schedule
         self.nextSequence = nextSequence
-        let total = loaded.reduce(UInt64(0)) { $0 + $1.contentLength }
-        let ended = loaded.reduce(UInt64(0)) { $0 + ($1.isCompleted ? $1.contentLength : 0) }
         endedBytes = ended
         progress = Progress(totalUnitCount: Int64(clamping: total))
         progress.completedUnitCount = Int64(clamping: ended)
@@ -220,27 +115,49 @@ public actor MultipartUploadQueue {
         eventSink.finish()
     }
 
-    /// Rebuilds ``index`` after an upload was removed or added.
-    private func reindex() {
-        index = Dictionary(entries.enumerated().map { ($0.element.id, $0.offset) }) { first, _ in first }
-        cursor = min(cursor, entries.count)
+    /// The upload a record's summary says.
+    private static func upload(_ summary: QueueRecord.Summary, origin: Origin?) -> QueueSchedule.Upload {
+        let state: QueueSchedule.State =
+            switch summary.standing {
+            case .pending: .pending
+            case .paused: .paused
+            case .completed: .completed
+            case .failed(let reason): .failed(reason: reason)
+            }
+        return QueueSchedule.Upload(
+            id: ID(rawValue: summary.id), sequence: summary.sequence, key: summary.key,
+            priority: summary.priority ?? 0, origin: origin, state: state, contentLength: summary.contentLength)
+    }
+
+    /// The file `name` that is no record, listed as failed.
+    private static func damaged(_ name: String, reason: String) -> QueueSchedule.Upload {
+        QueueSchedule.Upload(
+            id: ID(rawValue: String(name.dropLast(".json".count))), sequence: nil, key: nil, origin: nil,
+            state: .failed(reason: "its record \(name) is damaged: \(reason)"), contentLength: 0)
+    }
+
+    /// The record file of `upload`.
+    private static func fileName(_ upload: QueueSchedule.Upload) -> String {
+        upload.sequence.map { QueueRecord.fileName(sequence: $0, id: upload.id.rawValue) }
+            ?? upload.id.rawValue + ".json"
     }
 
     /// Every upload of the queue, in its order, each read from its record: a listing of a hundred thousand takes
     /// seconds (``upload(_:)`` reads one).
     public var uploads: [Upload] {
-        entries.map(listed)
+        schedule.ordered.map(listed)
     }
 
     /// The upload `id`, read from its record; `nil` for one the queue does not hold.
     public func upload(_ id: ID) -> Upload? {
-        index[id].map { listed(entries[$0]) }
+        schedule.uploads[id].map(listed)
     }
 
-    private func listed(_ entry: Entry) -> Upload {
-        let record = try? store.read(entry.fileName)
+    private func listed(_ upload: QueueSchedule.Upload) -> Upload {
+        let file = Self.fileName(upload)
+        let record = upload.sequence == nil ? nil : try? store.read(file)
         let state: State =
-            switch entry.state {
+            switch upload.state {
             case .pending: .pending
             case .running: .running
             case .waiting(let until): .waiting(until: until)
@@ -254,9 +171,9 @@ public actor MultipartUploadQueue {
                 }
             }
         return Upload(
-            id: entry.id, key: entry.key, files: record?.files ?? [], state: state,
-            url: record?.request.url ?? store.url.appendingPathComponent(entry.fileName),
-            added: record?.added ?? .distantPast, contentLength: entry.contentLength,
+            id: upload.id, key: upload.key, files: record?.files ?? [], state: state,
+            url: record?.request.url ?? store.url.appendingPathComponent(file),
+            added: record?.added ?? .distantPast, contentLength: upload.contentLength,
             sentAgain: record?.sentAgain ?? 0)
     }
 
@@ -282,7 +199,7 @@ public actor MultipartUploadQueue {
     ///   ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written (a full disk): then
     ///   nothing was added.
     public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
-        if let key, let existing = keys[key] { return existing }
+        if let key, let existing = schedule.id(forKey: key) { return existing }
         let record = try newRecord(NewUpload(form: form, request: request, key: key))
         try store.write(record)
         return enter(record)
@@ -300,7 +217,7 @@ public actor MultipartUploadQueue {
         var ids: [ID] = []
         var keyed: [String: ID] = [:]
         for upload in uploads {
-            if let key = upload.key, let existing = keys[key] ?? keyed[key] {
+            if let key = upload.key, let existing = schedule.id(forKey: key) ?? keyed[key] {
                 ids.append(existing)
                 continue
             }
@@ -330,13 +247,12 @@ public actor MultipartUploadQueue {
     /// Puts `record`, on disk already, at the queue's end.
     private func enter(_ record: QueueRecord) -> ID {
         nextSequence = max(nextSequence, record.sequence + 1)
-        let entry = Entry(record.summary, origin: Origin(record.request.url))
-        if let key = record.key { keys[key] = entry.id }
-        index[entry.id] = entries.count
-        entries.append(entry)
+        let upload = Self.upload(record.summary, origin: Origin(record.request.url))
+        schedule.add(upload)
         progress.totalUnitCount += Int64(clamping: record.contentLength)
-        eventSink.yield(.added(entry.id))
-        return entry.id
+        eventSink.yield(.added(upload.id))
+        wake()
+        return upload.id
     }
 
     // MARK: Running
@@ -365,18 +281,14 @@ public actor MultipartUploadQueue {
         isRunning = false
         // Uploads stopped by a cancel are pending again (paused, where the caller paused them): their saved state
         // resumes them.
-        for index in entries.indices where entries[index].isInFlight || entries[index].state == .running {
-            entries[index].state = entries[index].pausing ? .paused : .pending
-            (entries[index].cancel, entries[index].pausing) = (nil, false)
-            cursor = min(cursor, index)
-        }
+        schedule.runEnded()
+        cancels.removeAll()
         if let failure { throw failure }
     }
 
     /// Starts uploads while there is room and one to start, and records each as it ends, until none is left.
     private func drive(session: URLSession, headers: MultipartHeaders?) async throws {
         try await withThrowingTaskGroup(of: Finished?.self) { group in
-            var inFlight = 0
             // The one task that sleeps until the next upload's time comes, or a server is back.
             var sleeping: (alarm: Alarm, until: Date)?
             while true {
@@ -384,20 +296,18 @@ public actor MultipartUploadQueue {
                 let now = Date()
                 // Cancelled, the run starts nothing more, and records how each upload in flight ended (an upload
                 // may complete as the cancel comes) before it returns.
-                while !Task.isCancelled, inFlight < maximumConcurrentUploads,
-                    let job = startNext(at: now, session: session, headers: headers)
-                {
+                while !Task.isCancelled, let job = startNext(at: now, session: session, headers: headers) {
                     group.addTask { await job.send() }
-                    inFlight += 1
                 }
-                let time = nextWake(after: now)
+                let inFlight = schedule.inFlight.count
+                let time = schedule.nextWake(after: now)
                 if sleeping == nil, !Task.isCancelled,
-                    // While uploads run and others wait for a server, the run sleeps too: the server's return
-                    // starts them at once, not when an upload in flight ends.
-                    let until = time ?? (inFlight > 0 && waitsForAServer ? now.addingTimeInterval(3_600) : nil)
+                    // While uploads run, the run sleeps too: a server's return or the caller's move starts uploads at
+                    // once, and an upload's wait is looked at in its time, not when an upload in flight ends.
+                    let until = time ?? (inFlight > 0 ? now.addingTimeInterval(3_600) : nil)
                 {
                     let alarm = Alarm()
-                    (sleeping, self.alarm) = ((alarm, until), alarm)
+                    (sleeping, sleep) = ((alarm, until), (alarm, until))
                     sleeps += 1
                     group.addTask { await Self.sleep(until: until, orUntil: alarm) }
                 }
@@ -410,7 +320,6 @@ public actor MultipartUploadQueue {
                 }
                 switch try await group.next() {
                 case .some(.some(let finished)):
-                    inFlight -= 1
                     await finish(finished, session: session, headers: headers)
                 case .some(.none):
                     sleeping = nil
@@ -434,9 +343,14 @@ public actor MultipartUploadQueue {
         return nil
     }
 
-    /// Whether an upload waits for its server, or a server's outage is under way.
-    private var waitsForAServer: Bool {
-        !waiting.isEmpty || servers.values.contains { $0.gate.isOut }
+    /// Ends the run's sleep, for it to look again at once.
+    private func wake() {
+        sleep?.alarm.ring()
+    }
+
+    /// The servers whose outage is under way, as their gates say: the uploads in flight to them see it first.
+    private var outServers: Set<Origin> {
+        Set(gates.filter { $0.value.isOut }.keys)
     }
 
     /// Ends the run's sleep early, once.
@@ -482,7 +396,8 @@ public actor MultipartUploadQueue {
     ///   missing), and the upload stays failed; ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record
     ///   cannot be written.
     public func retry(_ id: ID) throws {
-        guard let at = index[id], case .failed = entries[at].state, var record = try? store.read(entries[at].fileName)
+        guard let upload = schedule.uploads[id], case .failed = upload.state, upload.sequence != nil,
+            var record = try? store.read(Self.fileName(upload))
         else { return }
         var changed = false
         for (place, part) in record.form.parts.enumerated() {
@@ -501,31 +416,28 @@ public actor MultipartUploadQueue {
                 throw MultipartError(.stateUnwritable(store.url.appendingPathComponent(record.fileName), errno: EINVAL))
             }
             progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: record.contentLength)
-            let sent = min(entries[at].sent, length.subtractingSaturated(1))
-            inFlightBytes -= min(inFlightBytes, entries[at].sent - sent)
-            entries[at].sent = sent
+            let sent = min(upload.sent, length.subtractingSaturated(1))
+            inFlightBytes -= min(inFlightBytes, upload.sent - sent)
+            schedule.update(id) { ($0.sent, $0.contentLength) = (sent, length) }
             record.contentLength = length
         }
         record.outcome = nil
         try store.write(record)
         // The saved state is of the old form: the upload starts over.
         if changed { store.removeState(of: id.rawValue) }
-        entries[at].contentLength = record.contentLength
-        entries[at].state = record.paused == true ? .paused : .pending
-        cursor = min(cursor, at)
+        schedule.retry(id)
+        wake()
     }
 
     /// Removes an upload from the queue and its record from disk. One that has not completed is given up: cancelled
     /// if it runs, and its upload resource on the server deleted (through `session`, with `headers`).
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async {
-        guard let at = index[id] else { return }
-        let entry = entries[at]
-        if entry.isInFlight {
-            entries[at].removing = true
-            entry.cancel?.cancel()
+        guard let upload = schedule.uploads[id] else { return }
+        if schedule.stop(id, for: .remove) {
+            cancels[id]?.cancel()
             return
         }
-        await forget(entry, session: session, headers: headers, givingUp: !entry.isCompleted)
+        await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
     }
 
     /// Pauses an upload that has not ended: it stays as it is, in this process and the next, until ``resume(_:)``;
@@ -535,30 +447,25 @@ public actor MultipartUploadQueue {
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
     ///   changed.
     public func pause(_ id: ID) throws {
-        guard let at = index[id] else { return }
-        switch entries[at].state {
+        guard let upload = schedule.uploads[id] else { return }
+        switch upload.state {
         case .completed, .failed, .paused: return
         case .pending, .waiting, .running: break
         }
-        try change(at) { $0.paused = true }
-        waiting[id] = nil
-        if entries[at].isInFlight {
-            entries[at].pausing = true
-            entries[at].cancel?.cancel()
-        } else {
-            entries[at].state = .paused
-        }
+        try change(upload) { $0.paused = true }
+        if schedule.pause(id) { cancels[id]?.cancel() }
     }
 
-    /// Reads the record of the upload at `at`, changes it, and writes it.
-    private func change(_ at: Int, _ change: (inout QueueRecord) -> Void) throws {
+    /// Reads the record of `upload`, changes it, and writes it.
+    private func change(_ upload: QueueSchedule.Upload, _ change: (inout QueueRecord) -> Void) throws {
+        let file = Self.fileName(upload)
         var record: QueueRecord
         do {
-            record = try store.read(entries[at].fileName)
+            guard upload.sequence != nil else { throw QueueRecord.Damage(reason: "it is no record") }
+            record = try store.read(file)
         } catch {
             throw MultipartError(
-                .stateUnwritable(store.url.appendingPathComponent(entries[at].fileName), errno: EINVAL),
-                underlying: error)
+                .stateUnwritable(store.url.appendingPathComponent(file), errno: EINVAL), underlying: error)
         }
         change(&record)
         try store.write(record)
@@ -570,13 +477,9 @@ public actor MultipartUploadQueue {
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func resume(_ id: ID) throws {
         // A pause that has not yet stopped the upload is taken back too, on disk as here.
-        guard let at = index[id], entries[at].state == .paused || entries[at].pausing else { return }
-        try change(at) { $0.paused = nil }
-        entries[at].pausing = false
-        guard entries[at].state == .paused else { return }
-        entries[at].state = .pending
-        cursor = min(cursor, at)
-        alarm?.ring()
+        guard let upload = schedule.uploads[id], schedule.isPaused(id) else { return }
+        try change(upload) { $0.paused = nil }
+        if schedule.resume(id) { wake() }
     }
 
     /// Moves an upload to the front of the queue, in this process and the next: it is the next to start (an upload
@@ -584,81 +487,52 @@ public actor MultipartUploadQueue {
     ///
     /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func prioritize(_ id: ID) throws {
-        guard let at = index[id], entries[at].sequence != nil else { return }
-        let priority = topPriority + 1
-        try change(at) { $0.priority = priority }
-        topPriority = priority
-        var entry = entries.remove(at: at)
-        entry.priority = priority
-        entries.insert(entry, at: 0)
-        reindex()
-        cursor = 0
-        alarm?.ring()
+        guard let upload = schedule.uploads[id], upload.sequence != nil else { return }
+        let priority = schedule.frontPriority
+        try change(upload) { $0.priority = priority }
+        schedule.prioritize(id)
+        wake()
     }
 
     /// Removes every completed upload from the queue, its record and saved state: what a backup that went through
     /// leaves behind. Uploads in any other state stay.
     public func removeCompleted() async {
-        for entry in entries where entry.isCompleted {
-            store.removeRecord(entry.fileName)
-            store.removeState(of: entry.id.rawValue)
-            if let key = entry.key, keys[key] == entry.id { keys[key] = nil }
+        // One pass for all of them: a hundred thousand go at once.
+        for upload in schedule.removeCompleted() {
+            store.removeRecord(Self.fileName(upload))
+            store.removeState(of: upload.id.rawValue)
         }
-        // Once for all of them: a hundred thousand go in one pass.
-        entries.removeAll { $0.isCompleted }
     }
 
     // MARK: The run's steps
 
-    /// The first pending upload whose turn it is, or a waiting one whose time has come, marked running; `nil` for
-    /// none.
+    /// The first upload whose turn it is at `now`, marked running; `nil` for none. Uploads whose wait ended while
+    /// their server is still out say their new wait.
     private func startNext(at now: Date, session: URLSession, headers: MultipartHeaders?) -> Job? {
-        // An upload whose record cannot be written or makes no form fails, and the next is tried.
-        while let index = nextReady(at: now) {
-            if let job = start(index, session: session, headers: headers) { return job }
+        let out = outServers
+        for (id, until) in schedule.due(at: now, out: out) { eventSink.yield(.waiting(id, until: until)) }
+        // An upload whose record cannot be read or written, or makes no form, fails, and the next is tried.
+        while let next = schedule.next(at: now, out: out) {
+            for (id, until) in next.parked { eventSink.yield(.waiting(id, until: until)) }
+            if let job = start(next.id, session: session, headers: headers) { return job }
         }
         return nil
     }
 
-    /// The first pending upload, or an earlier waiting one whose time has come, of a server that is not paused by an
-    /// outage.
-    private func nextReady(at now: Date) -> Int? {
-        while cursor < entries.count, entries[cursor].state != .pending { cursor += 1 }
-        let ready = waiting.filter { $0.value <= now }.compactMap { index[$0.key] }.sorted()
-        var pending = (cursor..<entries.count).lazy.filter { self.entries[$0].state == .pending }.makeIterator()
-        var nextWaiting = ready.makeIterator()
-        var (candidatePending, candidateWaiting) = (pending.next(), nextWaiting.next())
-        while let candidate = [candidatePending, candidateWaiting].compactMap({ $0 }).min() {
-            if !isPaused(entries[candidate].origin, at: now) { return candidate }
-            if candidate == candidatePending {
-                candidatePending = pending.next()
-            } else {
-                candidateWaiting = nextWaiting.next()
-            }
-        }
-        return nil
-    }
-
-    /// Whether the uploads to `origin` wait out its outage: while one of them probes it, or until the next probe.
-    private func isPaused(_ origin: Origin?, at now: Date) -> Bool {
-        guard let origin, let server = servers[origin], server.gate.isOut else { return false }
-        return server.running > 0 || now < server.probe ?? .distantPast
-    }
-
-    /// The send of the upload at `index`, marked running; `nil` when it failed instead.
-    private func start(_ index: Int, session: URLSession, headers: MultipartHeaders?) -> Job? {
-        waiting[entries[index].id] = nil
+    /// The send of `id`, which the schedule marked running; `nil` when it failed instead.
+    private func start(_ id: ID, session: URLSession, headers: MultipartHeaders?) -> Job? {
+        guard let upload = schedule.uploads[id] else { return nil }
+        let file = Self.fileName(upload)
         var record: QueueRecord
         do throws(QueueRecord.Damage) {
-            guard entries[index].sequence != nil else { throw QueueRecord.Damage(reason: "it has no record") }
-            record = try store.read(entries[index].fileName)
+            guard upload.sequence != nil else { throw QueueRecord.Damage(reason: "it is no record") }
+            record = try store.read(file)
         } catch {
-            fail(index, because: "its record \(entries[index].fileName) cannot be read: \(error.reason)", record: nil)
-            return nil
+            return failing(id, because: "its record \(file) cannot be read: \(error.reason)", record: nil)
         }
         let startedBefore = record.starts > 0
         record.starts += 1
-        let knownNotResumable = entries[index].origin.map { plainOrigins.contains($0) } ?? false
+        let knownNotResumable = schedule.isPlain(upload.origin)
         if knownNotResumable {
             // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
             record.sentWhole = Date()
@@ -668,39 +542,25 @@ public actor MultipartUploadQueue {
             // Not synced: it outlives a kill, and counts what a crash of the system may send again.
             try store.write(record, syncing: false)
         } catch {
-            fail(index, because: "its record cannot be written: \(error)", record: record)
-            return nil
+            return failing(id, because: "its record cannot be written: \(error)", record: record)
         }
         let form: MultipartFormData?
         do {
             form = try record.form.rebuilt()
         } catch {
-            fail(index, because: "\(error)", record: record)
-            return nil
+            return failing(id, because: "\(error)", record: record)
         }
-        guard let form else {
-            fail(index, because: "its record does not make a form", record: record)
-            return nil
-        }
+        guard let form else { return failing(id, because: "its record does not make a form", record: record) }
         // A file gone or changed while the upload waited fails it before it asks the server for anything. One a run
         // before started is left to its saved state, which deletes the server's upload of the old file.
         do {
             if !startedBefore { try form.checkFiles() }
         } catch {
-            fail(index, because: "\(error)", record: record)
-            return nil
+            return failing(id, because: "\(error)", record: record)
         }
-        let id = entries[index].id
         let handle = CancelHandle()
-        let origin = entries[index].origin
-        var outage: OutageGate.Pass?
-        if let origin {
-            outage = server(origin).gate.pass()
-            servers[origin]?.running += 1
-        }
-        entries[index].state = .running
-        entries[index].cancel = handle
-        entries[index].waitReports = 0
+        cancels[id] = handle
+        let outage = upload.origin.map { gate($0).pass() }
         eventSink.yield(.started(id))
         return Job(
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
@@ -712,52 +572,46 @@ public actor MultipartUploadQueue {
             progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } })
     }
 
+    /// An upload the schedule started fails before its send: `nil`, for the next to be tried.
+    private func failing(_ id: ID, because reason: String, record: QueueRecord?) -> Job? {
+        _ = schedule.finished(id, .failed(reason: reason), sentWhole: false, at: Date())
+        fail(id, because: reason, record: record)
+        return nil
+    }
+
     /// An upload in flight waits between its own tries until `until`, said at once (`waiting`, and its event), or
     /// (`nil`) tries again. `turn` orders one send's reports, which reach the queue each on a task of its own.
     private func inFlight(_ id: ID, waitsUntil until: Date?, turn: Int) {
-        guard let at = index[id], entries[at].isInFlight, turn > entries[at].waitReports else { return }
-        entries[at].waitReports = turn
-        if let until {
-            entries[at].state = .waiting(until: until)
+        if case .waiting(let until)? = schedule.inFlight(id, waitsUntil: until, turn: turn) {
             eventSink.yield(.waiting(id, until: until))
-        } else if case .waiting = entries[at].state {
-            entries[at].state = .running
+            // The run looks again then: one still parked at its server's outage gate says when it next tries.
+            if let sleep, until.addingTimeInterval(QueueSchedule.parkedAfter) < sleep.until { sleep.alarm.ring() }
         }
     }
 
-    /// When the run looks again for an upload to start, after `now`: a waiting upload's time, or a paused server's
-    /// next probe.
-    private func nextWake(after now: Date) -> Date? {
-        (waiting.values + servers.values.compactMap(\.probe)).filter { $0 > now }.min()
-    }
-
-    /// The server of `origin`, made at its first upload.
-    private func server(_ origin: Origin) -> Server {
-        if let server = servers[origin] { return server }
-        let server = Server(gate: OutageGate { [weak self] in Task { await self?.outageEnded(at: origin) } })
-        servers[origin] = server
-        return server
+    /// The gate of `origin`'s uploads, made at its first upload.
+    private func gate(_ origin: Origin) -> OutageGate {
+        if let gate = gates[origin] { return gate }
+        let gate = OutageGate { [weak self] in Task { await self?.outageEnded(at: origin) } }
+        gates[origin] = gate
+        return gate
     }
 
     /// A server is back: its uploads that wait go now.
     private func outageEnded(at origin: Origin) {
-        servers[origin]?.probe = nil
-        let now = Date()
-        for (id, _) in waiting {
-            if let at = index[id], entries[at].origin == origin { waiting[id] = now }
-        }
-        alarm?.ring()
+        schedule.serverBack(origin)
+        wake()
     }
 
     private func sent(_ bytes: UInt64, by id: ID) {
-        guard let index = index[id], entries[index].isInFlight else { return }
-        let length = entries[index].contentLength
+        guard let upload = schedule.uploads[id], upload.isInFlight else { return }
+        let length = upload.contentLength
         // Its last byte counts when the server's answer says it has the form: a form handed out whole and refused
         // keeps the queue short of done.
         let counted = min(bytes, length.subtractingSaturated(1))
-        if counted > entries[index].sent {
-            inFlightBytes += counted - entries[index].sent
-            entries[index].sent = counted
+        if counted > upload.sent {
+            inFlightBytes += counted - upload.sent
+            schedule.update(id) { $0.sent = counted }
             report()
         }
         // After the progress, which a reader of the event finds up to date.
@@ -770,107 +624,93 @@ public actor MultipartUploadQueue {
         if completed > progress.completedUnitCount { progress.completedUnitCount = completed }
     }
 
-    /// Records how an upload ended.
+    /// Records how an upload's send ended, as the schedule says.
     private func finish(_ finished: Finished, session: URLSession, headers: MultipartHeaders?) async {
-        guard let index = index[finished.id] else { return }
-        entries[index].cancel = nil
-        let origin = entries[index].origin
-        if let origin { servers[origin]?.running -= 1 }
-        if entries[index].removing {
-            return await forget(entries[index], session: session, headers: headers, givingUp: true)
-        }
-        var record = finished.record
-        if finished.sentWhole, let origin {
-            plainOrigins.insert(origin)
-        }
-        if entries[index].pausing {
-            entries[index].pausing = false
+        cancels[finished.id] = nil
+        guard let upload = schedule.uploads[finished.id] else { return }
+        let outcome: QueueSchedule.Outcome =
             switch finished.outcome {
-            case .stopped, .waiting:
-                // Paused where it stood, its saved state kept: the server's word, and its own, come at the resume.
-                record.paused = true
-                entries[index].state = .paused
-                cursor = min(cursor, index)
-                try? store.write(record)
-                return
-            case .completed, .failed:
-                // It ended as the pause came: that stands.
-                record.paused = nil
+            case .completed: .completed
+            case .failed(let reason): .failed(reason: reason)
+            case .waiting(let outage): .waiting(outage: outage)
+            case .stopped: .stopped
             }
+        var record = finished.record
+        guard let ending = schedule.finished(finished.id, outcome, sentWhole: finished.sentWhole, at: Date()) else {
+            return
         }
-        switch finished.outcome {
-        case .completed(let answer):
+        let gate = upload.origin.flatMap { gates[$0] }
+        switch ending {
+        case .forget:
+            await forget(upload, session: session, headers: headers, givingUp: true)
+        case .paused:
+            // Its saved state kept: the server's word, and its own, come at the resume.
+            record.paused = true
+            try? store.write(record)
+        case .completed:
             // A server that speaks no draft says it is back this way.
-            if let origin { servers[origin]?.gate.answered() }
-            complete(index, with: answer, record: record, recorded: finished.completionRecorded)
-        case .failed(let reason):
-            fail(index, because: reason, record: record)
-        case .waiting(let outage):
-            // The queue's probe of the server: one upload every longest wait of the uploads' own (15 s unless set,
-            // 1 s at least), so that they go again that soon after the network's return; its own retries waited out
-            // the outage's start already. A server that answered (busy) is no outage: this upload waits alone.
-            let until = Date(timeIntervalSinceNow: max(1, resumption.wait(.infinity)))
-            if outage, let origin {
-                servers[origin]?.gate.markOut()
-                servers[origin]?.probe = until
-            } else if let origin {
-                servers[origin]?.gate.answered()
+            gate?.answered()
+            if case .completed(let answer) = finished.outcome {
+                // It ended as a pause came: that stands.
+                if record.paused == true { record.paused = nil }
+                complete(upload, with: answer, record: record, recorded: finished.completionRecorded)
             }
-            entries[index].state = .waiting(until: until)
-            waiting[finished.id] = until
+        case .failed(let reason):
+            record.paused = nil
+            fail(finished.id, because: reason, record: record)
+        case .waiting(let until):
+            if case .waiting(outage: true) = outcome { gate?.markOut() } else { gate?.answered() }
             try? store.write(record)
             eventSink.yield(.waiting(finished.id, until: until))
-        case .stopped:
-            entries[index].state = .pending
-            cursor = min(cursor, index)
+        case .pending:
+            break
         }
     }
 
     /// The upload completed; `recorded` when its send wrote `record` so already.
-    private func complete(_ index: Int, with answer: Answer, record: QueueRecord, recorded: Bool) {
-        let id = entries[index].id
-        inFlightBytes -= min(inFlightBytes, entries[index].sent)
-        entries[index].state = .completed
-        if !recorded {
+    private func complete(_ upload: QueueSchedule.Upload, with answer: Answer, record: QueueRecord, recorded: Bool) {
+        inFlightBytes -= min(inFlightBytes, upload.sent)
+        if !recorded || record.paused != nil {
             var record = record
             record.outcome = .completed(answer.stored)
             // The saved state goes only once the record says the upload completed (see `Job.recordCompleted`).
-            if (try? store.write(record)) != nil { store.removeState(of: id.rawValue) }
+            if (try? store.write(record)) != nil { store.removeState(of: upload.id.rawValue) }
         }
-        endedBytes += entries[index].contentLength
+        endedBytes += upload.contentLength
         report()
-        eventSink.yield(.completed(id, answer))
+        eventSink.yield(.completed(upload.id, answer))
     }
 
     /// The upload failed; its `record` written so, read first where `nil` (none where it cannot be read).
-    private func fail(_ index: Int, because reason: String, record: QueueRecord?) {
-        let id = entries[index].id
+    private func fail(_ id: ID, because reason: String, record: QueueRecord?) {
         // What it handed out stays counted, and what it did not keeps the progress short of done.
-        entries[index].state = .failed(reason: reason)
-        if var record = record ?? (entries[index].sequence == nil ? nil : try? store.read(entries[index].fileName)) {
+        if let upload = schedule.uploads[id],
+            var record = record ?? (upload.sequence == nil ? nil : try? store.read(Self.fileName(upload)))
+        {
             record.outcome = .failed(reason: reason)
             try? store.write(record)
         }
         eventSink.yield(.failed(id, reason: reason))
     }
 
-    /// Removes `entry`'s record and state; `givingUp` an upload that has not completed deletes its upload resource.
-    private func forget(_ entry: Entry, session: URLSession, headers: MultipartHeaders?, givingUp: Bool) async {
-        let record = givingUp ? try? store.read(entry.fileName) : nil
-        entries.removeAll { $0.id == entry.id }
-        waiting[entry.id] = nil
-        if let key = entry.key, keys[key] == entry.id { keys[key] = nil }
-        if !entry.isCompleted { inFlightBytes -= min(inFlightBytes, entry.sent) }
-        store.removeRecord(entry.fileName)
+    /// Removes `upload`'s record and state; `givingUp` an upload that has not completed deletes its upload resource.
+    private func forget(
+        _ upload: QueueSchedule.Upload, session: URLSession, headers: MultipartHeaders?, givingUp: Bool
+    ) async {
+        let file = Self.fileName(upload)
+        let record = givingUp && upload.sequence != nil ? try? store.read(file) : nil
+        schedule.remove(upload.id)
+        if upload.state != .completed { inFlightBytes -= min(inFlightBytes, upload.sent) }
+        store.removeRecord(file)
         if let record, let form = try? record.form.rebuilt() {
             var policy = MultipartResumption()
-            policy.stateDirectory = store.stateDirectory(of: entry.id.rawValue)
+            policy.stateDirectory = store.stateDirectory(of: upload.id.rawValue)
             _ = try? await session.abandonUpload(
                 form, with: record.request.urlRequest, resumption: policy, headers: headers)
         }
-        store.removeState(of: entry.id.rawValue)
+        store.removeState(of: upload.id.rawValue)
         // A removed upload counts as done: the caller gave it up.
-        if !entry.isCompleted { endedBytes += entry.contentLength }
+        if upload.state != .completed { endedBytes += upload.contentLength }
         report()
     }
 }
