@@ -16,7 +16,7 @@ struct QueueSchedule {
     /// How long an upload whose server is out waits for the next probe of it.
     let probeInterval: TimeInterval
 
-    private(set) var uploads: [ID: Upload] = [:]
+    private(set) var uploads = Table()
     private var keys: [String: ID] = [:]
     /// The uploads that may start, for each server (`nil`: an upload whose record names none).
     private var ready: [Origin?: Heap<Rank>] = [:]
@@ -46,9 +46,42 @@ struct QueueSchedule {
         }
     }
 
+    /// The uploads, by ID: in one array, a hundred thousand of them in as little memory as they take, with the place
+    /// of each in a dictionary (a dictionary of the uploads themselves would keep twice the room for them).
+    struct Table {
+        private(set) var values: [Upload] = []
+        private var slots: [ID: Int] = [:]
+
+        var isEmpty: Bool { values.isEmpty }
+
+        subscript(id: ID) -> Upload? {
+            get { slots[id].map { values[$0] } }
+            set {
+                guard let slot = slots[id] else {
+                    if let newValue {
+                        slots[id] = values.count
+                        values.append(newValue)
+                    }
+                    return
+                }
+                if let newValue {
+                    values[slot] = newValue
+                    return
+                }
+                // The last takes the place of the one removed.
+                slots[id] = nil
+                let last = values.removeLast()
+                guard slot < values.count else { return }
+                values[slot] = last
+                slots[last.id] = slot
+            }
+        }
+    }
+
     /// What the schedule knows of one upload, with the few facts of it the queue keeps beside.
     struct Upload {
-        let id: ID
+        /// Its ID, which its rank holds: one string, not two.
+        var id: ID { ID(rawValue: rank.id) }
         /// Its place in the order added; `nil` for a file that is no record.
         var sequence: Int?
         var key: String?
@@ -70,7 +103,6 @@ struct QueueSchedule {
             id: ID, sequence: Int?, key: String?, priority: Int = 0, origin: Origin?, state: State,
             contentLength: UInt64
         ) {
-            self.id = id
             self.sequence = sequence
             self.key = key
             self.origin = origin
