@@ -121,7 +121,7 @@ extension Command {
         // one for each upload it ended.
         let bar = ProgressReporter(silent: silent)
         let progress = queue.progress
-        let counted = {
+        let counted: @Sendable () -> MultipartUploadProgress = {
             MultipartUploadProgress(
                 bytesSent: UInt64(clamping: progress.completedUnitCount),
                 totalBytes: UInt64(clamping: progress.totalUnitCount))
@@ -154,7 +154,10 @@ extension Command {
         let run = Task { try await queue.run(on: session, headers: .fresh { _ in fields }) }
         Interruption.shared.onSignal { run.cancel() }
         let ended = await run.result
+        // The watcher's last frame before the run's own: the queue as the run left it, then the lines below it.
         watching.cancel()
+        await watching.value
+        if !silent { bar.report(counted()) }
         let after = await queue.uploads
         bar.endLine()
         if !silent { sayHowItEnded(after, before: before) }
