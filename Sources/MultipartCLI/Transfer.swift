@@ -206,7 +206,7 @@ struct Transfer {
             if let timeout = watchdog.finish() {
                 throw AttemptFailure(.network, "\(url): \(timeout)", isTransient: true)
             }
-            let transient = (error as? URLError).map(Transience.isTransient) ?? false
+            let transient = FailureMeaning.of(error) == .noAnswer
             throw AttemptFailure(.network, "\(url): \(error.localizedDescription)", isTransient: transient)
         }
     }

@@ -203,7 +203,13 @@ extension URLSessionSuites {
             #expect(status == 200)
             #expect(try server.forms() == [expected])
             let log = try server.log()
-            #expect(log.map(\.method) == ["OPTIONS", "POST", "PATCH", "PATCH"], "\(log.map(\.method))")
+            // The server answers before it has read the append whole, and closes: the client meets the answer, or,
+            // one time in a few under load, the connection's reset first, and then asks where the server stands.
+            let methods = log.map(\.method)
+            #expect(
+                methods == ["OPTIONS", "POST", "PATCH", "PATCH"]
+                    || methods == ["OPTIONS", "POST", "PATCH", "HEAD", "PATCH"],
+                "\(methods)")
             #expect(log.last?.offset == String(form.contentLength! / 2), "from the server's offset")
         }
 

@@ -25,6 +25,7 @@ import Testing
     @Test(arguments: codes)
     func aCodeMeansTheSameToTheProtocolAndTheQueue(code: URLError.Code, transient: Bool) {
         #expect(Transience.isTransient(URLError(code)) == transient)
+        #expect(FailureMeaning.of(URLError(code)) == (transient ? .noAnswer : .final))
         switch MultipartUploadQueue.Job.outcome(of: URLError(code)) {
         case .waiting(outage: true): #expect(transient, "the queue waits out \(code.rawValue)")
         case .failed: #expect(!transient, "the queue fails \(code.rawValue)")
@@ -49,6 +50,69 @@ import Testing
         switch machine.handle(.failed(URLError(code))) {
         case .wait: #expect(transient, "the protocol retries \(code.rawValue)")
         case let other: #expect(!transient, "the protocol ends at \(code.rawValue): \(other)")
+        }
+    }
+
+    /// The classifier's table: what each kind of failure means, and what the queue makes of it (the protocol's
+    /// retries and the command's `--retry` ask the same function).
+    static let table: [(String, any Error, FailureMeaning)] = {
+        let stalled = StallWatch.Stalled(rule: MultipartResumption.Stall(bytesPerSecond: 1, seconds: 1))
+        let busyAnswer = ResumableUpload.UnexpectedAnswer(
+            ResumableUpload.Answer(
+                HTTPURLResponse(
+                    url: URL(string: "http://127.0.0.1/u/1")!, statusCode: 503, httpVersion: nil, headerFields: [:])!),
+            to: .askOffset)
+        return [
+            ("a dropped connection", URLError(.networkConnectionLost), .noAnswer),
+            ("a certificate refused", URLError(.serverCertificateUntrusted), .final),
+            ("a cancel", CancellationError(), .cancelled),
+            ("URLSession's cancel", URLError(.cancelled), .cancelled),
+            ("a stall", stalled, .noAnswer),
+            ("408", MultipartError(.unacceptableStatus(statusCode: 408, body: Data())), .busy(statusCode: 408)),
+            ("429", MultipartError(.unacceptableStatus(statusCode: 429, body: Data())), .busy(statusCode: 429)),
+            ("503", MultipartError(.unacceptableStatus(statusCode: 503, body: Data())), .busy(statusCode: 503)),
+            ("599", MultipartError(.unacceptableStatus(statusCode: 599, body: Data())), .busy(statusCode: 599)),
+            ("400", MultipartError(.unacceptableStatus(statusCode: 400, body: Data())), .final),
+            ("403", MultipartError(.unacceptableStatus(statusCode: 403, body: Data())), .final),
+            ("413", MultipartError(.unacceptableStatus(statusCode: 413, body: Data())), .final),
+            ("the answer lost after the last byte", MultipartError(.answerLost(contentLength: 10)), .answerLost),
+            ("URLSession's own resend", MultipartError(.appendResent), .resendRefused),
+            ("a file gone", MultipartError(.fileNotFound(URL(fileURLWithPath: "/x"))), .local(.file)),
+            ("a stream that failed", MultipartError(.streamFailed(nil)), .local(.stream)),
+            (
+                "retries out, no answer",
+                MultipartError(
+                    .resumeFailed(retries: 3, bytesAcknowledged: 0, contentLength: 10),
+                    underlying: URLError(.timedOut)), .noAnswer
+            ),
+            (
+                "retries out against a 503",
+                MultipartError(
+                    .resumeSaved(retries: 3, bytesAcknowledged: 5, contentLength: 10), underlying: busyAnswer),
+                .busy(statusCode: 503)
+            ),
+            (
+                "an outage past its bound",
+                MultipartError(.outageOutlasted(seconds: 60, bytesAcknowledged: 0, contentLength: 10)), .noAnswer
+            ),
+            ("an upload expired twice", MultipartError(.uploadExpired(statusCode: 404)), .final),
+            ("anything else", CocoaError(.fileReadUnknown), .final),
+        ]
+    }()
+
+    @Test func everyFailureMeansOneThingAndTheQueueDoesWhatItMeans() {
+        for (what, error, meaning) in Self.table {
+            #expect(FailureMeaning.of(error) == meaning, "\(what)")
+            let outcome = MultipartUploadQueue.Job.outcome(of: error)
+            switch (meaning, outcome) {
+            case (.noAnswer, .waiting(outage: true)), (.busy, .waiting(outage: false)),
+                (.resendRefused, .waiting(outage: false)), (.answerLost, .completed), (.local, .failed),
+                (.final, .failed), (.cancelled, .stopped):
+                break
+            default: Issue.record("\(what): \(meaning), and the queue made \(outcome)")
+            }
+            let retried = if case .busy = meaning { true } else { meaning == .noAnswer || meaning == .resendRefused }
+            #expect(meaning.isTransient == retried, "\(what)")
         }
     }
 

@@ -131,48 +131,32 @@ extension MultipartUploadQueue {
             completed.outcome = .completed(answer.stored)
             guard (try? store.write(completed)) != nil else { return false }
             record = completed
-            try? FileManager.default.removeItem(at: stateDirectory)
+            store.removeState(of: id.rawValue)
             return true
         }
 
-        /// What an upload's error makes of it: the network's or a busy server's is for now, the form's own or the
-        /// server's final word ends it; a form the server holds whole, its answer lost, is completed.
+        /// What an upload's error makes of it, as ``FailureMeaning`` says: the network's or a busy server's is for
+        /// now, the form's own or the server's final word ends it; a form the server holds whole, its answer lost, is
+        /// completed.
         static func outcome(of error: any Error) -> Finished.Outcome {
-            if error is CancellationError { return .stopped }
-            if let error = error as? URLError {
-                if error.code == .cancelled { return .stopped }
-                return Transience.isTransient(error) ? .waiting(outage: true) : .failed(error.localizedDescription)
-            }
-            guard let error = error as? MultipartError else { return .failed(String(describing: error)) }
-            switch error.reason {
-            case .answerLost:
-                return .completed(Answer(statusCode: nil, headers: [:], body: Data()))
-            case .appendResent:
-                // URLSession would have sent the whole form again on a new connection: the next send counts it.
-                return .waiting(outage: false)
-            case .resumeSaved, .resumeFailed, .resumeTimeExceeded, .outageOutlasted:
-                return .waiting(outage: !answered(error))
-            case .unacceptableStatus(let status, _):
-                return Transience.isBusy(statusCode: status)
-                    ? .waiting(outage: false) : .failed("the server answered \(status)")
-            default:
-                if let underlying = error.underlying as? URLError, Transience.isTransient(underlying) {
-                    return .waiting(outage: true)
-                }
-                return .failed(error.description)
+            switch FailureMeaning.of(error) {
+            case .cancelled: .stopped
+            case .noAnswer: .waiting(outage: true)
+            // URLSession would have sent the whole form again on a new connection: the next send counts it.
+            case .busy, .resendRefused: .waiting(outage: false)
+            case .answerLost: .completed(Answer(statusCode: nil, headers: [:], body: Data()))
+            case .local, .final: .failed(reason(error))
             }
         }
 
-        /// Whether the last failure beneath `error` was the server's answer (a 503, a 429), not its silence.
-        private static func answered(_ error: MultipartError) -> Bool {
-            var beneath = error.underlying
-            while let error = beneath {
-                if error is ResumableUpload.UnexpectedAnswer { return true }
-                guard let multipart = error as? MultipartError else { return false }
-                if case .unacceptableStatus = multipart.reason { return true }
-                beneath = multipart.underlying
+        /// A failure in words, as the queue keeps it.
+        private static func reason(_ error: any Error) -> String {
+            if let error = error as? URLError { return error.localizedDescription }
+            if let error = error as? MultipartError {
+                if case .unacceptableStatus(let status, _) = error.reason { return "the server answered \(status)" }
+                return error.description
             }
-            return false
+            return String(describing: error)
         }
     }
 

@@ -414,12 +414,13 @@ extension ResumableUpload {
         /// refused, stalled; or, while appending, URLSession's own resend of the part on a new connection, which
         /// the upload refused. Anything else (a part that failed, the caller's headers) ends the upload.
         private static func isConnectionFailure(_ error: any Error, during state: State) -> Bool {
-            if case .appending = state, let error = error as? MultipartError, case .appendResent = error.reason {
-                return true
+            // The request's own failure, not one the upload made of it: a part that failed, or an answer that came
+            // with a failure of the connection beneath it, is the request's, which the answer's handling decides.
+            if let error = error as? MultipartError {
+                guard case .appending = state else { return false }
+                return FailureMeaning.of(error) == .resendRefused
             }
-            if error is StallWatch.Stalled { return true }
-            guard let error = error as? URLError else { return false }
-            return Transience.isTransient(error)
+            return FailureMeaning.of(error) == .noAnswer
         }
 
         // MARK: Answers
@@ -813,7 +814,7 @@ extension ResumableUpload {
 
         /// 408, 429, 503 and other 5xx: the server may take the request later.
         private func isTransient(_ answer: Answer) -> Bool {
-            Transience.isBusy(statusCode: answer.statusCode)
+            FailureMeaning.of(statusCode: answer.statusCode).isTransient
         }
 
         /// The state that asks where the server has `resource`.
@@ -949,6 +950,8 @@ extension ResumableUpload {
     /// An answer of the server that a resumable upload could not go on from: the underlying error of its failure.
     struct UnexpectedAnswer: Error, CustomStringConvertible, LocalizedError {
         let description: String
+        /// The answer's status; `nil` where no status is known.
+        var statusCode: Int?
         /// The answer's `Retry-After`, in seconds.
         var retryAfter: Double?
 
@@ -957,6 +960,7 @@ extension ResumableUpload {
         }
 
         init(_ answer: Answer, to step: Step) {
+            statusCode = answer.statusCode
             var text = "\(step.name) answered \(answer.statusCode)"
             if let isComplete = answer.isComplete { text += isComplete ? ", complete" : ", incomplete" }
             if let offset = answer.offset { text += " at \(offset)" }
