@@ -721,6 +721,59 @@ extension URLSessionSuites {
             #expect(queue.progress.completedUnitCount == queue.progress.totalUnitCount)
         }
 
+        /// A file replaced under an upload the server has begun: the upload fails, naming it; after `retry`, the next
+        /// run deletes the server's upload of the old file and sends the file as it is now, once, under an
+        /// `Idempotency-Key` of its own (the draft server honours keys).
+        @Test func aRetryDeletesTheServersUploadOfTheOldFile() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            // Far more than loopback's socket buffers hold: the server cannot have it all when the run is cancelled.
+            let original = try form(0, fileBytes: 32 << 20)
+            let id = try await queue.add(original, with: URLRequest(url: server.url(scenario: "slow")))
+            // The slow server takes 64 KiB every 50 ms: the run is cancelled once the append is under way.
+            let events = queue.events
+            let running = Task { try await queue.run() }
+            try await within(seconds: 60, "the append under way") {
+                for await event in events {
+                    if case .progress(_, let sent, _) = event, sent >= 1 << 20 { break }
+                }
+            }
+            running.cancel()
+            _ = await running.result
+            // The upload resource the first run made: the server numbers them in the order made.
+            let resource = "/u/1"
+            let photo = directory.path("photo-0.jpg")
+            try FileManager.default.removeItem(at: photo)
+            try Data(repeating: 7, count: 100_000).write(to: photo)
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            guard case .failed(let reason)? = await queue.upload(id)?.state else {
+                Issue.record("\(String(describing: await queue.upload(id)))")
+                return
+            }
+            #expect(reason.contains("photo"), "\(reason)")
+            try await queue.retry(id)
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            guard case .completed? = await queue.upload(id)?.state else {
+                Issue.record("\(String(describing: await queue.upload(id)))")
+                return
+            }
+            var now = try MultipartFormData(boundary: original.boundary)
+            now.append("photo 0", name: "title")
+            now.append(Data([0, 13, 10, 0]), name: "raw", fileName: "raw.bin")
+            try now.append(fileURL: photo, name: "photo")
+            try now.append(
+                headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
+            #expect(try server.forms() == [try expected(now)])
+            let log = try server.log()
+            #expect(
+                log.contains { $0.method == "DELETE" && $0.path == resource },
+                "the old upload \(resource) deleted: \(log.map { "\($0.method) \($0.path)" })")
+            // The file as it is now is another form: created under a key of its own, or a server that honours keys
+            // would answer with the old upload.
+            let keys = log.filter { $0.method == "POST" }.map(\.idempotency)
+            #expect(keys.count == 2 && keys[0] != keys[1] && keys.allSatisfy { $0 != nil }, "\(keys)")
+        }
+
         /// An outage longer than the uploads' own retries pauses the queue's uploads to that server: each waits
         /// (`waiting`, until when), no other starts, and one probes the server every `maximumDelay` (2 s here, 15 s
         /// by default); the first answer sends them all again, within that of the server's return, while the probe

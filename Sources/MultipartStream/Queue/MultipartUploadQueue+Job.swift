@@ -93,7 +93,8 @@ extension MultipartUploadQueue {
             var request = request
             if request.value(forHTTPHeaderField: ResumableUpload.Header.idempotencyKey) == nil {
                 request.setValue(
-                    StructuredField.string(id.rawValue), forHTTPHeaderField: ResumableUpload.Header.idempotencyKey)
+                    StructuredField.string(record.idempotencyKey),
+                    forHTTPHeaderField: ResumableUpload.Header.idempotencyKey)
             }
             let (form, session, headers, progress) = (form, session, headers, progress)
             let work = Task {

@@ -389,8 +389,9 @@ public actor MultipartUploadQueue {
 
     /// Sends a failed upload again: it goes back to pending, in its place in the queue, with its files as they are
     /// now. A file that changed since the upload was added, or was deleted and put back, is sent as it is now: the
-    /// upload starts over with the file's new length and identity, and what a server holds of the old one is left for
-    /// the server to expire. An upload that has not failed is left as it is.
+    /// upload starts over with the file's new length and identity, and the next run deletes the server's upload of the
+    /// old file (its saved state says where) before it sends the new one. An upload that has not failed is left as it
+    /// is.
     ///
     /// - Throws: The file's error, naming the part (``MultipartError/Reason/fileNotFound(_:)`` for one still
     ///   missing), and the upload stays failed; ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record
@@ -420,11 +421,13 @@ public actor MultipartUploadQueue {
             inFlightBytes -= min(inFlightBytes, upload.sent - sent)
             schedule.update(id) { ($0.sent, $0.contentLength) = (sent, length) }
             record.contentLength = length
+            // Another form for the server: a key of its own.
+            record.generation = (record.generation ?? 0) + 1
         }
         record.outcome = nil
+        // The saved state stays: it is of the old file, and the next run, finding the form changed, deletes the
+        // server's upload of it and starts over.
         try store.write(record)
-        // The saved state is of the old form: the upload starts over.
-        if changed { store.removeState(of: id.rawValue) }
         schedule.retry(id)
         wake()
     }

@@ -35,6 +35,14 @@ struct QueueRecord: Codable, Sendable {
     /// before the request goes, so that a later run that sends the form again, in any way, counts it in
     /// ``sentAgain`` even when the run that sent it whole was killed before its answer. `nil` for never.
     var sentWhole: Date?
+    /// Times a retry sent the form with a file as it is now, not as it was added: each is another form for the
+    /// server, created under an `Idempotency-Key` of its own, or a server that honours keys would answer the new
+    /// creation with the old upload (deleted, or holding the old file's bytes). `nil` for never.
+    var generation: Int?
+
+    /// The `Idempotency-Key` of the upload's creations and whole sends: the same for every resend of one form, in
+    /// every process, and another once a retry changed the form.
+    var idempotencyKey: String { generation.map { "\(id)-\($0)" } ?? id }
 
     /// The paths of the form's file parts, in order.
     var files: [URL] { form.parts.compactMap { $0.file.map { URL(fileURLWithPath: $0) } } }
