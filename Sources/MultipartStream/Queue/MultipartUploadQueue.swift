@@ -142,6 +142,12 @@ public actor MultipartUploadQueue {
             ?? upload.id.rawValue + ".json"
     }
 
+    /// The record of `upload`, whole; a damaged one has none.
+    private func record(of upload: QueueSchedule.Upload) throws(QueueRecord.Damage) -> QueueRecord {
+        guard upload.sequence != nil else { throw QueueRecord.Damage(reason: "it is no record") }
+        return try store.read(Self.fileName(upload))
+    }
+
     /// Every upload of the queue, in its order, each read from its record: a listing of a hundred thousand takes
     /// seconds (``upload(_:)`` reads one).
     public var uploads: [Upload] {
@@ -155,7 +161,7 @@ public actor MultipartUploadQueue {
 
     private func listed(_ upload: QueueSchedule.Upload) -> Upload {
         let file = Self.fileName(upload)
-        let record = upload.sequence == nil ? nil : try? store.read(file)
+        let record = try? record(of: upload)
         let state: State =
             switch upload.state {
             case .pending: .pending
@@ -397,8 +403,7 @@ public actor MultipartUploadQueue {
     ///   missing), and the upload stays failed; ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record
     ///   cannot be written.
     public func retry(_ id: ID) throws {
-        guard let upload = schedule.uploads[id], case .failed = upload.state, upload.sequence != nil,
-            var record = try? store.read(Self.fileName(upload))
+        guard let upload = schedule.uploads[id], case .failed = upload.state, var record = try? record(of: upload)
         else { return }
         var changed = false
         for (place, part) in record.form.parts.enumerated() {
@@ -464,8 +469,7 @@ public actor MultipartUploadQueue {
         let file = Self.fileName(upload)
         var record: QueueRecord
         do {
-            guard upload.sequence != nil else { throw QueueRecord.Damage(reason: "it is no record") }
-            record = try store.read(file)
+            record = try self.record(of: upload)
         } catch {
             throw MultipartError(
                 .stateUnwritable(store.url.appendingPathComponent(file), errno: EINVAL), underlying: error)
@@ -528,8 +532,7 @@ public actor MultipartUploadQueue {
         let file = Self.fileName(upload)
         var record: QueueRecord
         do throws(QueueRecord.Damage) {
-            guard upload.sequence != nil else { throw QueueRecord.Damage(reason: "it is no record") }
-            record = try store.read(file)
+            record = try self.record(of: upload)
         } catch {
             return failing(id, because: "its record \(file) cannot be read: \(error.reason)", record: nil)
         }
@@ -673,7 +676,7 @@ public actor MultipartUploadQueue {
     /// The upload completed; `recorded` when its send wrote `record` so already.
     private func complete(_ upload: QueueSchedule.Upload, with answer: Answer, record: QueueRecord, recorded: Bool) {
         inFlightBytes -= min(inFlightBytes, upload.sent)
-        if !recorded || record.paused != nil {
+        if !recorded {
             var record = record
             record.outcome = .completed(answer.stored)
             // The saved state goes only once the record says the upload completed (see `Job.recordCompleted`).
@@ -688,7 +691,7 @@ public actor MultipartUploadQueue {
     private func fail(_ id: ID, because reason: String, record: QueueRecord?) {
         // What it handed out stays counted, and what it did not keeps the progress short of done.
         if let upload = schedule.uploads[id],
-            var record = record ?? (upload.sequence == nil ? nil : try? store.read(Self.fileName(upload)))
+            var record = record ?? (try? self.record(of: upload))
         {
             record.outcome = .failed(reason: reason)
             try? store.write(record)
@@ -701,7 +704,7 @@ public actor MultipartUploadQueue {
         _ upload: QueueSchedule.Upload, session: URLSession, headers: MultipartHeaders?, givingUp: Bool
     ) async {
         let file = Self.fileName(upload)
-        let record = givingUp && upload.sequence != nil ? try? store.read(file) : nil
+        let record = givingUp ? try? record(of: upload) : nil
         schedule.remove(upload.id)
         if upload.state != .completed { inFlightBytes -= min(inFlightBytes, upload.sent) }
         store.removeRecord(file)
