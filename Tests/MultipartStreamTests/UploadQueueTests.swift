@@ -29,14 +29,20 @@ extension URLSessionSuites {
 
         /// A form of a field, bytes, a file and a part with header lines of its own.
         private func form(_ index: Int, fileBytes: Int = 50_000) throws -> MultipartFormData {
-            var form = MultipartFormData()
-            form.append("photo \(index)", name: "title")
-            form.append(Data([0, 13, 10, UInt8(index)]), name: "raw", fileName: "raw.bin")
             // A block repeated: quick to make under a sanitizer, and another file for each index.
             let block = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ index) })
             var contents = Data(capacity: fileBytes)
             while contents.count < fileBytes { contents.append(block.prefix(fileBytes - contents.count)) }
-            try form.append(fileURL: directory.file("photo-\(index).jpg", contents: contents), name: "photo")
+            _ = try directory.file("photo-\(index).jpg", contents: contents)
+            return try formAsItIsNow(index, boundary: MultipartFormData().boundary)
+        }
+
+        /// Form `index` with its photo as the file is now: what the server must hold after a retry.
+        private func formAsItIsNow(_ index: Int, boundary: String) throws -> MultipartFormData {
+            var form = try MultipartFormData(boundary: boundary)
+            form.append("photo \(index)", name: "title")
+            form.append(Data([0, 13, 10, UInt8(index)]), name: "raw", fileName: "raw.bin")
+            try form.append(fileURL: directory.path("photo-\(index).jpg"), name: "photo")
             try form.append(
                 headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
             return form
@@ -705,12 +711,7 @@ extension URLSessionSuites {
             try await queue.retry(id)
             #expect(await queue.uploads[0].state == .pending)
             // The form as it is now: the same parts, the photo's new bytes.
-            var now = try MultipartFormData(boundary: original.boundary)
-            now.append("photo 0", name: "title")
-            now.append(Data([0, 13, 10, 0]), name: "raw", fileName: "raw.bin")
-            try now.append(fileURL: photo, name: "photo")
-            try now.append(
-                headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
+            let now = try formAsItIsNow(0, boundary: original.boundary)
             #expect(await queue.uploads[0].contentLength == now.contentLength)
             try await within(seconds: 60, "the queue's run") { try await queue.run() }
             guard case .completed = await queue.uploads[0].state else {
@@ -757,12 +758,7 @@ extension URLSessionSuites {
                 Issue.record("\(String(describing: await queue.upload(id)))")
                 return
             }
-            var now = try MultipartFormData(boundary: original.boundary)
-            now.append("photo 0", name: "title")
-            now.append(Data([0, 13, 10, 0]), name: "raw", fileName: "raw.bin")
-            try now.append(fileURL: photo, name: "photo")
-            try now.append(
-                headers: [("Content-Disposition", "form-data; name=\"meta\""), ("X-Tag", "a;b")], body: Data("{}".utf8))
+            let now = try formAsItIsNow(0, boundary: original.boundary)
             #expect(try server.forms() == [try expected(now)])
             let log = try server.log()
             #expect(
