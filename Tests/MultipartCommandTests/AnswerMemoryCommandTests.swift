@@ -43,7 +43,7 @@ extension CommandLineTests {
 
     /// A 1 GiB answer to `-o FILE`, `-o -` into a pipe, and `-o /dev/null`: whole (the file hashes as the server's
     /// body), and the command's peak stays under 96 MiB. Before, it held the answer whole: 2.2 GB.
-    @Test(arguments: ["file", "pipe", "devnull"])
+    @Test(.longRun, arguments: ["file", "pipe", "devnull"])
     func aLargeAnswerIsWrittenAsItArrives(output: String) throws {
         let server = try LargeAnswerServer()
         let url = server.url(bytes: 1 << 30).absoluteString
@@ -69,7 +69,7 @@ extension CommandLineTests {
 
     /// An error page as large as 2 GiB, or endless, goes to the output as it arrives (curl's habit) and the
     /// message quotes its first lines, in bounded memory.
-    @Test(arguments: [false, true])
+    @Test(.longRun, arguments: [false, true])
     func aLargeErrorAnswerIsWrittenAsItArrives(endless: Bool) throws {
         let server = try LargeAnswerServer()
         let url = server.url(status: 500, bytes: endless ? nil : 2 << 30).absoluteString
@@ -102,7 +102,7 @@ extension CommandLineTests {
 
     /// `-C -` against a server whose every append is answered 500 with 2 GiB: each answer is read for a prefix and
     /// hung up on, and the command's peak stays bounded. Before, with answers of 512 MiB: 1.1 GB.
-    @Test func resumableAnswersItDoesNotKeepAreReadForAPrefix() throws {
+    @Test(.longRun) func resumableAnswersItDoesNotKeepAreReadForAPrefix() throws {
         let server = try DraftServer()
         _ = try directory.file("f.bin", contents: Data(count: 200_000))
         let measuredRun = try measured(

@@ -82,7 +82,7 @@ extension CommandLineTests {
     /// A server that speaks 6 and 10, as the draft's editor's example middleware does: the first request is in 10,
     /// which it speaks, and a 64 MiB upload through two dropped connections completes byte-exact in 10, each resume
     /// asking the offset once.
-    @Test func aServerThatSpeaks6And10IsSpokenTo10FromTheFirstRequest() throws {
+    @Test(.longRun) func aServerThatSpeaks6And10IsSpokenTo10FromTheFirstRequest() throws {
         var generator = SeededGenerator(seed: 610)
         try generator.writeFile(at: directory.path("blob.bin"), size: 64 << 20)
         let body = try run(["-s", "--boundary", "SixAndTen", "-F", "file=@blob.bin", "-o", "expected.multipart"])

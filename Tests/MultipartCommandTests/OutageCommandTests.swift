@@ -53,7 +53,7 @@ extension CommandLineTests {
     /// A 45 s outage with the defaults of `-C -`: waited out, tried at most 15 times meanwhile, sent again within
     /// 15 s of the network's return, the form on the server once and whole, at most 8 MiB of it twice. A line on
     /// stderr says why it waits and when it tries next.
-    @Test func aFortyFiveSecondOutageIsWaitedOut() async throws {
+    @Test(.longRun) func aFortyFiveSecondOutageIsWaitedOut() async throws {
         let server = try DraftServer()
         let proxy = try FaultProxy(to: server.port, cuts: Self.outage(seconds: 45))
         let upload = try bigUpload(to: proxy.url(server.url(scenario: "relative-location")))
@@ -72,7 +72,7 @@ extension CommandLineTests {
     /// `--retry-max-time 10` through the same outage: exit 4 within 10 to 30 s of its start, the upload saved (its
     /// state, and the server's upload, never deleted); once the network is back, the same command sends only the
     /// rest.
-    @Test func anOutageLongerThanRetryMaxTimeExits4AndKeepsTheUpload() async throws {
+    @Test(.longRun) func anOutageLongerThanRetryMaxTimeExits4AndKeepsTheUpload() async throws {
         let server = try DraftServer()
         let proxy = try FaultProxy(to: server.port, cuts: Self.outage(seconds: 30))
         let upload = try bigUpload(to: proxy.url(server.url(scenario: "relative-location")))

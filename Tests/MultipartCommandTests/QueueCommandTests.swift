@@ -67,7 +67,7 @@ extension CommandLineTests {
     /// sends nothing. A kill that lands after a creation reached the server and before its `Location` was saved
     /// rightly leaves that upload resource unused (the next run creates another): at most one such creation for each
     /// kill, made in the run that was killed, and none else.
-    @Test func aQueueKilledSixTimesDeliversEveryFormOnce() async throws {
+    @Test(.longRun) func aQueueKilledSixTimesDeliversEveryFormOnce() async throws {
         // As NIOResumableUpload: a creation sent again is another upload resource.
         let server = try DraftServer()
         try server.ignoreIdempotencyKeys()
@@ -252,7 +252,7 @@ extension CommandLineTests {
     /// Whatever happened: an upload is completed only where the application processed its form, the server never
     /// holds more copies of a form than one plus what the queue says went again, and every upload ends completed or
     /// failed. `MULTIPART_HOSTILE_TRIALS` sets how many trials (5 unless set), `MULTIPART_HOSTILE_SEED` their seed.
-    @Test func aHostileServerAndKillsNeverHideACopyOrFakeACompletion() async throws {
+    @Test(.longRun) func aHostileServerAndKillsNeverHideACopyOrFakeACompletion() async throws {
         let environment = ProcessInfo.processInfo.environment
         let trials = environment["MULTIPART_HOSTILE_TRIALS"].flatMap(Int.init) ?? 5
         var generator = SeededGenerator(seed: environment["MULTIPART_HOSTILE_SEED"].flatMap(UInt64.init) ?? 6_300)
@@ -399,7 +399,7 @@ extension CommandLineTests {
     /// 30 files added each with its key by a loop of `multipart --queue DIR --key K`, killed (the loop and the add
     /// under way, SIGKILL) at a random moment, then the same loop run to its end twice: 30 uploads, each key once, and
     /// a run sends each file once.
-    @Test func addsKilledAndRunAgainQueueEachKeyOnce() async throws {
+    @Test(.longRun) func addsKilledAndRunAgainQueueEachKeyOnce() async throws {
         let server = try DraftServer()
         let queue = directory.path("queue").path
         var forms: [DraftServer.Form] = []

@@ -68,7 +68,7 @@ import Testing
 
     /// A 5 GiB sparse file streams with lengths beyond 32 bits, and resident memory does not grow with it.
     /// Linux only: it reads the resident set from /proc.
-    @Test(.enabled(if: isLinux)) func aFiveGiBFileStreamsInFlatMemory() throws {
+    @Test(.enabled(if: isLinux), .longRun) func aFiveGiBFileStreamsInFlatMemory() throws {
         let directory = try TemporaryDirectory()
         let fileURL = directory.path("sparse.bin")
         let length: Int64 = 5 << 30

@@ -13,7 +13,7 @@ extension URLSessionSuites {
     /// Outages through the library's API, as the command's are tested (`OutageCommandTests`): a proxy resets the upload's
     /// connection 64 MiB into a 256 MiB form, and every connection after it for a while. Serialized with the other
     /// URLSession suites: a test that holds Linux URLSession's one thread stalls every other upload.
-    @Suite struct OutageTests {
+    @Suite(.longRun) struct OutageTests {
         let directory: TemporaryDirectory
 
         init() throws {

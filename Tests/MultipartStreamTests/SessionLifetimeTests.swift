@@ -127,7 +127,7 @@ extension URLSessionSuites {
         /// A session made for each upload and invalidated after it, thousands of times under the common limit of
         /// 1,024 descriptors: every upload arrives whole, and descriptors and memory stay as flat as plain
         /// URLSession's in the same loop.
-        @Test func aSessionPerUploadKeepsDescriptorsAndMemoryFlat() async throws {
+        @Test(.longRun) func aSessionPerUploadKeepsDescriptorsAndMemoryFlat() async throws {
             let savedTimeout = try await Self.shortenIdleTimeout()
             defer { PrivateSessions.shared.idleTimeout = savedTimeout }
             try await ProcessDescriptors.withSoftLimit(1_024) {

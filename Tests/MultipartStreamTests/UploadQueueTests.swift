@@ -832,7 +832,7 @@ extension URLSessionSuites {
         /// An outage pauses the uploads to its server together: the three in flight when every connection drops wait
         /// for one probe of the server, not one each, no other upload starts until it answers, and all go on at its
         /// answer. Every form arrives once, byte-exact.
-        @Test func anOutagePausesTheUploadsOfItsServerWithOneProbe() async throws {
+        @Test(.longRun) func anOutagePausesTheUploadsOfItsServerWithOneProbe() async throws {
             let server = try DraftServer()
             // Every connection reset once one has carried 1 MiB, and every new one for 20 s: past the 4 s its uploads
             // wait at most between tries, which those waiting behind the probe would say, gone by, before.
