@@ -303,8 +303,10 @@ extension URLSessionSuites {
             let id = try await queue.add(form, with: request)
             var policy = MultipartResumption()
             policy.stateDirectory = queueDirectory.appendingPathComponent("state/\(id)")
-            policy.keepsStateAfterAnswer = true
-            _ = try await URLSession.shared.upload(form, with: request, strategy: .resumable(policy))
+            _ = try await URLSession.shared.upload(
+                form, with: request, strategy: .resumable(policy), headers: nil, credentialsToOtherOrigins: false,
+                acceptableStatusCodes: nil, responseBody: .inMemory, progress: nil,
+                membership: .init(keepsStateAfterAnswer: true))
             #expect(try server.forms().count == 1)
 
             let relaunched = try MultipartUploadQueue(directory: queueDirectory)
@@ -774,7 +776,7 @@ extension URLSessionSuites {
         /// (`waiting`, until when), no other starts, and one probes the server every `maximumDelay` (2 s here, 15 s
         /// by default); the first answer sends them all again, within that of the server's return, while the probe
         /// still goes on (its form is the largest). Every form arrives once, and the run sleeps through the waits.
-        @Test func anOutageLongerThanTheRetriesPausesTheQueueWithOneProbe() async throws {
+        @Test(.longRun) func anOutageLongerThanTheRetriesPausesTheQueueWithOneProbe() async throws {
             let server = try DraftServer()
             // Every connection reset from the first byte on, for 7 s.
             let proxy = try FaultProxy(to: server.port, cuts: ["outage:1:7"])

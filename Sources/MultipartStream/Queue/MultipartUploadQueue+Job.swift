@@ -65,8 +65,6 @@ extension MultipartUploadQueue {
             var policy = resumption
             // A server that speaks no draft gets the whole form, and has nothing to resume.
             policy.stateDirectory = knownNotResumable ? nil : stateDirectory
-            policy.keepsStateAfterAnswer = true
-            policy.knownNotResumable = knownNotResumable
             // The caller's own listener hears every event too.
             let (heard, waits, turns) = (resumption.events, waits, LockedValue(0))
             let report = { @Sendable (until: Date?) in
@@ -86,7 +84,9 @@ extension MultipartUploadQueue {
                 }
                 heard?(event)
             }
-            policy.outage = outage
+            // The record, not the answer, says when the state may go.
+            let membership = ResumableUpload.Membership(
+                keepsStateAfterAnswer: true, knownNotResumable: knownNotResumable, outage: outage)
             defer { outage?.leave() }
             // The same key for every send of this upload, in every process: a server that honours it creates the
             // upload resource, or takes the whole form, once. A key of the caller's own is kept.
@@ -100,8 +100,9 @@ extension MultipartUploadQueue {
             let work = Task {
                 try await session.upload(
                     form, with: request, strategy: .resumable(policy), headers: headers,
-                    acceptableStatusCodes: 200..<300, responseBody: .chunks { _, data in notes.keep(data) },
-                    progress: { progress($0.bytesSent) })
+                    credentialsToOtherOrigins: false, acceptableStatusCodes: 200..<300,
+                    responseBody: .chunks { _, data in notes.keep(data) }, progress: { progress($0.bytesSent) },
+                    membership: membership)
             }
             cancel.set { work.cancel() }
             // A cancel of the run reaches the upload, which keeps its saved state for the next.

@@ -25,6 +25,15 @@ struct SavedState {
         case notSaved
         case removedExpired(URL)
         case ignored(URL, reason: String)
+
+        /// The notice as the upload's events say it.
+        var event: MultipartResumption.Event {
+            switch self {
+            case .notSaved: .notSaved
+            case .removedExpired(let file): .removedExpired(file)
+            case .ignored(let file, let reason): .stateIgnored(file, reason: reason)
+            }
+        }
     }
 
     /// The state of `form` sent with `request`, locked, with what an earlier run saved (in one of

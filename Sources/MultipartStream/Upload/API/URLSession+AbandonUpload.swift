@@ -23,7 +23,7 @@ extension URLSession {
         guard let directory = resumption.stateDirectory,
             let state = try SavedState(
                 form: form, request: request, directory: directory,
-                interopVersions: ResumableUpload.InteropVersion.spoken, notices: resumption.notice)
+                interopVersions: ResumableUpload.InteropVersion.spoken, notices: { resumption.events?($0.event) })
         else { return false }
         defer { state.lock.release() }
         guard let record = state.record else { return false }

@@ -75,6 +75,24 @@ extension URLSession {
         responseBody: MultipartResponseBody = .inMemory,
         progress: (@Sendable (MultipartUploadProgress) -> Void)? = nil
     ) async throws -> (Data, URLResponse) {
+        try await upload(
+            form, with: request, strategy: strategy, headers: headers,
+            credentialsToOtherOrigins: credentialsToOtherOrigins, acceptableStatusCodes: acceptableStatusCodes,
+            responseBody: responseBody, progress: progress, membership: .alone)
+    }
+
+    /// The upload above, as one of an upload queue's: `membership` is what the queue tells a resumable upload.
+    func upload(
+        _ form: MultipartFormData,
+        with request: URLRequest,
+        strategy: MultipartUploadStrategy,
+        headers: MultipartHeaders?,
+        credentialsToOtherOrigins: Bool,
+        acceptableStatusCodes: Range<Int>?,
+        responseBody: MultipartResponseBody,
+        progress: (@Sendable (MultipartUploadProgress) -> Void)?,
+        membership: ResumableUpload.Membership
+    ) async throws -> (Data, URLResponse) {
         let sink = ResponseSink(responseBody)
         let reception = ResponseReception.answer(accepting: acceptableStatusCodes, body: responseBody, sink: sink)
         do {
@@ -83,7 +101,7 @@ extension URLSession {
             let reply = try reception.judged(
                 try await send(
                     form, with: request, strategy: strategy, refresh: headers, trusting: credentialsToOtherOrigins,
-                    reception: reception, progress: progress
+                    reception: reception, progress: progress, membership: membership
                 ))
             try sink?.commit()
             return reply
@@ -168,7 +186,8 @@ extension URLSession {
         refresh: MultipartHeaders?,
         trusting credentialsToOtherOrigins: Bool,
         reception: ResponseReception,
-        progress: (@Sendable (MultipartUploadProgress) -> Void)?
+        progress: (@Sendable (MultipartUploadProgress) -> Void)?,
+        membership: ResumableUpload.Membership
     ) async throws -> (Data, URLResponse) {
         guard configuration.identifier == nil else { throw MultipartError(.backgroundSession) }
         if let appendError = form.appendError { throw appendError }
@@ -179,7 +198,7 @@ extension URLSession {
         if case .resumable(let policy, let pacing) = strategy.kind {
             return try await ResumableUpload(
                 form: form, request: request, session: self, policy: policy, pacer: pacing.map(MultipartPacer.init),
-                requests: requests, reception: reception, progress: progress
+                requests: requests, reception: reception, progress: progress, membership: membership
             ).run()
         }
         return try await WholeFormUpload(
@@ -187,40 +206,6 @@ extension URLSession {
             pacer: strategy.pacing.map(MultipartPacer.init),
             requests: requests, reception: reception, progress: progress
         ).run()
-    }
-
-    /// Runs `upload`, whose completion resolves `result`, and returns its answer. Cancelling the surrounding task
-    /// cancels it at once and throws `CancellationError`.
-    func perform(
-        _ request: URLRequest,
-        _ upload: UploadRequest,
-        answeredTo result: PendingResponse
-    ) async throws -> (Data, URLResponse) {
-        do {
-            return try await withTaskCancellationHandler {
-                // Answered before it was sent (a cancel first): no task will be made, and the upload ends now.
-                try await result.value(otherwise: upload.taskNotMade) {
-                    // Made and resumed on a dispatch thread: making a task waits for URLSession's queue, which a
-                    // caller stream blocked in another upload's `read` may hold, and the concurrency pool's few
-                    // threads must not wait with it. In one hop, not a hop there and one back: a small upload's
-                    // time is mostly such hops. A cancel before the task exists is kept by the upload, which
-                    // cancels the task as it is made.
-                    DispatchQueue.global().async {
-                        // No task only when the caller's session is gone, which this suspended call keeps alive.
-                        guard let task = upload.makeTask(for: request) else { return upload.taskNotMade() }
-                        task.resume()
-                    }
-                }
-            } onCancel: {
-                upload.cancel()
-                // Answer now, as the verdict judges a cancel: URLSession handles the cancel on the queue that reads
-                // the body, which a caller stream blocked in `read` holds until it returns. The task ends, and closes
-                // everything, on its own.
-                result.resolve(RequestOutcome(isCancelled: true).verdict)
-            }
-        } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
-            throw CancellationError()
-        }
     }
 
     /// A suspended upload task for `form` (call `resume()`); `completionHandler` gets the response as

@@ -24,13 +24,15 @@ struct ResumableUpload {
     /// other answer is read for a bounded prefix.
     var reception = ResponseReception.answer(accepting: nil, body: .inMemory, sink: nil)
     let progress: ProgressCoalescer?
+    /// What the upload's queue tells it, if it is a queue's.
+    var membership = Membership.alone
 
     func run() async throws -> Reply {
         guard let directory = policy.stateDirectory else { return try await run(saving: nil) }
         guard
             let state = try SavedState(
                 form: form, request: request, directory: directory, interopVersions: InteropVersion.spoken,
-                notices: policy.notice)
+                notices: { policy.events?($0.event) })
         else { return try await run(saving: nil) }
         defer { state.lock.release() }
         var upload = self
@@ -69,7 +71,7 @@ struct ResumableUpload {
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
         // One probe for a server, not one an upload: a queue that found it speaks no draft sends the form whole.
-        var action = policy.knownNotResumable && record == nil ? .sendWhole : resumption.start()
+        var action = membership.knownNotResumable && record == nil ? .sendWhole : resumption.start()
         // Why the last request failed, until the upload goes on from where the server stands.
         var failure: String?
         // Whether the last request failed without an answer.
@@ -113,7 +115,7 @@ struct ResumableUpload {
                 case (.success(let reply), let handedOut):
                     reason = "HTTP \((reply.1 as? HTTPURLResponse)?.statusCode ?? 0)"
                     // Any answer, a 503 too: the network is back for every upload that waits for it.
-                    policy.outage?.answered()
+                    membership.outage?.answered()
                     unreachable = false
                     action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
                 case (.failure, _) where Task.isCancelled:
@@ -135,7 +137,7 @@ struct ResumableUpload {
             case .wait(let seconds, let step):
                 // The machine bounds every wait (finite, at most an hour); a cancel ends it at once. Only the server's
                 // silence is waited out with the other uploads to it: a busy answer is this upload's own.
-                if let outage = policy.outage, unreachable {
+                if let outage = membership.outage, unreachable {
                     await outage.wait(seconds: seconds, atMost: resumption.outageTimeLeft)
                 } else {
                     try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
@@ -170,7 +172,7 @@ struct ResumableUpload {
                     bodySent: { events?(.bodySent(bytes: $0)) }, once: true
                 ).run()
             case .answer(let reply):
-                if !policy.keepsStateAfterAnswer { state?.remove() }
+                if !membership.keepsStateAfterAnswer { state?.remove() }
                 return reply
             case .fail(let error, let location):
                 await delete(location, version: resumption.version)

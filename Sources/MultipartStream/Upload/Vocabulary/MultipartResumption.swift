@@ -55,15 +55,6 @@ public struct MultipartResumption: Sendable {
     /// a server that does not speak the draft, and what happens to saved state (an upload resumed or started over,
     /// its state written, a state file ignored). Called on the upload's task; keep it quick.
     public var events: (@Sendable (Event) -> Void)?
-    /// Whether the saved state outlives the answer: an upload queue removes it only once its own record says the
-    /// upload completed, so that a kill in between finds the server's upload again rather than sending the form twice.
-    var keepsStateAfterAnswer = false
-    /// Whether the server is known to speak no version of the draft (an upload queue found it out from an earlier
-    /// upload to the same origin): a new upload sends the whole form without asking again.
-    var knownNotResumable = false
-    /// The upload's place among the uploads to its server that wait out an outage together (an upload queue's), so
-    /// that one probes the server rather than each; `nil` for an upload that waits on its own.
-    var outage: OutageGate.Pass?
 
     /// The stall rule, as curl's `--speed-limit` and `--speed-time`: fewer than `bytesPerSecond` for `seconds`.
     public struct Stall: Sendable, Equatable {
@@ -160,15 +151,6 @@ public struct MultipartResumption: Sendable {
         self.stall = stall
         self.stateDirectory = stateDirectory
         self.events = events
-    }
-
-    /// Tells ``events`` what opening the saved state found.
-    func notice(_ notice: SavedState.Notice) {
-        switch notice {
-        case .notSaved: events?(.notSaved)
-        case .removedExpired(let file): events?(.removedExpired(file))
-        case .ignored(let file, let reason): events?(.stateIgnored(file, reason: reason))
-        }
     }
 
     /// The longest any wait lasts, whatever the policy says.
