@@ -56,6 +56,8 @@ extension UploadRequest.Role {
     private func end(
         _ machine: inout Machine, _ status: Int?, error: (any Error)? = nil, _ count: Machine.BodyCount = .init()
     ) -> Machine.EndAction {
+        // An answer comes to a task: made here if the test made none.
+        if case .idle = machine.state { _ = machine.taskMade() }
         machine.responseBegan(count, response: status.map(response))
         _ = machine.received(Data("answer".utf8))
         return machine.taskEnded(error: error, response: status.map(response), body: count)
@@ -239,6 +241,7 @@ extension UploadRequest.Role {
 
     @Test func aResendIsNotStartedAfterAFailedBody() {
         var machine = machine()
+        _ = machine.taskMade()
         _ = machine.redirectAnswered(statusCode: 307, answer: post(url), sent: nil)
         #expect(machine.streamMade() == .hand)
         let failed = Machine.BodyCount(failure: MultipartError(.fileChanged(url), partIndex: 1, partName: "video"))
@@ -562,5 +565,42 @@ extension UploadRequest.Role {
         var sending = machine(.wholeForm(.file(file)))
         _ = sending.taskMade()
         if case .none = sending.taskNotMade() {} else { Issue.record("an upload with a task ended without it") }
+    }
+
+    /// A task's event before any task was made cannot happen: the machine traps, naming it, rather than ending the
+    /// upload in a made-up way (it made up an exchange for a task's end, and ignored the rest). Each event is its own
+    /// process; the same events after a task was made are taken (the tests above).
+    @Test func aTasksEventBeforeAnyTaskTraps() async {
+        await #expect(processExitsWith: .failure) {
+            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+            _ = machine.taskEnded(error: nil, response: nil)
+        }
+        await #expect(processExitsWith: .failure) {
+            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+            _ = machine.redirectAnswered(statusCode: 302, answer: nil, sent: nil)
+        }
+        await #expect(processExitsWith: .failure) {
+            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+            machine.redirectFailed(because: CancellationError())
+        }
+        await #expect(processExitsWith: .failure) {
+            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+            _ = machine.sinkFailed(because: CancellationError())
+        }
+    }
+
+    /// The same events once the upload was cancelled, or its task stopped, are races the shell meets (a cancel
+    /// before the caller's delegate answered a redirect, a sink failing as the task is cancelled): taken, and they
+    /// change nothing.
+    @Test func aTasksEventAfterACancelChangesNothing() {
+        var machine = machine()
+        _ = machine.taskMade()
+        _ = machine.cancel()
+        let answered = machine.redirectAnswered(statusCode: 307, answer: post(url), sent: post(url))
+        machine.redirectFailed(because: URLError(.timedOut))
+        let stops = machine.sinkFailed(because: URLError(.cannotWriteToFile))
+        #expect(answered == .refuse)
+        #expect(!stops)
+        #expect(machine.isCancelled)
     }
 }

@@ -387,9 +387,15 @@ extension UploadRequest {
         /// The sink could not take the answer (`error`): the task stops, and the upload fails with that error.
         /// Returns whether the task is to be stopped.
         mutating func sinkFailed(because error: any Error) -> Bool {
-            guard case .sending(let exchange) = state else { return false }
-            state = .stopping(error, exchange)
-            return true
+            switch state {
+            case .sending(let exchange):
+                state = .stopping(error, exchange)
+                return true
+            case .idle: Self.impossible("the sink's failure")
+            case .modifying: Self.changing()
+            // A cancel, or another stop, came first: the task ends by it.
+            case .awaitingResend, .stopping, .cancelled, .finished: return false
+            }
         }
 
         enum RedirectAction: Equatable {
@@ -418,14 +424,26 @@ extension UploadRequest {
         /// The redirect's request could not be made (the headers hook failed with `error`): the task stops, and the
         /// upload fails with that error.
         mutating func redirectFailed(because error: any Error) {
-            guard case .sending(let exchange) = state else { return }
-            state = .stopping(error, exchange)
+            switch state {
+            case .sending(let exchange): state = .stopping(error, exchange)
+            case .idle: Self.impossible("a redirect's failure")
+            case .modifying: Self.changing()
+            // The hook failed after a cancel, after the deadline stopped the task, or after the task ended.
+            case .awaitingResend, .stopping, .cancelled, .finished: break
+            }
         }
 
         /// The caller's delegate answered a redirect with `answer` (or `nil`), after a `statusCode` answer to
         /// `sent`.
         mutating func redirectAnswered(statusCode: Int, answer: URLRequest?, sent: URLRequest?) -> RedirectAction {
-            guard case .sending(let exchange) = state else { return .refuse }
+            let exchange: Exchange
+            switch state {
+            case .sending(let running): exchange = running
+            case .idle: Self.impossible("a redirect's answer")
+            case .modifying: Self.changing()
+            // The caller's delegate answered after a cancel, after the deadline, or after the task ended.
+            case .awaitingResend, .stopping, .cancelled, .finished: return .refuse
+            }
             let canResend = role.ownsTask && exchange.resends < RedirectPolicy.maximumResends
             switch RedirectPolicy.decide(statusCode: statusCode, answer: answer, sent: sent, canResend: canResend) {
             case .follow(let request):
@@ -529,7 +547,7 @@ extension UploadRequest {
             var stopReason: (any Error)?
             var isCancelled = false
             switch state {
-            case .idle: exchange = Exchange(resends: 0)
+            case .idle: Self.impossible("a task's end")
             case .sending(let running): exchange = running
             case .awaitingResend(let request, let statusCode, let running) where error == nil && count.failure == nil:
                 state = .sending(Exchange(resends: running.resends + 1, resending: (request, statusCode)))
@@ -617,6 +635,12 @@ extension UploadRequest {
         /// How far into the form any of the exchange's bodies reached, from the form's first byte.
         private func furthestHandedOut(by exchange: Exchange, _ count: BodyCount) -> UInt64 {
             bodyStart + exchange.furthestBodyBytes(count, countedByURLSession: body.isReadByURLSession)
+        }
+
+        /// An event that cannot come in the state the machine is in (a task's event before any task was made): the
+        /// shell that called it is wrong, and an upload ended in a made-up way would hide it.
+        private static func impossible(_ event: String) -> Never {
+            preconditionFailure("the upload's machine got \(event) before any task was made")
         }
 
         /// An event came while an exchange was changing in place: the machine was entered twice under its lock.
