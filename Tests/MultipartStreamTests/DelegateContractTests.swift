@@ -51,6 +51,34 @@ extension URLSessionSuites {
             }
         }
 
+        /// The caller cancels its own task while its delegate decides a redirect: the task ends cancelled, and the
+        /// delegate's answer, which comes after, goes nowhere. Linux URLSession traps when an answer reaches a task
+        /// a cancel stopped ("Received callback for HTTP redirection, but we're not waiting for it"), and nothing
+        /// tells the upload of a cancel the caller gives the task itself: this ended the process.
+        @Test(arguments: [302, 307])
+        func aTaskCancelledWhileItsDelegateDecidesARedirectEndsCancelled(code: Int) async throws {
+            let server = try UploadServer()
+            let delegate = LateRedirectDelegate(queue: queue)
+            let (ended, end) = AsyncStream.makeStream(of: String.self)
+            let callerSession = session(delegate)
+            defer { callerSession.finishTasksAndInvalidate() }
+            let task = callerSession.multipartUploadTask(
+                with: URLRequest(url: server.url("/redirect/\(code)")), form: form
+            ) { _, _, error in end.yield(String(describing: error)) }
+            task.resume()
+            try await within(seconds: 30, "the delegate asked") { await delegate.waitUntilAsked() }
+            task.cancel()
+            let error = try await within(seconds: 30, "the task's end") {
+                var iterator = ended.makeAsyncIterator()
+                return await iterator.next()
+            }
+            #expect(error?.contains("\(URLError.cancelled.rawValue)") == true, "\(String(describing: error))")
+            // The delegate answers now, a second after it was asked: the process is alive, and the session uploads.
+            try await within(seconds: 30, "the delegate answered") { await delegate.waitUntilAnswered() }
+            let (data, _) = try await callerSession.upload(form, with: URLRequest(url: server.url()))
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
+        }
+
         @Test func aChallengeIsAnsweredOnTheCallersQueue() async throws {
             let server = try UploadServer()
             let delegate = RecordingDelegate(queue: queue)
@@ -216,4 +244,33 @@ final class Reported: @unchecked Sendable {
 
     var isSet: Bool { lock.withLock { set } }
     var value: (any Error)? { lock.withLock { error } }
+}
+
+/// A caller's delegate that answers a redirect a second after it is asked, saying when it was asked and when it
+/// answered.
+private final class LateRedirectDelegate: QueueRecorder, URLSessionTaskDelegate, @unchecked Sendable {
+    private let (asked, ask) = AsyncStream.makeStream(of: Void.self)
+    private let (answered, answer) = AsyncStream.makeStream(of: Void.self)
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        ask.yield()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [answer] in
+            completionHandler(request)
+            answer.yield()
+        }
+    }
+
+    func waitUntilAsked() async {
+        for await _ in asked { return }
+    }
+
+    func waitUntilAnswered() async {
+        for await _ in answered { return }
+    }
 }

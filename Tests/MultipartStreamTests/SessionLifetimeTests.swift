@@ -40,9 +40,9 @@ extension URLSessionSuites {
                 let bodies = try TemporaryBodies.names()
                 let sent = form
                 var generator = SeededGenerator(seed: 25)
-                /// 200 uploads, each cancelled 0 to 60 ms after it starts; then what is left once they are idle.
+                /// 100 uploads, each cancelled 0 to 60 ms after it starts; then what is left once they are idle.
                 func storm(_ number: Int) async throws -> [String: Int] {
-                    for index in 0..<200 {
+                    for index in 0..<100 {
                         let request = URLRequest(url: server.url("/slow?storm=\(number)&i=\(index)"))
                         let upload = Task {
                             try await URLSession.shared.upload(sent, with: request, strategy: strategy)

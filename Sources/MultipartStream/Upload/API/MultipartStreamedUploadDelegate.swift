@@ -172,7 +172,7 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
             case .refuse: return nil
             }
         }
-        completionHandler(answer)
+        task.redirectAnswer(completionHandler)(answer)
     }
 
     /// The configuration's stored credential once, else the answer that makes the 401 or 407 the task's answer.

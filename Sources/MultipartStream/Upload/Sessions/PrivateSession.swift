@@ -155,7 +155,7 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        guard let upload = upload(for: task) else { return completionHandler(nil) }
+        guard let upload = upload(for: task) else { return task.redirectAnswer(completionHandler)(nil) }
         upload.redirect(
             task: task, response: response, proposed: request,
             within: RedirectDeadline.seconds(for: task, in: session.configuration), answer: completionHandler)
