@@ -301,7 +301,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         // A task already cancelled ends by that cancel; an answer now would reach it stopped.
         let waiting = lock.withLock { () -> Int? in
             guard task === self.task, !taskCancelled else { return nil }
-            redirectAnswer = task.redirectAnswer(answer)
+            redirectAnswer = answer
             redirectsMet += 1
             return redirectsMet
         }

@@ -155,10 +155,11 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        guard let upload = upload(for: task) else { return task.redirectAnswer(completionHandler)(nil) }
+        let answer = task.redirectAnswer(completionHandler)
+        guard let upload = upload(for: task) else { return answer(nil) }
         upload.redirect(
             task: task, response: response, proposed: request,
-            within: RedirectDeadline.seconds(for: task, in: session.configuration), answer: completionHandler)
+            within: RedirectDeadline.seconds(for: task, in: session.configuration), answer: answer)
     }
 
     func urlSession(

@@ -14,6 +14,7 @@ extension URLSessionTask {
         _ answer: @escaping @Sendable (URLRequest?) -> Void
     ) -> @Sendable (URLRequest?) -> Void {
         { [self] request in
+            let state = state
             guard state == .running || state == .suspended else { return }
             answer(request)
         }
