@@ -218,6 +218,67 @@ extension URLSessionSuites {
             #expect(try server.openConnections() == 0, "connections left open to the server")
         }
 
+        /// Cancels around a redirect's answer: the caller's delegate answers each redirect after a random pause on
+        /// a thread of its own, and the upload is cancelled after another, so that the cancel comes before, with or
+        /// after the answer (the redirect leads to a server that never answers). Linux URLSession traps when an
+        /// answer reaches a task a cancel stopped, and when a cancel comes as a refused redirect ends its task (a 307,
+        /// which the upload sends again on a task of its own). Every upload ends cancelled, the process lives, and
+        /// the session uploads after.
+        @Test func cancelsAroundARedirectsAnswer() async throws {
+            let server = try UploadServer()
+            let form = {
+                var form = MultipartFormData()
+                form.append(Data(count: 20_000), name: "photo", fileName: "photo.jpg", mimeType: "image/jpeg")
+                return form
+            }()
+            var generator = SeededGenerator(seed: 307)
+            let plans = (0..<120).map { index in
+                (
+                    index: index, code: [302, 307][index % 2],
+                    answerAfter: UInt64.random(in: 0...2_000_000, using: &generator),
+                    cancelAfter: UInt64.random(in: 0...2_000_000, using: &generator)
+                )
+            }
+            let delegate = RandomlyLateRedirects(
+                pauses: Dictionary(uniqueKeysWithValues: plans.map { ("\($0.index)", $0.answerAfter) }))
+            let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
+            defer { session.finishTasksAndInvalidate() }
+            for batch in stride(from: 0, to: plans.count, by: 8) {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for plan in plans[batch..<min(batch + 8, plans.count)] {
+                        group.addTask { [form] in
+                            let request = URLRequest(
+                                url: server.url("/redirect/\(plan.code)?to=/silent&i=\(plan.index)"))
+                            let ended = Reported()
+                            let upload = Task {
+                                do {
+                                    _ = try await session.upload(form, with: request)
+                                    ended.set(nil)
+                                } catch {
+                                    ended.set(error)
+                                }
+                            }
+                            try await within(seconds: 30, "the redirect of upload \(plan.index)") {
+                                await delegate.waitUntilAsked("\(plan.index)")
+                            }
+                            try await Task.sleep(nanoseconds: plan.cancelAfter)
+                            upload.cancel()
+                            try await Stopwatch.wait(atMost: 10, polling: 0.002) { !ended.isSet }
+                            #expect(ended.isSet, "upload \(plan.index) never ended after its cancel")
+                            let error = ended.value
+                            #expect(
+                                error is CancellationError || (error as? URLError)?.code == .cancelled,
+                                "upload \(plan.index): \(String(describing: error))")
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+            let (data, _) = try await session.upload(
+                form, with: URLRequest(url: server.url("/redirect/307?to=/headers")))
+            #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
+        }
+
         // MARK: Dropped mid-file
 
         @Test func aBodyDroppedInTheMiddleOfAFileClosesItAtOnce() async throws {
@@ -304,4 +365,40 @@ private final class SlowestCancel: @unchecked Sendable {
     }
 
     var value: (Double, Int) { lock.withLock { slowest } }
+}
+
+/// A caller's delegate that answers each redirect after the pause set for its upload (by the `i` of its URL), on a
+/// thread of its own, and says when it was asked.
+private final class RandomlyLateRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    // @unchecked: `asked` is guarded by `lock`; `pauses` is constant.
+    private let pauses: [String: UInt64]
+    private let lock = Lock()
+    private var asked: Set<String> = []
+
+    init(pauses: [String: UInt64]) {
+        self.pauses = pauses
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        let index =
+            URLComponents(url: response.url!, resolvingAgainstBaseURL: false)?.queryItems?
+            .first { $0.name == "i" }?.value ?? ""
+        lock.withLock { _ = asked.insert(index) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(pauses[index] ?? 0))) {
+            completionHandler(request)
+        }
+    }
+
+    /// Returns once the redirect of upload `index` was asked about; bounded by the caller's `within`.
+    func waitUntilAsked(_ index: String) async {
+        while !lock.withLock({ asked.contains(index) }), !Task.isCancelled {
+            try? await Task.sleep(nanoseconds: 500_000)
+        }
+    }
 }

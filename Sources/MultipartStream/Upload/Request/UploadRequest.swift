@@ -42,10 +42,12 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     private var task: URLSessionTask?
     /// The current task's redirect, waiting for its answer. Linux URLSession traps ("Received callback for HTTP
     /// redirection, but we're not waiting for it") when that answer comes after a cancel stopped the task, so it is
-    /// given at most once, before the task's cancel, and never after it.
+    /// given at most once, under the lock, and a cancel while it waits refuses it in place of cancelling the task.
     private var redirectAnswer: (@Sendable (URLRequest?) -> Void)?
     /// Whether the current task was cancelled: its redirect is then never answered.
     private var taskCancelled = false
+    /// Whether the current task's redirect was refused: the task then ends by itself, and is never cancelled.
+    private var taskRefused = false
     /// Counts the redirects met, so that a deadline answers only the redirect it was set for.
     private var redirectsMet = 0
 
@@ -121,7 +123,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         }
         let made = lock.withLock {
             self.task = task
-            (redirectAnswer, taskCancelled) = (nil, false)
+            (redirectAnswer, taskCancelled, taskRefused) = (nil, false, false)
             return machine.taskMade()
         }
         act(on: made, task: task)
@@ -266,25 +268,35 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         cancelTask(task, offQueue: true)
     }
 
-    /// Cancels `task`, refusing first a redirect of it that waits for its answer: URLSession runs the two in the
-    /// order they are given, and the refusal must come before the cancel stops the task.
+    /// Cancels `task`; one whose redirect waits for its answer, or was refused, is ended by that refusal instead.
+    /// Linux URLSession ends a task at once when its redirect is refused (the 3xx becomes its answer, which a
+    /// cancelled upload does not take), and traps when a cancel comes as that end is under way ("Trying to access a
+    /// behaviour for a task that is not in the registry"), or when an answer comes after a cancel.
     private func cancelTask(_ task: URLSessionTask, offQueue: Bool) {
-        let waiting = lock.withLock { () -> (@Sendable (URLRequest?) -> Void)? in
-            guard task === self.task else { return nil }
-            defer { (redirectAnswer, taskCancelled) = (nil, true) }
-            return redirectAnswer
+        let endsByItself = lock.withLock { () -> Bool in
+            guard task === self.task else { return false }
+            giveRedirectAnswer(nil)
+            taskCancelled = true
+            return taskRefused
         }
-        waiting?(nil)
+        guard !endsByItself else { return }
         if offQueue { DispatchQueue.global().async { task.cancel() } } else { task.cancel() }
     }
 
     /// Gives the current task's waiting redirect its answer, unless a cancel came first.
     private func answerRedirect(_ request: URLRequest?) {
-        let waiting = lock.withLock { () -> (@Sendable (URLRequest?) -> Void)? in
-            defer { redirectAnswer = nil }
-            return redirectAnswer
-        }
-        waiting?(request)
+        lock.withLock { giveRedirectAnswer(request) }
+    }
+
+    /// Gives the waiting redirect `request`, under the lock: an answer taken out and given outside it could reach
+    /// URLSession after a cancel made meanwhile on another thread (which finds no answer left to give first), and a
+    /// stopped task's answer traps the process. Giving it only queues it on the task's own queue, which never waits
+    /// for this lock; the cancel, which may wait for that queue, is made after the lock is let go.
+    private func giveRedirectAnswer(_ request: URLRequest?) {
+        guard let answer = redirectAnswer else { return }
+        redirectAnswer = nil
+        if request == nil { taskRefused = true }
+        answer(request)
     }
 
     /// The redirect's request is made as every request is (``RequestMaker``: the fresh headers, then the origin
@@ -309,13 +321,11 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         // Weak: an upload that ended meanwhile is not kept for the deadline's sake.
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [weak self] in
             guard let self else { return }
-            let late = lock.withLock { () -> (@Sendable (URLRequest?) -> Void)? in
-                guard redirectsMet == waiting, let late = redirectAnswer else { return nil }
-                redirectAnswer = nil
+            lock.withLock {
+                guard redirectsMet == waiting, redirectAnswer != nil else { return }
                 machine.redirectFailed(because: RedirectDeadline.timedOut(after: seconds, url: sent?.url))
-                return late
+                giveRedirectAnswer(nil)
             }
-            late?(nil)
         }
         guard
             case .make(let resolved) = modify({
