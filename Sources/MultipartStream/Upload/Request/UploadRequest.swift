@@ -138,7 +138,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     private func act(on action: StateMachine.TaskMadeAction, task: URLSessionTask) {
         switch action {
         case .pinCaller: caller.pin()
-        case .cancel: cancelTask(task, offQueue: false)
+        case .cancel: cancelTask(task)
         case .none: break
         }
     }
@@ -264,23 +264,27 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     /// Cancels `task` from another thread: Linux URLSession cancels on its own thread, which may be waiting for the
     /// delegate queue (``PacedDelegateQueue``) or held by a caller stream blocked in `read`.
     private func cancelOffQueue(_ task: URLSessionTask?) {
-        guard let task else { return }
-        cancelTask(task, offQueue: true)
+        guard let task, needsCancel(task) else { return }
+        DispatchQueue.global().async { task.cancel() }
     }
 
-    /// Cancels `task`; one whose redirect waits for its answer, or was refused, is ended by that refusal instead.
-    /// Linux URLSession ends a task at once when its redirect is refused (the 3xx becomes its answer, which a
-    /// cancelled upload does not take), and traps when a cancel comes as that end is under way ("Trying to access a
-    /// behaviour for a task that is not in the registry"), or when an answer comes after a cancel.
-    private func cancelTask(_ task: URLSessionTask, offQueue: Bool) {
-        let endsByItself = lock.withLock { () -> Bool in
+    private func cancelTask(_ task: URLSessionTask) {
+        if needsCancel(task) { task.cancel() }
+    }
+
+    /// Stops `task` as far as the upload can without cancelling it, and says whether it must still be cancelled:
+    /// not when it is no longer the current task (whose end was heard, since only that makes the next), nor when its
+    /// redirect waits for its answer or was refused. Linux URLSession ends a task at once when its redirect is
+    /// refused (the 3xx becomes its answer, which a cancelled upload does not take), and traps when a cancel comes
+    /// as that end is under way ("Trying to access a behaviour for a task that in not in the registry"), or when a
+    /// redirect's answer comes after a cancel.
+    private func needsCancel(_ task: URLSessionTask) -> Bool {
+        lock.withLock {
             guard task === self.task else { return false }
             giveRedirectAnswer(nil)
             taskCancelled = true
-            return taskRefused
+            return !taskRefused
         }
-        guard !endsByItself else { return }
-        if offQueue { DispatchQueue.global().async { task.cancel() } } else { task.cancel() }
     }
 
     /// Gives the current task's waiting redirect its answer, unless a cancel came first.
