@@ -52,7 +52,7 @@ extension URLSessionSuites {
         }
 
         /// The caller cancels its own task while its delegate decides a redirect: the task ends cancelled, and the
-        /// delegate's answer, which comes after, goes nowhere. Linux URLSession traps when an answer reaches a task
+        /// delegate's answer, which comes after the end, goes nowhere. Linux URLSession traps when an answer reaches a task
         /// a cancel stopped ("Received callback for HTTP redirection, but we're not waiting for it"), and nothing
         /// tells the upload of a cancel the caller gives the task itself: this ended the process.
         @Test(arguments: [302, 307])
@@ -73,7 +73,8 @@ extension URLSessionSuites {
                 return await iterator.next()
             }
             #expect(error?.contains("\(URLError.cancelled.rawValue)") == true, "\(String(describing: error))")
-            // The delegate answers now, a second after it was asked: the process is alive, and the session uploads.
+            // The delegate answers now, after the task ended: the process is alive, and the session uploads.
+            delegate.answer()
             try await within(seconds: 30, "the delegate answered") { await delegate.waitUntilAnswered() }
             let (data, _) = try await callerSession.upload(form, with: URLRequest(url: server.url()))
             #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
@@ -247,11 +248,17 @@ final class Reported: @unchecked Sendable {
     var value: (any Error)? { lock.withLock { error } }
 }
 
-/// A caller's delegate that answers a redirect a second after it is asked, saying when it was asked and when it
-/// answered.
+/// A caller's delegate that answers a redirect only when told to (by ``answer()``), on a thread of its own, saying when
+/// it was asked and when it answered: after the test cancelled the task and saw it end, however long that took.
 private final class LateRedirectDelegate: QueueRecorder, URLSessionTaskDelegate, @unchecked Sendable {
     private let (asked, ask) = AsyncStream.makeStream(of: Void.self)
-    private let (answered, answer) = AsyncStream.makeStream(of: Void.self)
+    private let (answered, answers) = AsyncStream.makeStream(of: Void.self)
+    private let release = DispatchSemaphore(value: 0)
+
+    /// Lets the waiting answer go.
+    func answer() {
+        release.signal()
+    }
 
     func urlSession(
         _ session: URLSession,
@@ -261,9 +268,11 @@ private final class LateRedirectDelegate: QueueRecorder, URLSessionTaskDelegate,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         ask.yield()
-        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { [answer] in
+        DispatchQueue.global().async { [release, answers] in
+            // Bounded, so that a test that failed before telling it still lets the task go.
+            _ = release.wait(timeout: .now() + 30)
             completionHandler(request)
-            answer.yield()
+            answers.yield()
         }
     }
 
