@@ -186,13 +186,8 @@ extension URLSessionSuites {
                             slowest.sawConnections(try server.openConnections())
                             let stopwatch = Stopwatch()
                             cancelTask()
-                            try await Stopwatch.wait(atMost: 10, polling: 0.002) { !ended.isSet }
+                            try await expectEndsCancelled(ended, "upload \(plan.index) (\(plan.moment))")
                             slowest.record(stopwatch.seconds, plan.index)
-                            #expect(ended.isSet, "upload \(plan.index) never ended after its cancel")
-                            let error = ended.value
-                            #expect(
-                                error is CancellationError || (error as? URLError)?.code == .cancelled,
-                                "upload \(plan.index) (\(plan.moment)): \(String(describing: error))")
                         }
                     }
                     try await group.waitForAll()
@@ -263,12 +258,7 @@ extension URLSessionSuites {
                             }
                             try await Task.sleep(nanoseconds: plan.cancelAfter)
                             upload.cancel()
-                            try await Stopwatch.wait(atMost: 10, polling: 0.002) { !ended.isSet }
-                            #expect(ended.isSet, "upload \(plan.index) never ended after its cancel")
-                            let error = ended.value
-                            #expect(
-                                error is CancellationError || (error as? URLError)?.code == .cancelled,
-                                "upload \(plan.index): \(String(describing: error))")
+                            try await expectEndsCancelled(ended, "upload \(plan.index)")
                         }
                     }
                     try await group.waitForAll()
@@ -365,6 +355,18 @@ private final class SlowestCancel: @unchecked Sendable {
     }
 
     var value: (Double, Int) { lock.withLock { slowest } }
+}
+
+/// Waits up to 10 s for a cancelled upload to end, and expects it to have ended cancelled.
+private func expectEndsCancelled(
+    _ ended: Reported, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    try await Stopwatch.wait(atMost: 10, polling: 0.002) { !ended.isSet }
+    #expect(ended.isSet, "\(what) never ended after its cancel", sourceLocation: sourceLocation)
+    let error = ended.value
+    #expect(
+        error is CancellationError || (error as? URLError)?.code == .cancelled, "\(what): \(String(describing: error))",
+        sourceLocation: sourceLocation)
 }
 
 /// A caller's delegate that answers each redirect after the pause set for its upload (by the `i` of its URL), on a
