@@ -76,7 +76,71 @@ import Testing
         let read = try store.read(records[0].fileName)
         #expect(read.summary == records[0].summary && read.added == records[0].added)
         #expect(try read.form.rebuilt()?.encode() == records[0].form.rebuilt()?.encode())
-        #expect(try mode(store.url.appendingPathComponent(records[0].fileName)) == 0o600)
+        let batches = try batchFiles()
+        #expect(batches.count == 1, "the call's records in one file: \(batches)")
+        #expect(try mode(store.url.appendingPathComponent(batches[0])) == 0o600)
+    }
+
+    /// A batch holds its records until each is written again (then its own file wins) or removed (then a line says
+    /// so, and it does not come back in the next process); it goes once none lives only in it.
+    @Test func aBatchHoldsItsRecordsUntilEachIsWrittenAgainOrRemoved() throws {
+        let records = try (10..<14).map { try record(sequence: $0, key: "k\($0)") }
+        try store.write(records)
+        #expect(store.summaries() == records.map(\.summary))
+        for record in records { #expect(try store.read(record.fileName).summary == record.summary) }
+
+        var paused = records[1]
+        paused.paused = true
+        try store.write(paused)
+        #expect(store.summaries() == [records[0].summary, paused.summary, records[2].summary, records[3].summary])
+        #expect(try QueueStore(store.url).summaries() == store.summaries(), "in the next process too")
+        #expect(try store.read(paused.fileName).paused == true)
+
+        store.removeRecord(records[2].fileName)
+        #expect(throws: QueueRecord.Damage.self) { try store.read(records[2].fileName) }
+        store.removeRecord(paused.fileName)
+        let next = try QueueStore(store.url)
+        #expect(next.summaries() == [records[0].summary, records[3].summary], "removed ones stay removed")
+        #expect(try batchFiles().count == 1)
+
+        // The last two written again: no record lives only in the batch, which goes, in this process and the next.
+        try next.write(records[0])
+        #expect(try batchFiles().count == 1)
+        try next.write(records[3])
+        #expect(try batchFiles().isEmpty)
+        #expect(try QueueStore(store.url).summaries() == [records[0].summary, records[3].summary])
+        #expect(try store.read(records[3].fileName).key == "k13", "another copy of the store reads the own file")
+    }
+
+    /// A batch that is cut, reordered or not trusted is listed as damaged, by its name; a removal cut short by a
+    /// kill is no removal.
+    @Test func aBatchThatIsDamagedOrNotTrustedIsListedSo() throws {
+        let records = try (0..<3).map { try record(sequence: $0) }
+        try store.write(records)
+        let name = try #require(try batchFiles().first)
+        let file = store.url.appendingPathComponent(name)
+        let whole = try Data(contentsOf: file)
+        try (whole + Data("multipart-queue-removed/1\t\(records[0].fileName)".utf8)).write(to: file)
+        #expect(try QueueStore(store.url).summaries() == records.map(\.summary), "a removal without its line end")
+        let lines: [Data] = whole.split(separator: UInt8(ascii: "\n")).map { Data($0) + Data("\n".utf8) }
+        let cut: Data = lines.dropLast().reduce(Data(), +)
+        let reordered: Data = [lines[2], lines[3], lines[0], lines[1], lines[4], lines[5]].reduce(Data(), +)
+        let prefixed: Data = Data("garbage\n".utf8) + whole
+        let cases: [(Data, String)] = [
+            (cut, "its last record has no JSON line"), (reordered, "out of its batch's order"),
+            (prefixed, "is not a record's summary"),
+        ]
+        for (damaged, why) in cases {
+            try damaged.write(to: file)
+            #expect(try QueueStore(store.url).damage(of: name)?.contains(why) == true, "\(why)")
+        }
+        try whole.write(to: file)
+        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: file.path)
+        #expect(try QueueStore(store.url).damage(of: name)?.contains("others may write") == true)
+    }
+
+    private func batchFiles() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: store.url.path).filter { $0.hasSuffix(".records") }
     }
 
     @Test func aRecordAnEarlierVersionWroteIsListedAndRead() throws {
@@ -122,11 +186,7 @@ import Testing
         #expect(throws: QueueRecord.Damage.self) { try store.read(good.fileName) }
     }
 
-    /// Why listing finds the file `name` damaged; `nil` where it is a record.
-    private func damage(of name: String) -> String? {
-        for case .damaged(name, let reason) in store.list() { return reason }
-        return nil
-    }
+    private func damage(of name: String) -> String? { store.damage(of: name) }
 
     private func mode(_ url: URL) throws -> Int {
         try (FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int) ?? -1
@@ -144,5 +204,19 @@ extension QueueStore {
             }
         }
         return all.sorted { $0.name < $1.name }.map(\.listed)
+    }
+
+    /// The summary of every record listing finds, in the queue's order.
+    func summaries() -> [QueueRecord.Summary] {
+        list().compactMap { listed in
+            if case .record(let summary) = listed { return summary }
+            return nil
+        }
+    }
+
+    /// Why listing finds the file `name` damaged; `nil` where it is a record.
+    func damage(of name: String) -> String? {
+        for case .damaged(name, let reason) in list() { return reason }
+        return nil
     }
 }

@@ -132,7 +132,7 @@ public actor MultipartUploadQueue {
     /// The file `name` that is no record, listed as failed.
     private static func damaged(_ name: String, reason: String) -> QueueSchedule.Upload {
         QueueSchedule.Upload(
-            id: ID(rawValue: String(name.dropLast(".json".count))), sequence: nil, key: nil, origin: nil,
+            id: ID(rawValue: String(name.prefix { $0 != "." })), sequence: nil, key: nil, origin: nil,
             state: .failed(reason: "its record \(name) is damaged: \(reason)"), contentLength: 0)
     }
 
@@ -211,10 +211,10 @@ public actor MultipartUploadQueue {
         return enter(record)
     }
 
-    /// Adds many uploads to the end of the queue, in their order, all on disk before it returns, in a few synced
-    /// writes for the whole call rather than one an upload: a library of photos is added a thousand at a time. Each
-    /// upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing and gives
-    /// that upload's ID.
+    /// Adds many uploads to the end of the queue, in their order, all on disk before it returns, in one file
+    /// written and synced for the whole call rather than a file an upload: a library of photos is added a thousand at
+    /// a time. Each upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing
+    /// and gives that upload's ID.
     ///
     /// - Throws: What ``add(_:with:key:)`` throws, for the first upload that cannot be queued: then none of the call
     ///   is added.
@@ -505,10 +505,9 @@ public actor MultipartUploadQueue {
     /// leaves behind. Uploads in any other state stay.
     public func removeCompleted() async {
         // One pass for all of them: a hundred thousand go at once.
-        for upload in schedule.removeCompleted() {
-            store.removeRecord(Self.fileName(upload))
-            store.removeState(of: upload.id.rawValue)
-        }
+        let removed = schedule.removeCompleted()
+        store.removeRecords(removed.map(Self.fileName))
+        for upload in removed { store.removeState(of: upload.id.rawValue) }
     }
 
     // MARK: The run's steps

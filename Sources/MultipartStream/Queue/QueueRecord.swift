@@ -287,7 +287,7 @@ extension QueueRecord.Summary {
             standing: standing)
     }
 
-    private static func escaped(_ text: String) -> String {
+    static func escaped(_ text: String) -> String {
         guard text.utf8.contains(where: { $0 == 0x25 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return text }
         var bytes: [UInt8] = []
         for byte in text.utf8 {
@@ -300,7 +300,7 @@ extension QueueRecord.Summary {
     }
 
     /// The text `escaped` made; `nil` for a `%` not followed by two hexadecimal digits.
-    private static func unescaped(_ text: String) -> String? {
+    static func unescaped(_ text: String) -> String? {
         guard text.utf8.contains(0x25) else { return text }
         var bytes: [UInt8] = []
         var rest = text.utf8[...]

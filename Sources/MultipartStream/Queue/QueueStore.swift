@@ -3,8 +3,13 @@ import Foundation
 /// The queue's directory on disk, and the one place that lists, reads, writes and removes the records of its uploads
 /// and their saved state. A record is read as saved state is (``SavedUploadDirectory/readTrusted(_:atMost:prefix:)``):
 /// a regular file of this user's that others may not write, opened without following a link, of a bounded size.
+///
+/// A record lives in a file of its own, or in the batch of the call that added it (``QueueBatch``) until it is first
+/// written again.
 struct QueueStore: Sendable {
     private let files: SavedUploadDirectory
+    /// The batches of this process, shared by every copy of the store (the queue's jobs write records too).
+    private let batches = LockedValue<[QueueBatch]>([])
 
     /// The most of a record's first line read to list it: its summary, whose key and reason are the caller's.
     private static let largestSummary = 1 << 20
@@ -30,16 +35,41 @@ struct QueueStore: Sendable {
 
     /// Calls `each` with every record's summary, in no order (the names' order is the queue's), reading no form: a
     /// record's first line, or the whole of one an earlier version wrote. One at a time, so that a queue of a hundred
-    /// thousand is never held twice.
+    /// thousand is never held twice. A batch none of whose records lives only in it is removed.
     func forEachRecord(_ each: (Listed) -> Void) {
+        var batchNames: [String] = []
+        try? POSIX.forEachName(inDirectory: url.path) { name in
+            if name.hasSuffix(QueueBatch.fileExtension), !name.hasPrefix(".") { batchNames.append(name) }
+        }
+        // A record in a file of its own was written since its batch was: that file wins.
+        var own = Set<String>()
         try? POSIX.forEachName(inDirectory: url.path) { name in
             guard name.hasSuffix(".json"), !name.hasPrefix(".") else { return }
+            if !batchNames.isEmpty { own.insert(name) }
             do throws(QueueRecord.Damage) {
                 each(.record(try summary(of: name)))
             } catch {
                 each(.damaged(name: name, reason: error.reason))
             }
         }
+        var found: [QueueBatch] = []
+        for name in batchNames {
+            do throws(SavedUploadDirectory.Distrust) {
+                let (descriptor, _) = try files.openTrusted(directoryPath + name, atMost: .max)
+                defer { POSIX.close(descriptor) }
+                do throws(QueueBatch.Damage) {
+                    found.append(
+                        try QueueBatch.read(descriptor, name: name, moved: own.contains) { each(.record($0)) })
+                } catch {
+                    each(.damaged(name: name, reason: error.reason))
+                }
+            } catch {
+                if !error.missing { each(.damaged(name: name, reason: error.reason)) }
+            }
+        }
+        let (live, spent) = (found.filter { $0.only > 0 }, found.filter { $0.only == 0 })
+        batches.withLock { $0 = live }
+        if !spent.isEmpty { retire(spent.map(\.name)) }
     }
 
     private func summary(of name: String) throws(QueueRecord.Damage) -> QueueRecord.Summary {
@@ -66,45 +96,111 @@ struct QueueStore: Sendable {
     /// are far less.
     private static let largestRecord = 1 << 30
 
-    /// The record in the file `name`, whole.
+    /// The record in the file `name`, whole: its own file, or its lines in a batch.
     func read(_ name: String) throws(QueueRecord.Damage) -> QueueRecord {
         let data: Data
         do throws(SavedUploadDirectory.Distrust) {
             data = try files.readTrusted(directoryPath + name, atMost: Self.largestRecord)
         } catch {
-            throw QueueRecord.Damage(reason: error.missing ? "it is gone" : error.reason)
+            guard error.missing else { throw QueueRecord.Damage(reason: error.reason) }
+            return try readBatched(name)
         }
         return try QueueRecord.decoded(data, name: name)
     }
 
-    /// Writes `record` whole over its last version, `syncing` it to disk (see
-    /// ``SavedUploadDirectory/replace(_:with:syncing:)``).
-    func write(_ record: QueueRecord, syncing: Bool = true) throws(MultipartError) {
-        try files.replace(url.appendingPathComponent(record.fileName), with: record.encoded(), syncing: syncing)
+    private func readBatched(_ name: String) throws(QueueRecord.Damage) -> QueueRecord {
+        let found = batches.withLock { all in
+            all.lazy.compactMap { batch in
+                batch.place(of: name).flatMap { batch.entry(at: $0) == .only ? (batch.name, batch.range(at: $0)) : nil }
+            }.first
+        }
+        guard let (batch, range) = found, range.count <= Self.largestRecord else {
+            throw QueueRecord.Damage(reason: "it is gone")
+        }
+        var data: Data
+        do throws(SavedUploadDirectory.Distrust) {
+            data = try files.readTrusted(directoryPath + batch, range: range)
+        } catch {
+            throw QueueRecord.Damage(reason: "its batch \(batch) cannot be read: \(error.reason)")
+        }
+        if data.last == UInt8(ascii: "\n") { data.removeLast() }
+        return try QueueRecord.decoded(data, name: name)
     }
 
-    /// Writes every record, then makes them durable in one flush of the file system; where one cannot be written,
-    /// none of them stays.
-    func write(_ records: [QueueRecord]) throws(MultipartError) {
-        var written = 0
-        do throws(MultipartError) {
-            for record in records {
-                try write(record, syncing: false)
-                written += 1
-            }
-            try files.syncEverything()
-        } catch {
-            for record in records.prefix(written) {
-                try? POSIX.unlink(url.appendingPathComponent(record.fileName).path)
-            }
-            throw error
+    /// Writes `record` whole over its last version, in a file of its own, `syncing` it to disk (see
+    /// ``SavedUploadDirectory/replace(_:with:syncing:)``).
+    func write(_ record: QueueRecord, syncing: Bool = true) throws(MultipartError) {
+        let name = record.fileName
+        try files.replace(url.appendingPathComponent(name), with: record.encoded(), syncing: syncing)
+        batches.withLock { all in
+            guard let (index, place) = Self.find(name, in: all), all[index].entry(at: place) == .only else { return }
+            all[index].mark(place, .moved)
+            if all[index].only == 0 { retire(all.remove(at: index).name) }
         }
     }
 
-    /// Removes the record file `name`, if it is there.
-    func removeRecord(_ name: String) {
-        try? POSIX.unlink(url.appendingPathComponent(name).path)
+    /// Writes every record, in one batch file made durable at once; where it cannot be written, none of them stays.
+    /// Their sequences follow one another.
+    func write(_ records: [QueueRecord]) throws(MultipartError) {
+        guard !records.isEmpty else { return }
+        let (data, batch) = try QueueBatch.encoded(records)
+        try files.replace(url.appendingPathComponent(batch.name), with: data)
+        batches.withLock { $0.append(batch) }
     }
+
+    /// Removes the records in the files `names`, where they are; a batch that holds one says it, first, so that
+    /// the record does not come back from it.
+    func removeRecords(_ names: [String]) {
+        var lines: [String: Data] = [:]
+        var spent: [String] = []
+        batches.withLock { all in
+            for name in names {
+                guard let (index, place) = Self.find(name, in: all), all[index].entry(at: place) != .removed else {
+                    continue
+                }
+                all[index].mark(place, .removed)
+                lines[all[index].name, default: Data()] += QueueBatch.removal(of: name)
+            }
+            spent = all.filter { $0.only == 0 }.map(\.name)
+            all.removeAll { $0.only == 0 }
+        }
+        for (batch, removals) in lines where !spent.contains(batch) { append(removals, to: batch) }
+        for name in names { try? POSIX.unlink(directoryPath + name) }
+        if !spent.isEmpty { retire(spent) }
+    }
+
+    /// Removes the record in the file `name`, if it is there.
+    func removeRecord(_ name: String) {
+        removeRecords([name])
+    }
+
+    /// The batch and place of the record in the file `name`, in `all`.
+    private static func find(_ name: String, in all: [QueueBatch]) -> (Int, Int)? {
+        for (index, batch) in all.enumerated() {
+            if let place = batch.place(of: name) { return (index, place) }
+        }
+        return nil
+    }
+
+    /// Adds `lines` to the end of the batch `name`, synced. One that cannot be written leaves the record to come back
+    /// in the next process, as a removal whose unlink was lost would.
+    private func append(_ lines: Data, to name: String) {
+        guard
+            let descriptor = try? POSIX.open(
+                directoryPath + name, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC)
+        else { return }
+        defer { POSIX.close(descriptor) }
+        if (try? POSIX.writeAll(descriptor, lines)) != nil { try? POSIX.sync(descriptor) }
+    }
+
+    /// Removes the batches `names`, none of whose records lives only in them any more: once what was written since
+    /// is on disk, since their records' own files, some written unsynced, now hold them.
+    private func retire(_ names: [String]) {
+        guard (try? files.syncEverything()) != nil else { return }
+        for name in names { try? POSIX.unlink(directoryPath + name) }
+    }
+
+    private func retire(_ name: String) { retire([name]) }
 
     /// Where an upload keeps its saved state: a directory of its own, so that two uploads of the same form never
     /// share one.

@@ -97,23 +97,56 @@ struct SavedUploadDirectory: Sendable {
     /// not write, opened without following a link, of at most `largest` bytes; its first `prefix` bytes where fewer
     /// are asked for.
     func readTrusted(_ path: String, atMost largest: Int, prefix: Int? = nil) throws(Distrust) -> Data {
+        let (descriptor, size) = try openTrusted(path, atMost: largest)
+        defer { POSIX.close(descriptor) }
+        // One byte past the size it had, so that a file that grew meanwhile is read to the bound and no further.
+        let data = try Self.read(descriptor, count: min(size + 1, prefix ?? .max))
+        guard data.count <= largest else { throw Distrust(reason: "it grew past \(largest) bytes as it was read") }
+        return data
+    }
+
+    /// The bytes `range` of the file at `path`, checked as ``readTrusted(_:atMost:prefix:)`` checks it (of any size).
+    func readTrusted(_ path: String, range: Range<Int>) throws(Distrust) -> Data {
+        let (descriptor, size) = try openTrusted(path, atMost: .max)
+        defer { POSIX.close(descriptor) }
+        guard range.upperBound <= size, (try? POSIX.seek(descriptor, to: UInt64(range.lowerBound))) != nil else {
+            throw Distrust(reason: "it is shorter than it was (\(size) bytes, not \(range.upperBound))")
+        }
+        let data = try Self.read(descriptor, count: range.count)
+        guard data.count == range.count else { throw Distrust(reason: "it shrank as it was read") }
+        return data
+    }
+
+    /// The file at `path`, open to read, and its size, where it can be trusted (see
+    /// ``readTrusted(_:atMost:prefix:)``).
+    func openTrusted(_ path: String, atMost largest: Int) throws(Distrust) -> (descriptor: Int32, size: Int) {
         let descriptor: Int32
         do throws(POSIX.Failure) {
             descriptor = try POSIX.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         } catch {
             throw Distrust(reason: "it cannot be opened: \(error)", missing: error.code == ENOENT)
         }
-        defer { POSIX.close(descriptor) }
-        guard let info = try? POSIX.status(of: descriptor), info.st_mode & S_IFMT == S_IFREG else {
-            throw Distrust(reason: "it is not a regular file")
+        do throws(Distrust) {
+            guard let info = try? POSIX.status(of: descriptor), info.st_mode & S_IFMT == S_IFREG else {
+                throw Distrust(reason: "it is not a regular file")
+            }
+            guard info.st_uid == owner else {
+                throw Distrust(reason: "it belongs to user \(info.st_uid), not to this one")
+            }
+            guard info.st_mode & 0o022 == 0 else { throw Distrust(reason: "others may write it") }
+            guard info.st_size <= largest else {
+                throw Distrust(reason: "it is \(info.st_size) bytes, more than a record of its kind holds (\(largest))")
+            }
+            return (descriptor, Int(info.st_size))
+        } catch {
+            POSIX.close(descriptor)
+            throw error
         }
-        guard info.st_uid == owner else { throw Distrust(reason: "it belongs to user \(info.st_uid), not to this one") }
-        guard info.st_mode & 0o022 == 0 else { throw Distrust(reason: "others may write it") }
-        guard info.st_size <= largest else {
-            throw Distrust(reason: "it is \(info.st_size) bytes, more than a record of its kind holds (\(largest))")
-        }
-        // One byte past the size it had, so that a file that grew meanwhile is read to the bound and no further.
-        var data = Data(count: min(Int(info.st_size) + 1, prefix ?? .max))
+    }
+
+    /// At most `count` bytes from `descriptor`, fewer at its end.
+    private static func read(_ descriptor: Int32, count wanted: Int) throws(Distrust) -> Data {
+        var data = Data(count: wanted)
         var count = 0
         while count < data.count {
             let read = data.withUnsafeMutableBytes { buffer in
@@ -124,7 +157,6 @@ struct SavedUploadDirectory: Sendable {
             count += read
         }
         data.count = count
-        guard count <= largest else { throw Distrust(reason: "it grew past \(largest) bytes as it was read") }
         return data
     }
 
