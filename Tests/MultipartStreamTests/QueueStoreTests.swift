@@ -137,6 +137,9 @@ import Testing
         try whole.write(to: file)
         try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: file.path)
         #expect(try QueueStore(store.url).damage(of: name)?.contains("others may write") == true)
+        // Removing what is listed removes the file.
+        store.removeRecord(name)
+        #expect(try batchFiles().isEmpty)
     }
 
     private func batchFiles() throws -> [String] {

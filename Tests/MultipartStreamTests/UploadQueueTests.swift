@@ -380,6 +380,32 @@ extension URLSessionSuites {
             #expect(try server.forms().count == 1)
         }
 
+        /// The file of an `add(contentsOf:)` call that is cut short is one failed upload, named by its file; the
+        /// others go on, and removing it removes the file.
+        @Test func aDamagedBatchIsOneFailedUploadThatRemoveRemoves() async throws {
+            let server = try DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            _ = try await queue.add(try form(1), with: URLRequest(url: server.url()))
+            _ = try await queue.add(
+                contentsOf: (2..<4).map { .init(form: try form($0), request: URLRequest(url: server.url())) })
+            let batch = queueDirectory.appendingPathComponent(try #require(batches().first))
+            let whole = try Data(contentsOf: batch)
+            try whole.prefix(whole.count - 10).write(to: batch)
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            try await within(seconds: 60, "the run") { try await reopened.run() }
+            let uploads = await reopened.uploads
+            guard uploads.count == 2, case .completed = uploads[0].state, case .failed(let reason) = uploads[1].state
+            else {
+                Issue.record("\(uploads.map(\.state))")
+                return
+            }
+            #expect(reason.contains(batch.lastPathComponent) && reason.contains("no JSON line"), "\(reason)")
+            #expect(try server.forms().count == 1)
+            await reopened.remove(uploads[1].id)
+            #expect(batches().isEmpty)
+            #expect(try await MultipartUploadQueue(directory: queueDirectory).uploads.map(\.id) == [uploads[0].id])
+        }
+
         /// A queue opens on its records' first lines and reads a form only to start it: a record damaged past its
         /// summary is pending when the queue opens, and fails as it starts, naming its file; the others go on.
         @Test func aQueueOpensWithoutReadingAFormAndFailsAnUnreadableOneAtItsStart() async throws {

@@ -132,14 +132,17 @@ public actor MultipartUploadQueue {
     /// The file `name` that is no record, listed as failed.
     private static func damaged(_ name: String, reason: String) -> QueueSchedule.Upload {
         QueueSchedule.Upload(
-            id: ID(rawValue: String(name.prefix { $0 != "." })), sequence: nil, key: nil, origin: nil,
+            id: ID(rawValue: name.hasSuffix(".json") ? String(name.dropLast(".json".count)) : name), sequence: nil,
+            key: nil, origin: nil,
             state: .failed(reason: "its record \(name) is damaged: \(reason)"), contentLength: 0)
     }
 
     /// The record file of `upload`.
     private static func fileName(_ upload: QueueSchedule.Upload) -> String {
-        upload.sequence.map { QueueRecord.fileName(sequence: $0, id: upload.id.rawValue) }
-            ?? upload.id.rawValue + ".json"
+        let id = upload.id.rawValue
+        // A damaged batch is named whole, so that removing it removes its file.
+        return upload.sequence.map { QueueRecord.fileName(sequence: $0, id: id) }
+            ?? (id.hasSuffix(QueueBatch.fileExtension) ? id : id + ".json")
     }
 
     /// The record of `upload`, whole; a damaged one has none.
