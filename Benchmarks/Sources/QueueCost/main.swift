@@ -12,15 +12,17 @@ import MultipartStreamTestSupport
 // count is checked. Prints the median of the per-round time ratios; fails past --max-ratio. Then --queued uploads
 // added to one queue a thousand a call (add(contentsOf:)), the queue opened anew on its directory (a relaunch),
 // listed, and run (unless --no-run): each step's time, and the resident memory it added, per upload; fails past
-// --max-kb per upload, or where opening took more than --max-open-seconds or, at its height, --max-open-mib.
+// --max-kb per upload, where adding took more than --max-add-seconds, or where opening took more than
+// --max-open-seconds or, at its height, --max-open-mib.
 // Usage: queue-cost [--uploads N] [--rounds R] [--queued N] [--no-run] [--max-ratio X] [--max-kb KB]
-//                   [--max-open-seconds S] [--max-open-mib M]
+//                   [--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M]
 
 var uploadsPerRound = 1_000
 var rounds = 5
 var queued = 10_000
 var maxRatio: Double?
 var maxKB: Double?
+var maxAddSeconds: Double?
 var maxOpenSeconds: Double?
 var maxOpenMiB: Double?
 var runsMany = true
@@ -36,13 +38,14 @@ while let option = arguments.popFirst() {
     case ("--queued", let value?) where Int(value) != nil: queued = Int(value)!
     case ("--max-ratio", let value?) where Double(value) != nil: maxRatio = Double(value)
     case ("--max-kb", let value?) where Double(value) != nil: maxKB = Double(value)
+    case ("--max-add-seconds", let value?) where Double(value) != nil: maxAddSeconds = Double(value)
     case ("--max-open-seconds", let value?) where Double(value) != nil: maxOpenSeconds = Double(value)
     case ("--max-open-mib", let value?) where Double(value) != nil: maxOpenMiB = Double(value)
     default:
         FileHandle.standardError.write(
             Data(
                 ("usage: queue-cost [--uploads N] [--rounds R] [--queued N] [--no-run] [--max-ratio X] [--max-kb KB] "
-                    + "[--max-open-seconds S] [--max-open-mib M]\n").utf8))
+                    + "[--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M]\n").utf8))
         exit(2)
     }
 }
@@ -181,6 +184,10 @@ print(
 var failed = false
 if let maxRatio, ratio > maxRatio {
     print(String(format: "FAIL: %.3f is over %.2f", ratio, maxRatio))
+    failed = true
+}
+if let maxAddSeconds, addSeconds > maxAddSeconds {
+    print(String(format: "FAIL: adding took %.2f s, more than %.2f", addSeconds, maxAddSeconds))
     failed = true
 }
 if let maxOpenSeconds, openSeconds > maxOpenSeconds {
