@@ -37,7 +37,7 @@ import Testing
                 let (collected, error) = await collectIteration(chunks)
                 #expect(error == nil, "round \(round) iteration \(iteration): \(String(describing: error))")
                 #expect(collected.allSatisfy { !$0.isEmpty && $0.count <= maximumSize })
-                #expect(Data(collected.joined()) == encoded, "round \(round) iteration \(iteration)")
+                #expect(collected.concatenated() == encoded, "round \(round) iteration \(iteration)")
                 var filledBody = Data()
                 for try await chunk in filled {
                     #expect(!chunk.isEmpty && chunk.count <= maximumSize)
@@ -56,7 +56,7 @@ import Testing
         let (collected, error) = await collectIteration(form.bodyChunks())
         #expect(error == nil)
         #expect(collected.count == Int((form.contentLength! + 65_535) / 65_536))
-        let parts = try Peer.node.parse(Data(collected.joined()), contentType: form.contentType)
+        let parts = try Peer.node.parse(collected.concatenated(), contentType: form.contentType)
         #expect(parts.map(\.name) == ["title", "file"])
         #expect(parts.last?.body == fileBody)
     }
@@ -68,7 +68,7 @@ import Testing
             let (collected, error) = await collectIteration(form.bodyChunks(maximumSize: size))
             #expect(error == nil)
             #expect(collected.count == Int(form.contentLength!))
-            #expect(Data(collected.joined()) == (try form.encode()))
+            #expect(collected.concatenated() == (try form.encode()))
         }
     }
 
@@ -88,7 +88,7 @@ import Testing
         let chunks = form.bodyChunks()
         let first = await collectIteration(chunks)
         #expect(first.error == nil)
-        #expect(Data(first.chunks.joined()).count == Int(form.contentLength!))
+        #expect(first.chunks.concatenated().count == Int(form.contentLength!))
         let second = await collectIteration(chunks)
         let error = try #require(second.error)
         #expect(error.part?.index == 1)

@@ -31,7 +31,7 @@ import Testing
         #expect(error == nil)
         #expect(collected.map(\.count).dropLast().allSatisfy { $0 == 1 << 20 })
         #expect(collected.count == Int((form.contentLength! + (1 << 20) - 1) >> 20))
-        let parts = try Peer.node.parse(Data(collected.joined()), contentType: form.contentType)
+        let parts = try Peer.node.parse(collected.concatenated(), contentType: form.contentType)
         #expect(parts.map(\.name) == ["title", "file"])
         #expect(parts.last?.body == fileBody)
     }
@@ -45,7 +45,7 @@ import Testing
         #expect(error == nil)
         // More room than the size is filled only up to the size; less makes smaller chunks.
         #expect(collected.allSatisfy { $0.count == min(room, 4_096) || $0 == collected.last })
-        #expect(Data(collected.joined()) == (try form.encode()))
+        #expect(collected.concatenated() == (try form.encode()))
     }
 
     @Test func fillCalledTwiceFillsOneChunkUpToItsSize() async throws {
@@ -65,7 +65,7 @@ import Testing
         let (collected, error) = await collectIteration(chunks)
         #expect(error == nil)
         #expect(collected.dropLast().allSatisfy { $0.count == 1_000 })
-        #expect(Data(collected.joined()) == (try form.encode()))
+        #expect(collected.concatenated() == (try form.encode()))
     }
 
     @Test func aMakerThatNeverFillsFailsInsteadOfSpinning() async throws {
@@ -120,7 +120,7 @@ import Testing
             let chunks = form.bodyChunks(maximumSize: 777, startingAt: UInt64(offset), makeChunk: Self.makeChunk())
             let (collected, error) = await collectIteration(chunks)
             #expect(error == nil)
-            #expect(Data(collected.joined()) == encoded.dropFirst(offset), "from \(offset)")
+            #expect(collected.concatenated() == encoded.dropFirst(offset), "from \(offset)")
         }
         let past = form.bodyChunks(startingAt: UInt64(encoded.count + 1), makeChunk: Self.makeChunk())
         let (collected, error) = await collectIteration(past)
