@@ -13,7 +13,7 @@ extension CommandLineTests {
                 let url = RedirectCases.withCredentials(
                     first, RedirectCases.redirectPath(code, to: location))
                 let before = try await (first.log().count, other.log().count)
-                let result = try await run(["-sS", "-F", "a=b", "-o", "/dev/null"] + options + [url.absoluteString])
+                let result = try run(["-sS", "-F", "a=b", "-o", "/dev/null"] + options + [url.absoluteString])
                 #expect(result.status == 0 || code <= 303, "\(options) \(code) \(location): \(result.stderr)")
                 let reached = try await leaves ? other.log().dropFirst(before.1) : first.log().dropFirst(before.0)
                 let landed = reached.filter { $0.path.hasSuffix("landed") }
@@ -33,7 +33,7 @@ extension CommandLineTests {
             let url = RedirectCases.withCredentials(
                 first, RedirectCases.redirectPath(307, to: location))
             let before = try await (first.log().count, other.log().count)
-            _ = try await run([], shell: "curl -sS -L -F a=b -o /dev/null '\(url.absoluteString)'")
+            _ = try run([], shell: "curl -sS -L -F a=b -o /dev/null '\(url.absoluteString)'")
             let reached = try await leaves ? other.log().dropFirst(before.1) : first.log().dropFirst(before.0)
             let landed = try #require(reached.last { $0.path.hasSuffix("landed") })
             #expect(landed.authorization == (leaves ? nil : RedirectCases.basic), "curl, \(location)")
@@ -43,15 +43,13 @@ extension CommandLineTests {
     /// `-C -` against a server of the draft whose start URL redirects discovery and creation to another origin,
     /// which puts the upload back on the first: nothing on the other origin carries the credential, everything on
     /// the first does, and the form arrives whole.
-    @Test func credentialsInTheURLStayWithTheirOriginThroughTheResumableProtocol() async throws {
+    @Test func credentialsInTheURLStayWithTheirOriginThroughTheResumableProtocol() throws {
         let server = try DraftServer()
         _ = try directory.file("blob.bin", contents: Data(repeating: 7, count: 200_000))
         let start = URL(
             string: server.url(scenario: "redirect-away").absoluteString.replacingOccurrences(
                 of: "http://", with: "http://ada:pw@"))!
-        let result = try await run([
-            "-sS", "-L", "-C", "-", "-F", "file=@blob.bin", "-o", "/dev/null", start.absoluteString,
-        ])
+        let result = try run(["-sS", "-L", "-C", "-", "-F", "file=@blob.bin", "-o", "/dev/null", start.absoluteString])
         #expect(result.status == 0, "\(result.stderr)")
         let log = try server.log()
         #expect(try server.forms().count == 1)

@@ -26,7 +26,7 @@ extension CommandLineTests {
                         let redirect = first.url(
                             "/redirect/\(code)?to="
                                 + (location + tag).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
-                        let result = try await run(
+                        let result = try run(
                             ["-sS", "-F", "a=b", "-o", "/dev/null"] + source + options + [redirect.absoluteString])
                         let what = "\(source) \(options) \(code) to \(location)"
                         // A 301 to 303 lands as a GET without the form, which the server refuses (exit 4).

@@ -48,12 +48,11 @@ import Testing
 
 extension CommandLineTests {
     /// `multipart --queue DIR -F ... URL`, printing the upload's ID.
-    private func enqueue(_ index: Int, to url: URL, queue: String) async throws -> (id: String, form: DraftServer.Form)
-    {
+    private func enqueue(_ index: Int, to url: URL, queue: String) throws -> (id: String, form: DraftServer.Form) {
         let arguments = ["--boundary", "queued-\(index)", "-F", "n=\(index)", "-F", "file=@f-\(index).bin"]
-        let added = try await run(["--queue", queue] + arguments + [url.absoluteString])
+        let added = try run(["--queue", queue] + arguments + [url.absoluteString])
         #expect(added.status == 0, "\(added.stderr)")
-        let written = try await run(["-s"] + arguments + ["-o", "e-\(index).multipart"])
+        let written = try run(["-s"] + arguments + ["-o", "e-\(index).multipart"])
         #expect(written.status == 0, "\(written.stderr)")
         let expected = directory.path("e-\(index).multipart")
         let bytes = try FileManager.default.attributesOfItem(atPath: expected.path)[.size] as? Int ?? 0
@@ -78,7 +77,7 @@ extension CommandLineTests {
         var gone = ""
         for index in 0..<25 {
             try generator.writeFile(at: directory.path("f-\(index).bin"), size: 8 << 20)
-            let added = try await enqueue(index, to: server.url(scenario: "paced"), queue: queue)
+            let added = try enqueue(index, to: server.url(scenario: "paced"), queue: queue)
             if index == 12 {
                 gone = added.id
                 try FileManager.default.removeItem(at: directory.path("f-\(index).bin"))
@@ -169,7 +168,7 @@ extension CommandLineTests {
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 63)
         try generator.writeFile(at: directory.path("f-0.bin"), size: 1 << 20)
-        let added = try await enqueue(0, to: server.url(scenario: scenario), queue: queue)
+        let added = try enqueue(0, to: server.url(scenario: scenario), queue: queue)
         try await onAThreadOfItsOwn { [self] in
             let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-0.err"))
             try waitFor(
@@ -224,7 +223,7 @@ extension CommandLineTests {
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 630)
         try generator.writeFile(at: directory.path("f-0.bin"), size: 1 << 20)
-        let (id, form) = try await enqueue(0, to: server.url(scenario: "drop-at-end-no-field"), queue: queue)
+        let (id, form) = try enqueue(0, to: server.url(scenario: "drop-at-end-no-field"), queue: queue)
         let (ran, _) = try await runQueue(queue, upTo: 60)
         let found = try await MultipartUploadQueue(directory: directory.path("queue")).uploads
         let state = try #require(found.first { $0.id.rawValue == id }?.state)
@@ -266,7 +265,7 @@ extension CommandLineTests {
             for index in 0..<4 {
                 let size = Int.random(in: 1...(512 << 10), using: &generator)
                 try generator.writeFile(at: directory.path("f-\(index).bin"), size: UInt64(size))
-                let added = try await enqueue(index, to: server.url(scenario: "hostile"), queue: queue)
+                let added = try enqueue(index, to: server.url(scenario: "hostile"), queue: queue)
                 forms[added.id] = added.form
             }
             try server.setHostile(seed: generator.next())
@@ -315,13 +314,13 @@ extension CommandLineTests {
         let server = try DraftServer()
         let queue = directory.path("queue").path
         _ = try directory.file("f-0.bin", contents: Data(count: 1_000))
-        let refused = try await run([
+        let refused = try run([
             "--queue", queue, "-u", "ada:secret", "-F", "file=@f-0.bin", server.url().absoluteString,
         ])
         #expect(
             refused.status == 2 && refused.stderr.contains("give -H and -u to --queue DIR --run"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("run(on:headers:)"), "a Swift API named to a command user")
-        let id = try await enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
+        let id = try enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
         let (sent, _) = try await runQueue(queue, upTo: 60, ["-u", "u:p"])
         #expect(sent.status == 0 && sent.stderr.contains("\(id) completed: HTTP 200"), "\(sent.stderr)")
         for path in try FileManager.default.subpathsOfDirectory(atPath: queue) {
@@ -345,12 +344,12 @@ extension CommandLineTests {
                 "file=@f-\(index).bin",
                 server.url().absoluteString,
             ]
-            let (first, second) = (try await run(add), try await run(add))
+            let (first, second) = (try run(add), try run(add))
             #expect(first.status == 0 && second.status == 0, "\(first.stderr)\(second.stderr)")
             #expect(first.stdout == second.stdout, "a key adds once")
             ids.append(String(decoding: first.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
             .split(separator: "\n")
         #expect(listed.count == 3, "\(listed)")
         for (index, line) in listed.enumerated() {
@@ -368,30 +367,30 @@ extension CommandLineTests {
         #expect(idle.status == 4 && idle.stderr.contains("\(ids[1]) failed"), "\(idle.stderr)")
         #expect(!idle.stderr.contains("\(ids[0]) completed"), "said once, by the run that completed it")
         #expect(idle.stderr.hasSuffix("multipart: 2 completed, 1 failed\n"), "\(idle.stderr)")
-        let failed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        let failed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
         #expect(
             failed.contains("\(ids[1])  failed (") && failed.contains("\(ids[0])  completed (HTTP 200)"), "\(failed)")
 
-        let missing = try await run(["--queue", queue, "--retry", ids[1]])
+        let missing = try run(["--queue", queue, "--retry", ids[1]])
         #expect(missing.status == 3 && missing.stderr.contains("f-1.bin"), "\(missing.stderr)")
         _ = try directory.file("f-1.bin", contents: Data(repeating: 9, count: 33_333))
-        let retried = try await run(["--queue", queue, "--retry", ids[1]])
+        let retried = try run(["--queue", queue, "--retry", ids[1]])
         #expect(retried.status == 0, "\(retried.stderr)")
         let (again, _) = try await runQueue(queue, upTo: 60)
         #expect(again.status == 0 && again.stderr.contains("\(ids[1]) completed: HTTP 200"), "\(again.stderr)")
         #expect(again.stderr.hasSuffix("multipart: 3 completed, 0 failed\n"), "\(again.stderr)")
-        let written = try await run(["-s", "--boundary", "keyed-1", "-F", "file=@f-1.bin", "-o", "now.multipart"])
+        let written = try run(["-s", "--boundary", "keyed-1", "-F", "file=@f-1.bin", "-o", "now.multipart"])
         #expect(written.status == 0)
         let now = DraftServer.Form(
             bytes: try Data(contentsOf: directory.path("now.multipart")).count,
             sha256: try sha256sum(directory.path("now.multipart")))
         #expect(try server.forms().count == 3 && server.forms().contains(now), "the file as it is now")
 
-        let notFailed = try await run(["--queue", queue, "--retry", ids[0]])
+        let notFailed = try run(["--queue", queue, "--retry", ids[0]])
         #expect(notFailed.status == 2 && notFailed.stderr.contains("has not failed"), "\(notFailed.stderr)")
-        #expect(try await run(["--queue", queue, "--remove-completed"]).status == 0)
-        #expect(try await run(["--queue", queue, "--list"]).stdout.isEmpty)
-        let gone = try await run(["--queue", queue, "--remove", ids[2]])
+        #expect(try run(["--queue", queue, "--remove-completed"]).status == 0)
+        #expect(try run(["--queue", queue, "--list"]).stdout.isEmpty)
+        let gone = try run(["--queue", queue, "--remove", ids[2]])
         #expect(gone.status == 2 && gone.stderr.contains("no upload \(ids[2])"), "\(gone.stderr)")
         let records = try FileManager.default.contentsOfDirectory(atPath: queue).filter { $0.hasSuffix(".json") }
         #expect(records.isEmpty, "\(records)")
@@ -406,7 +405,7 @@ extension CommandLineTests {
         var forms: [DraftServer.Form] = []
         for index in 0..<30 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 10_000 + index))
-            let written = try await run([
+            let written = try run([
                 "-s", "--boundary", "keyed-\(index)", "-F", "file=@f-\(index).bin", "-o", "e.multipart",
             ])
             #expect(written.status == 0, "\(written.stderr)")
@@ -438,10 +437,10 @@ extension CommandLineTests {
             adding.waitUntilExit()
         }
         for round in 0..<2 {
-            let again = try await run([], shell: loop)
+            let again = try run([], shell: loop)
             #expect(again.status == 0, "round \(round): \(again.stderr)")
         }
-        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self).split(
+        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self).split(
             separator: "\n")
         let keys = listed.compactMap { line in line.firstRange(of: "key photos/").map { line[$0.upperBound...] } }
             .map { $0.prefix { $0 != " " } }
@@ -453,16 +452,16 @@ extension CommandLineTests {
 
     /// `--run` in a terminal draws one bar for the whole queue, to 100% of every form's bytes, ended before the last
     /// line; `-s` draws none.
-    @Test(.enabled(if: isLinux)) func aRunDrawsOneBarForTheWholeQueueInATerminal() async throws {
+    @Test(.enabled(if: isLinux)) func aRunDrawsOneBarForTheWholeQueueInATerminal() throws {
         let server = try DraftServer()
         var total = 0
         for index in 0..<3 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 1 << 20))
             // 64 KiB every 50 ms: about a second a form, all three at once.
-            await total += try enqueue(index, to: server.url(scenario: "slow"), queue: "queue").form.bytes
+            total += try enqueue(index, to: server.url(scenario: "slow"), queue: "queue").form.bytes
         }
         // `script` gives the command a pseudo-terminal and copies what it shows into typescript.
-        let shown = try await run(
+        let shown = try run(
             [], shell: "script -qfec '\(Self.executable.path) --queue queue --run' typescript > /dev/null")
         #expect(shown.status == 0, "\(shown.stderr)")
         let screen = try String(contentsOf: directory.path("typescript"), encoding: .utf8)
@@ -476,9 +475,9 @@ extension CommandLineTests {
 
         for index in 3..<4 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 1 << 20))
-            _ = try await enqueue(index, to: server.url(scenario: "slow"), queue: "queue")
+            _ = try enqueue(index, to: server.url(scenario: "slow"), queue: "queue")
         }
-        let silent = try await run(
+        let silent = try run(
             [], shell: "script -qfec '\(Self.executable.path) -s --queue queue --run' silent > /dev/null")
         #expect(silent.status == 0, "\(silent.stderr)")
         let quiet = try String(contentsOf: directory.path("silent"), encoding: .utf8)
@@ -494,16 +493,16 @@ extension CommandLineTests {
         var ids: [String] = []
         for index in 0..<2 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 10_000))
-            await ids.append(try enqueue(index, to: server.url(), queue: queue).id)
+            ids.append(try enqueue(index, to: server.url(), queue: queue).id)
         }
-        #expect(try await run(["--queue", queue, "--pause", ids[0]]).status == 0)
+        #expect(try run(["--queue", queue, "--pause", ids[0]]).status == 0)
         let (sent, _) = try await runQueue(queue, upTo: 60)
         #expect(sent.status == 0 && sent.stderr.hasSuffix("1 completed, 0 failed, 1 paused\n"), "\(sent.stderr)")
-        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
         #expect(listed.contains("\(ids[0])  paused  "), "\(listed)")
-        let notPaused = try await run(["--queue", queue, "--resume", ids[1]])
+        let notPaused = try run(["--queue", queue, "--resume", ids[1]])
         #expect(notPaused.status == 2 && notPaused.stderr.contains("is not paused"), "\(notPaused.stderr)")
-        #expect(try await run(["--queue", queue, "--resume", ids[0]]).status == 0)
+        #expect(try run(["--queue", queue, "--resume", ids[0]]).status == 0)
         let (rest, _) = try await runQueue(queue, upTo: 60)
         #expect(rest.status == 0 && rest.stderr.hasSuffix("2 completed, 0 failed\n"), "\(rest.stderr)")
         #expect(try server.forms().count == 2)
@@ -518,7 +517,7 @@ extension CommandLineTests {
         for index in 0..<2 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 8 << 20))
             // 64 KiB every 50 ms: about 6 s a form, so that the Ctrl-C comes while the first is under way.
-            await forms.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue).form)
+            forms.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue).form)
         }
         // One at a time: the second waits its turn.
         let first = try start(["--queue", queue, "--run", "--parallel", "1"], stderr: directory.path("first.err"))

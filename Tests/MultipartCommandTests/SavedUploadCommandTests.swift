@@ -79,7 +79,7 @@ extension CommandLineTests {
 
     /// Ctrl-C once the server holds 1 MiB of a stalled append; the command keeps the upload and says how to resume
     /// it, its state holds no credential, and the same command run again resumes and sends the rest.
-    @Test func ctrlCKeepsTheUploadAndTheSameCommandResumesIt() async throws {
+    @Test func ctrlCKeepsTheUploadAndTheSameCommandResumesIt() throws {
         let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
         _ = try directory.file("video.bin", contents: random.readData(ofLength: 24 << 20))
         let server = try DraftServer()
@@ -89,7 +89,7 @@ extension CommandLineTests {
             server.url(scenario: "stall").absoluteString,
         ]
         let first = try start(arguments, stderr: directory.path("first.err"))
-        try await waitFor(
+        try waitFor(
             "the command's append", ended: { first.exitedWithStatus }, seen: { "\((try? server.log()) ?? [])" },
             until: { try server.log().contains(where: { $0.method == "PATCH" }) })
         first.interrupt()
@@ -109,13 +109,11 @@ extension CommandLineTests {
             #expect(!text.contains(secret), "the state holds \(secret)")
         }
 
-        let second = try await run(arguments)
+        let second = try run(arguments)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stderr.contains("resuming the saved upload at byte 1048576 of"), "\(second.stderr)")
         #expect(second.stderr.contains("multipart: sent 23.0 MiB from byte 1048576 in"), "only this run's bytes")
-        let body = try await run([
-            "-s", "--boundary", "SavedUpload", "-F", "note=hello", "-F", "video=@video.bin", "-o", "-",
-        ])
+        let body = try run(["-s", "--boundary", "SavedUpload", "-F", "note=hello", "-F", "video=@video.bin", "-o", "-"])
         let expected = try directory.file("expected.multipart", contents: body.stdout)
         #expect(try server.forms() == [DraftServer.Form(bytes: body.stdout.count, sha256: try sha256sum(expected))])
         #expect(stateFiles().isEmpty, "no state after success")
@@ -125,16 +123,16 @@ extension CommandLineTests {
     /// server stands and how to resume, deletes nothing; the same command run again sends the rest, once.
     /// `-C -` as a user types it first, through a drop after half: retried (three times unless told), the server
     /// asked where it stands, and only the rest sent.
-    @Test func aDropIsResumedInTheSameRunByDefault() async throws {
+    @Test func aDropIsResumedInTheSameRunByDefault() throws {
         var generator = SeededGenerator(seed: 36)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
         let server = try DraftServer()
-        let result = try await run([
+        let result = try run([
             "-s", "-C", "-", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "head-503").absoluteString,
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        let body = try await run(["-s", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let body = try run(["-s", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "-"]).stdout
         let expected = try directory.file("expected.multipart", contents: body)
         #expect(try server.forms() == [DraftServer.Form(bytes: body.count, sha256: try sha256sum(expected))])
         let log = try server.log()
@@ -143,7 +141,7 @@ extension CommandLineTests {
         #expect(stateFiles().isEmpty, "no state after success")
     }
 
-    @Test func retriesSpentKeepTheUploadAndTheSameCommandResumesIt() async throws {
+    @Test func retriesSpentKeepTheUploadAndTheSameCommandResumesIt() throws {
         var generator = SeededGenerator(seed: 34)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
         let server = try DraftServer()
@@ -151,8 +149,8 @@ extension CommandLineTests {
             "-S", "-C", "-", "--retry", "0", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "patch-503").absoluteString,
         ]
-        let first = try await run(arguments)
-        let length = try await run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"]).stdout.count
+        let first = try run(arguments)
+        let length = try run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"]).stdout.count
         #expect(first.status == 4, "\(first.stderr)")
         #expect(
             first.stderr.contains("the server having \(length / 2) of the form's \(length) bytes"), "\(first.stderr)")
@@ -163,17 +161,17 @@ extension CommandLineTests {
         #expect(!(try server.log()).contains { $0.method == "DELETE" }, "the server keeps the upload")
         #expect(stateFiles().count == 1, "the state stays")
 
-        let second = try await run(arguments)
+        let second = try run(arguments)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stderr.contains("resuming the saved upload at byte \(length / 2) of"), "\(second.stderr)")
-        let body = try await run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"])
+        let body = try run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"])
         let expected = try directory.file("expected.multipart", contents: body.stdout)
         #expect(try server.forms() == [DraftServer.Form(bytes: body.stdout.count, sha256: try sha256sum(expected))])
         #expect(try server.log().filter { $0.method == "POST" }.count == 1, "created once")
         #expect(stateFiles().isEmpty, "no state after success")
     }
 
-    @Test func aCorruptStateFileIsIgnoredWithAWarning() async throws {
+    @Test func aCorruptStateFileIsIgnoredWithAWarning() throws {
         // An absolute path: the form is made here as the command makes it, to find the state file's name.
         let file = try directory.file("a.txt", contents: Data("resumable".utf8))
         let server = try DraftServer()
@@ -184,7 +182,7 @@ extension CommandLineTests {
         let key = try #require(try Command.makeForm(options).savedUploadKey(for: request))
         try FileManager.default.createDirectory(at: states, withIntermediateDirectories: true)
         try Data("{\"format\": 1, \"uploadURL\": ".utf8).write(to: states.appendingPathComponent("\(key).json"))
-        let result = try await run(arguments)
+        let result = try run(arguments)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("warning: ignoring the state file"), "\(result.stderr)")
         #expect(result.stderr.contains("corrupt or truncated"), "\(result.stderr)")

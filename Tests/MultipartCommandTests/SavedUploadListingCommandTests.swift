@@ -7,21 +7,21 @@ import Testing
 
 /// What `-C -` keeps stays findable and tidy: `--list-saved`, pruning, and a path that is not UTF-8.
 extension CommandLineTests {
-    private func keptUpload(_ server: DraftServer, boundary: String) async throws -> [String] {
+    private func keptUpload(_ server: DraftServer, boundary: String) throws -> [String] {
         var generator = SeededGenerator(seed: 41)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
         let arguments = [
             "-S", "-C", "-", "--retry", "0", "--boundary", boundary, "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "patch-503").absoluteString,
         ]
-        #expect(try await run(arguments).status == 4)
+        #expect(try run(arguments).status == 4)
         return arguments
     }
 
-    @Test func listSavedShowsWhatTheNextRunWouldResumeAndRemovesWhatExpired() async throws {
+    @Test func listSavedShowsWhatTheNextRunWouldResumeAndRemovesWhatExpired() throws {
         let server = try DraftServer()
-        _ = try await keptUpload(server, boundary: "Listed")
-        let length = try await run(["-s", "--boundary", "Listed", "-F", "file=@blob.bin", "-o", "-"]).stdout.count
+        _ = try keptUpload(server, boundary: "Listed")
+        let length = try run(["-s", "--boundary", "Listed", "-F", "file=@blob.bin", "-o", "-"]).stdout.count
         // Another upload's state, past its max-age.
         let states = SavedUploadDirectory(
             directory.path("state/multipart"), interopVersions: ResumableUpload.InteropVersion.spoken)
@@ -36,7 +36,7 @@ extension CommandLineTests {
             as: expiredKey)
 
         let requests = try server.log().count
-        let listed = try await run(["--list-saved"])
+        let listed = try run(["--list-saved"])
         #expect(listed.status == 0, "\(listed.stderr)")
         let lines = String(decoding: listed.stdout, as: UTF8.self).split(separator: "\n")
         #expect(lines.count == 1, "\(lines)")
@@ -50,24 +50,24 @@ extension CommandLineTests {
         #expect(!FileManager.default.fileExists(atPath: states.file(for: expiredKey).path))
         #expect(try server.log().count == requests, "nothing sent")
 
-        let empty = try await run(["--list-saved", "--state-dir", directory.path("nothing").path])
+        let empty = try run(["--list-saved", "--state-dir", directory.path("nothing").path])
         #expect(empty.status == 0 && empty.stdout.isEmpty && empty.stderr.contains("no saved uploads"))
-        let misused = try await run(["--list-saved", "-F", "a=1", server.url().absoluteString])
+        let misused = try run(["--list-saved", "-F", "a=1", server.url().absoluteString])
         #expect(misused.status == 2 && misused.stderr.contains("sends nothing"))
     }
 
     /// A path that is not UTF-8 reaches the form through a descriptor (`/dev/fd/N`); its state is found again when N
     /// comes out otherwise, as it does when the shell holds other descriptors open.
-    @Test func aSavedUploadOfAFileWhosePathIsNotUTF8IsResumed() async throws {
+    @Test func aSavedUploadOfAFileWhosePathIsNotUTF8IsResumed() throws {
         let server = try DraftServer()
         let url = server.url(scenario: "patch-503").absoluteString
         let command =
             "\(Self.executable.path) -S -C - --retry RETRIES --boundary NotUTF8 -F $'file=@caf\\xe9.bin' -o answer.json "
             + url
         let make = "head -c 3000000 /dev/urandom > $'caf\\xe9.bin' && "
-        let first = try await run([], shell: make + command.replacingOccurrences(of: "RETRIES", with: "0"))
+        let first = try run([], shell: make + command.replacingOccurrences(of: "RETRIES", with: "0"))
         #expect(first.status == 4, "\(first.stderr)")
-        let second = try await run(
+        let second = try run(
             [],
             shell: "exec 3</dev/null 4</dev/null 5</dev/null; " + command.replacingOccurrences(of: "RETRIES", with: "1")
         )
@@ -75,7 +75,7 @@ extension CommandLineTests {
         #expect(second.stderr.contains("resuming the saved upload at byte 1500"), "\(second.stderr)")
         let log = try server.log()
         #expect(log.filter { $0.method == "POST" }.count == 1, "one upload: \(log.map(\.method))")
-        let encoded = try await run(
+        let encoded = try run(
             [], shell: "\(Self.executable.path) -s --boundary NotUTF8 -F $'file=@caf\\xe9.bin' -o expected.multipart")
         #expect(encoded.status == 0)
         let expected = directory.path("expected.multipart")
