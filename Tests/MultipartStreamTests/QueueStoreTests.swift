@@ -123,8 +123,8 @@ import Testing
         try (whole + Data("multipart-queue-removed/1\t\(records[0].fileName)".utf8)).write(to: file)
         #expect(try QueueStore(store.url).summaries() == records.map(\.summary), "a removal without its line end")
         let lines: [Data] = whole.split(separator: UInt8(ascii: "\n")).map { Data($0) + Data("\n".utf8) }
-        let cut: Data = lines.dropLast().reduce(Data(), +)
-        let reordered: Data = [lines[2], lines[3], lines[0], lines[1], lines[4], lines[5]].reduce(Data(), +)
+        let cut = lines.dropLast().concatenated()
+        let reordered = [lines[2], lines[3], lines[0], lines[1], lines[4], lines[5]].concatenated()
         let prefixed: Data = Data("garbage\n".utf8) + whole
         let cases: [(Data, String)] = [
             (cut, "its last record has no JSON line"), (reordered, "out of its batch's order"),

@@ -84,16 +84,26 @@ struct QueueBatch: Sendable {
         only += 1
     }
 
-    /// The place of the record in the file `fileName`; `nil` for one not in the batch.
-    func place(of fileName: String) -> Int? {
-        guard let sequence = Int(fileName.prefix(12)) else { return nil }
+    /// What finds a record's place in any batch, worked out once from its file name.
+    struct Key {
+        let sequence: Int
+        let nameHash: Int
+
+        /// The key of the record in the file `fileName`; `nil` for a name that is no record's.
+        init?(_ fileName: String) {
+            guard let sequence = Int(fileName.prefix(12)) else { return nil }
+            (self.sequence, nameHash) = (sequence, fileName.hashValue)
+        }
+    }
+
+    /// The place of the record `key`; `nil` for one not in the batch.
+    func place(of key: Key) -> Int? {
         var (low, high) = (0, sequences.count)
         while low < high {
             let middle = (low + high) / 2
-            if sequences[middle] < sequence { low = middle + 1 } else { high = middle }
+            if sequences[middle] < key.sequence { low = middle + 1 } else { high = middle }
         }
-        let hash = fileName.hashValue
-        return sequences[low...].prefix { $0 == sequence }.indices.first { nameHashes[$0] == hash }
+        return sequences[low...].prefix { $0 == key.sequence }.indices.first { nameHashes[$0] == key.nameHash }
     }
 
     func entry(at place: Int) -> Entry { entries[place] }
@@ -120,9 +130,8 @@ struct QueueBatch: Sendable {
     }
 
     /// Reads the batch whose file `descriptor` is open: calls `each` with the summary of every record not removed,
-    /// and returns the batch, each record marked `moved` where `moved` says its own file exists. One pass, holding
-    /// one summary line at a time, however large the forms; the removed records are read first, from the lines at
-    /// the end.
+    /// and returns the batch, each record marked `moved` where `moved` says its own file exists. One pass that keeps
+    /// the batch's summaries, never its forms (however large), until the removals at its end have been read.
     static func read(
         _ descriptor: Int32, name: String, moved: (String) -> Bool, each: (QueueRecord.Summary) -> Void
     ) throws(Damage) -> QueueBatch {

@@ -110,9 +110,9 @@ struct QueueStore: Sendable {
 
     private func readBatched(_ name: String) throws(QueueRecord.Damage) -> QueueRecord {
         let found = batches.withLock { all in
-            all.lazy.compactMap { batch in
-                batch.place(of: name).flatMap { batch.entry(at: $0) == .only ? (batch.name, batch.range(at: $0)) : nil }
-            }.first
+            Self.find(name, in: all).flatMap { index, place in
+                all[index].entry(at: place) == .only ? (all[index].name, all[index].range(at: place)) : nil
+            }
         }
         guard let (batch, range) = found, range.count <= Self.largestRecord else {
             throw QueueRecord.Damage(reason: "it is gone")
@@ -135,7 +135,7 @@ struct QueueStore: Sendable {
         batches.withLock { all in
             guard let (index, place) = Self.find(name, in: all), all[index].entry(at: place) == .only else { return }
             all[index].mark(place, .moved)
-            if all[index].only == 0 { retire(all.remove(at: index).name) }
+            if all[index].only == 0 { retire([all.remove(at: index).name]) }
         }
     }
 
@@ -176,8 +176,9 @@ struct QueueStore: Sendable {
 
     /// The batch and place of the record in the file `name`, in `all`.
     private static func find(_ name: String, in all: [QueueBatch]) -> (Int, Int)? {
+        guard let key = QueueBatch.Key(name) else { return nil }
         for (index, batch) in all.enumerated() {
-            if let place = batch.place(of: name) { return (index, place) }
+            if let place = batch.place(of: key) { return (index, place) }
         }
         return nil
     }
@@ -199,8 +200,6 @@ struct QueueStore: Sendable {
         guard (try? files.syncEverything()) != nil else { return }
         for name in names { try? POSIX.unlink(directoryPath + name) }
     }
-
-    private func retire(_ name: String) { retire([name]) }
 
     /// Where an upload keeps its saved state: a directory of its own, so that two uploads of the same form never
     /// share one.
