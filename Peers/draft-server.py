@@ -49,7 +49,7 @@ Scenarios (the default answers as the draft's examples do; the others change one
   max-append-drop       as max-append, and the second PATCH keeps half its bytes and drops the connection
   too-large             a PATCH of more than 120000 bytes is refused with 413, its body read and dropped
   stall                 the first PATCH of the server's first upload keeps 1 MiB, then stops reading without closing,
-                        until the next request to the upload comes (or 20 s), then drops
+                        until the next append to the upload comes (or 120 s), then drops
   token-once            every request must carry `Authorization: Bearer T` with a T no request carried before, else
                         401 (the body read and dropped)
   auth                  PATCH without `Authorization: Basic dTpw` (u:p) is refused with 401 and a Basic challenge,
@@ -501,7 +501,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.entry(len(data))
             with lock:
                 upload["data"] += data
-            upload["next"].wait(20)
+            upload["next"].wait(120)
             return self.drop()
         if scenario == "auth" and self.headers.get("Authorization") != "Basic dTpw":
             data, _ = self.read()

@@ -43,6 +43,16 @@ public func waitFor(
     }
 }
 
+/// Runs `work` on a thread of its own, off the pool that runs the tests: a test that must act at a moment (a
+/// Ctrl-C once a server holds a MiB, a kill at a random instant) polls there, since a wait on the pool, which two
+/// cores' worth of tests keep busy, can come seconds late.
+@discardableResult
+public func onAThreadOfItsOwn<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in
+        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+    }
+}
+
 extension Process {
     /// Why the process can no longer do what a test waits for: it exited, with this status; `nil` while it runs.
     public var exitedWithStatus: String? {

@@ -56,16 +56,16 @@ public final class DraftServer: @unchecked Sendable {
 
     /// Starts the server, speaking the draft's interop `version` only (the newest the client speaks when `nil`),
     /// and waits until it listens.
-    public convenience init(version: Int? = nil) throws {
-        try self.init(versions: version.map { [$0] } ?? [])
+    public convenience init(version: Int? = nil) async throws {
+        try await self.init(versions: version.map { [$0] } ?? [])
     }
 
     /// Starts the server, speaking each of the draft's interop `versions` (`[6, 10]`, as the draft's editor's example
     /// middleware does; the newest the client speaks when empty), and waits until it listens.
-    public init(versions: [Int]) throws {
+    public init(versions: [Int]) async throws {
         let script = peerScript("draft-server.py").path
         let named = versions.isEmpty ? [] : [versions.map(String.init).joined(separator: ",")]
-        peer = try PeerProcess(["python3", script] + named, name: "draft")
+        peer = try await PeerProcess(["python3", script] + named, name: "draft")
         let ports = peer.firstLine.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         guard ports.count == 2 else { throw Peer.Failure(description: "the draft server printed no ports") }
         (port, alternatePort) = (ports[0], ports[1])

@@ -36,8 +36,8 @@ public final class FaultProxy: @unchecked Sendable {
 
     /// Starts a proxy to `targetPort` with `cuts` as the script takes them (`64M`, `stall:100M`,
     /// `outage:64M:45`), and waits until it listens.
-    public init(to targetPort: Int, cuts: [String]) throws {
-        peer = try PeerProcess(
+    public init(to targetPort: Int, cuts: [String]) async throws {
+        peer = try await PeerProcess(
             ["python3", peerScript("fault-proxy.py").path, String(targetPort)] + cuts, name: "fault proxy")
         guard let port = Int(peer.firstLine) else { throw Peer.Failure(description: "the proxy printed no port") }
         self.port = port

@@ -20,8 +20,8 @@ public final class LargeAnswerServer: @unchecked Sendable {
     private let base: URL
 
     /// Starts the server and waits until it listens.
-    public init() throws {
-        peer = try PeerProcess(["node", peerScript("big-answer.mjs").path], name: "large-answer")
+    public init() async throws {
+        peer = try await PeerProcess(["node", peerScript("big-answer.mjs").path], name: "large-answer")
         base = URL(string: "http://127.0.0.1:\(peer.firstLine)")!
     }
 

@@ -9,18 +9,26 @@ struct PeerProcess {
     /// The first line the peer printed, trimmed.
     let firstLine: String
 
-    /// Starts `/usr/bin/env arguments` and waits for its first line; `name` says which peer failed.
-    init(_ arguments: [String], name: String) throws {
+    /// Starts `/usr/bin/env arguments` and waits for its first line, read on a thread of its own: a test that blocks
+    /// one of the concurrency pool's threads (two here) holds up every other test's tasks, and a hundred tests
+    /// starting their servers at once held them up for seconds. `name` says which peer failed.
+    init(_ arguments: [String], name: String) async throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardInput = stdin
         process.standardOutput = stdout
         try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
-            let chunk = stdout.fileHandleForReading.availableData
-            guard !chunk.isEmpty else { throw Peer.Failure(description: "the \(name) server exited before listening") }
-            line.append(chunk)
+        let output = stdout.fileHandleForReading
+        let line = try await onAThreadOfItsOwn {
+            var line = Data()
+            while !line.contains(UInt8(ascii: "\n")) {
+                let chunk = output.availableData
+                guard !chunk.isEmpty else {
+                    throw Peer.Failure(description: "the \(name) server exited before listening")
+                }
+                line.append(chunk)
+            }
+            return line
         }
         firstLine = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }

@@ -136,7 +136,7 @@ public final class UploadServer: @unchecked Sendable {
     private let peer: PeerProcess
 
     /// Starts the server and waits until it listens.
-    public init(_ kind: Kind = .node) throws {
+    public init(_ kind: Kind = .node) async throws {
         self.kind = kind
         let arguments =
             switch kind {
@@ -147,7 +147,7 @@ public final class UploadServer: @unchecked Sendable {
             case .countSink: ["node", peerScript("count-sink.mjs").path]
             case .fullBacklog: ["python3", peerScript("full-backlog.py").path]
             }
-        peer = try PeerProcess(arguments, name: kind.rawValue)
+        peer = try await PeerProcess(arguments, name: kind.rawValue)
         base = URL(string: "http://127.0.0.1:\(peer.firstLine)")!
     }
 

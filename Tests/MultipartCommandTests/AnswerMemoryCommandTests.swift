@@ -12,7 +12,7 @@ extension CommandLineTests {
 
     /// Runs `multipart` with `arguments` under a wrapper that reports its peak resident memory; standard output goes
     /// to `stdout` (a path, or `|` for a pipe the wrapper drains and counts).
-    private func measured(_ arguments: [String], stdout: String) throws -> (run: Run, peak: Int, piped: Int) {
+    private func measured(_ arguments: [String], stdout: String) async throws -> (run: Run, peak: Int, piped: Int) {
         let wrapper = """
             import resource, subprocess, sys
             pipe = sys.argv[1] == "|"
@@ -29,7 +29,7 @@ extension CommandLineTests {
             peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
             print(status, peak, piped, file=sys.stderr)
             """
-        let result = try run(
+        let result = try await run(
             [],
             shell: "python3 -c '\(wrapper)' '\(stdout)' '\(Self.executable.path)' "
                 + arguments.map { "'\($0)'" }.joined(separator: " "))
@@ -44,14 +44,15 @@ extension CommandLineTests {
     /// A 1 GiB answer to `-o FILE`, `-o -` into a pipe, and `-o /dev/null`: whole (the file hashes as the server's
     /// body), and the command's peak stays under 96 MiB. Before, it held the answer whole: 2.2 GB.
     @Test(.longRun, arguments: ["file", "pipe", "devnull"])
-    func aLargeAnswerIsWrittenAsItArrives(output: String) throws {
-        let server = try LargeAnswerServer()
+    func aLargeAnswerIsWrittenAsItArrives(output: String) async throws {
+        let server = try await LargeAnswerServer()
         let url = server.url(bytes: 1 << 30).absoluteString
         let measuredRun: (run: Run, peak: Int, piped: Int)
         switch output {
-        case "file": measuredRun = try measured(["-sS", "-F", "a=b", "-o", "answer.bin", url], stdout: "/dev/null")
-        case "pipe": measuredRun = try measured(["-sS", "-F", "a=b", url], stdout: "|")
-        default: measuredRun = try measured(["-sS", "-F", "a=b", "-o", "/dev/null", url], stdout: "/dev/null")
+        case "file":
+            measuredRun = try await measured(["-sS", "-F", "a=b", "-o", "answer.bin", url], stdout: "/dev/null")
+        case "pipe": measuredRun = try await measured(["-sS", "-F", "a=b", url], stdout: "|")
+        default: measuredRun = try await measured(["-sS", "-F", "a=b", "-o", "/dev/null", url], stdout: "/dev/null")
         }
         #expect(measuredRun.run.status == 0, "\(measuredRun.run.stderr)")
         #expect(measuredRun.peak < Self.answerMemory, "\(output): peak \(measuredRun.peak >> 20) MiB")
@@ -70,12 +71,13 @@ extension CommandLineTests {
     /// An error page as large as 2 GiB, or endless, goes to the output as it arrives (curl's habit) and the
     /// message quotes its first lines, in bounded memory.
     @Test(.longRun, arguments: [false, true])
-    func aLargeErrorAnswerIsWrittenAsItArrives(endless: Bool) throws {
-        let server = try LargeAnswerServer()
+    func aLargeErrorAnswerIsWrittenAsItArrives(endless: Bool) async throws {
+        let server = try await LargeAnswerServer()
         let url = server.url(status: 500, bytes: endless ? nil : 2 << 30).absoluteString
         // An endless answer ends at --max-time.
         let limit = endless ? ["--max-time", "3"] : []
-        let measuredRun = try measured(["-sS", "-F", "a=b", "-o", "/dev/null"] + limit + [url], stdout: "/dev/null")
+        let measuredRun = try await measured(
+            ["-sS", "-F", "a=b", "-o", "/dev/null"] + limit + [url], stdout: "/dev/null")
         #expect(measuredRun.run.status == 4, "\(measuredRun.run.stderr)")
         #expect(measuredRun.peak < Self.answerMemory, "peak \(measuredRun.peak >> 20) MiB")
         if !endless {
@@ -85,10 +87,10 @@ extension CommandLineTests {
     }
 
     /// `-i` puts the head before the body it belongs to, and `-w '%{size_download}'` counts the body written.
-    @Test func theHeadComesBeforeTheBodyAndTheCountIsTheBodys() throws {
-        let server = try LargeAnswerServer()
+    @Test func theHeadComesBeforeTheBodyAndTheCountIsTheBodys() async throws {
+        let server = try await LargeAnswerServer()
         let length = 3 << 20
-        let result = try run([
+        let result = try await run([
             "-sS", "-i", "-F", "a=b", "-o", "answer.bin", "-w", "%{size_download}",
             server.url(bytes: length).absoluteString,
         ])
@@ -102,10 +104,10 @@ extension CommandLineTests {
 
     /// `-C -` against a server whose every append is answered 500 with 2 GiB: each answer is read for a prefix and
     /// hung up on, and the command's peak stays bounded. Before, with answers of 512 MiB: 1.1 GB.
-    @Test(.longRun) func resumableAnswersItDoesNotKeepAreReadForAPrefix() throws {
-        let server = try DraftServer()
+    @Test(.longRun) func resumableAnswersItDoesNotKeepAreReadForAPrefix() async throws {
+        let server = try await DraftServer()
         _ = try directory.file("f.bin", contents: Data(count: 200_000))
-        let measuredRun = try measured(
+        let measuredRun = try await measured(
             [
                 "-sS", "-C", "-", "--retry", "2", "--retry-delay", "0.01", "-F", "f=@f.bin", "-o", "answer.json",
                 server.url(scenario: "huge-500").absoluteString,

@@ -111,7 +111,11 @@ import Testing
 }
 
 /// The `multipart` executable, run as a user would, against servers on 127.0.0.1.
-@Suite struct CommandLineTests: Sendable {
+///
+/// One test at a time: a test makes its files, forms and servers on one of the concurrency pool's two threads, and a
+/// hundred starting at once held both threads for seconds, which every other suite's tasks waited for. Run so, they
+/// take about as long as the URLSession suites beside them (200 s and 210 s here).
+@Suite(.serialized) struct CommandLineTests: Sendable {
     let directory: TemporaryDirectory
 
     init() throws {
@@ -132,6 +136,8 @@ import Testing
         var status: Int32
         var stdout: Data
         var stderr: String
+        /// How long the process ran, from its start to its exit.
+        var seconds: Double = 0
     }
 
     /// This process's environment, but for the user's state directory: `-C -` keeps its state in the test's own.
@@ -143,7 +149,7 @@ import Testing
     }
 
     /// Runs `command` in a shell (for `ulimit` and pseudo-terminals) or `multipart` with `arguments`.
-    func run(_ arguments: [String], shell: String? = nil) throws -> Run {
+    func run(_ arguments: [String], shell: String? = nil) async throws -> Run {
         let process = Process()
         if let shell {
             process.executableURL = URL(fileURLWithPath: "/bin/bash")
@@ -160,11 +166,10 @@ import Testing
         process.standardError = try FileHandle(forWritingTo: stderrURL)
         process.currentDirectoryURL = directory.url
         process.environment = environment
-        try process.run()
-        process.waitUntilExit()
+        let seconds = try await process.runToExit()
         return Run(
             status: process.terminationStatus, stdout: try Data(contentsOf: stdoutURL),
-            stderr: try String(contentsOf: stderrURL, encoding: .utf8))
+            stderr: try String(contentsOf: stderrURL, encoding: .utf8), seconds: seconds)
     }
 
     /// What the Node server's `/echo` answers.
@@ -173,7 +178,7 @@ import Testing
         var body: Data
     }
 
-    @Test func threePartsAreByteForByteWhatCurlSends() throws {
+    @Test func threePartsAreByteForByteWhatCurlSends() async throws {
         _ = try directory.file("cat.jpg", contents: Data("JPEG bytes".utf8))
         _ = try directory.file("a.pdf", contents: Data("%PDF-1.7".utf8))
         _ = try directory.file("notes.txt", contents: Data("line one\nline two\n".utf8))
@@ -181,17 +186,16 @@ import Testing
             "-F", "title=Holiday", "-F", "photo=@cat.jpg", "-F", "doc=@a.pdf;type=application/pdf;filename=b.pdf",
             "-F", "note=<notes.txt",
         ]
-        let server = try UploadServer()
+        let server = try await UploadServer()
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         curl.arguments = ["curl", "-s", "-o", "curl.json"] + fields + [server.url("/echo").absoluteString]
         curl.currentDirectoryURL = directory.url
-        try curl.run()
-        curl.waitUntilExit()
+        try await curl.runToExit()
         let curlEcho = try JSONDecoder().decode(Echo.self, from: Data(contentsOf: directory.path("curl.json")))
         let boundary = try #require(curlEcho.contentType.components(separatedBy: "boundary=").last)
 
-        let ours = try run(
+        let ours = try await run(
             fields + ["--boundary", boundary, "-s", "-o", "ours.json", server.url("/echo").absoluteString])
         #expect(ours.status == 0, "\(ours.stderr)")
         let ourEcho = try JSONDecoder().decode(Echo.self, from: Data(contentsOf: directory.path("ours.json")))
@@ -199,9 +203,9 @@ import Testing
         #expect(ourEcho.body == curlEcho.body, "\(String(decoding: ourEcho.body, as: UTF8.self))")
     }
 
-    @Test func withoutAURLTheBodyIsWrittenAndParsesWithThePeers() throws {
+    @Test func withoutAURLTheBodyIsWrittenAndParsesWithThePeers() async throws {
         _ = try directory.file("data.csv", contents: Data("a,b\n1,2\n".utf8))
-        let result = try run(["-F", "name=Ada", "-F", "sheet=@data.csv", "-o", "body.multipart"])
+        let result = try await run(["-F", "name=Ada", "-F", "sheet=@data.csv", "-o", "body.multipart"])
         #expect(result.status == 0, "\(result.stderr)")
         let contentType = try #require(
             result.stderr.split(separator: "\n").first { $0.hasPrefix("Content-Type: ") }?.dropFirst(14))
@@ -218,11 +222,11 @@ import Testing
             #expect(try peer.parse(body, contentType: String(contentType)) == sent.map { $0.seen(by: peer) })
         }
         // `-` is standard output.
-        let piped = try run(["-F", "name=Ada", "--output-body", "-", "--boundary", "B0undary"])
+        let piped = try await run(["-F", "name=Ada", "--output-body", "-", "--boundary", "B0undary"])
         #expect(String(decoding: piped.stdout, as: UTF8.self).hasPrefix("--B0undary\r\nContent-Disposition"))
     }
 
-    @Test func outputNeverRemovesWhatTheCommandDidNotCreate() throws {
+    @Test func outputNeverRemovesWhatTheCommandDidNotCreate() async throws {
         let kept = Data("keep me".utf8)
         try FileManager.default.createDirectory(at: directory.path("d"), withIntermediateDirectories: false)
         _ = try directory.file("d/keep", contents: kept)
@@ -231,7 +235,7 @@ import Testing
             ["-F", "a=b", "-o", "d"], ["-F", "a=b", "-o", "."], ["-F", "a=b", "--output-body", "d"],
             ["-F", "x=@in", "-o", "in"], ["-F", "x=<in", "--output-body", "in"],
         ] {
-            let result = try run(arguments)
+            let result = try await run(arguments)
             #expect(result.status == 3, "\(arguments): \(result.stderr)")
             #expect(result.stderr.contains("is a directory") || result.stderr.contains("an input of the form"))
         }
@@ -239,7 +243,7 @@ import Testing
         #expect(try Data(contentsOf: directory.path("in")) == kept)
 
         // A device is written into, not replaced.
-        #expect(try run(["-F", "a=b", "-o", "/dev/null"]).status == 0)
+        #expect(try await run(["-F", "a=b", "-o", "/dev/null"]).status == 0)
         let null = try FileManager.default.attributesOfItem(atPath: "/dev/null")
         #expect(null[.type] as? FileAttributeType == .typeCharacterSpecial)
 
@@ -247,7 +251,7 @@ import Testing
         _ = try directory.file("old.multipart", contents: kept)
         try FileManager.default.createSymbolicLink(
             at: directory.path("link.multipart"), withDestinationURL: directory.path("old.multipart"))
-        let replaced = try run(["-F", "a=b", "-o", "link.multipart"])
+        let replaced = try await run(["-F", "a=b", "-o", "link.multipart"])
         #expect(replaced.status == 0, "\(replaced.stderr)")
         let body = try Data(contentsOf: directory.path("old.multipart"))
         #expect(replaced.stderr.contains("Content-Length: \(body.count)"))
@@ -260,24 +264,24 @@ import Testing
     }
 
     @Test func theMethodAskedForIsSent() async throws {
-        let server = try UploadServer()
+        let server = try await UploadServer()
         for method in ["PUT", "PATCH", "POST"] {
-            let result = try run(["-X", method, "-F", "a=b", "-s", server.url().absoluteString])
+            let result = try await run(["-X", method, "-F", "a=b", "-s", server.url().absoluteString])
             #expect(result.status == 0, "\(result.stderr)")
             let seen = try server.seen(in: result.stdout)
             #expect(seen.method == method)
             #expect(seen.parts?.count == 1)
         }
         // Never a POST that was not asked for: URLSession sends no body with GET.
-        let get = try run(["-X", "GET", "-F", "a=b", server.url().absoluteString])
+        let get = try await run(["-X", "GET", "-F", "a=b", server.url().absoluteString])
         #expect(get.status == 2)
         #expect(get.stderr.contains("URLSession sends no body with GET"))
         #expect(try await server.log().count == 3, "nothing was sent for the GET")
     }
 
-    @Test func aFileWhoseNameIsNotUTF8IsFound() throws {
+    @Test func aFileWhoseNameIsNotUTF8IsFound() async throws {
         // caf\xE9.txt: Latin-1, not UTF-8; made and named through bash, which passes the byte as it is.
-        let result = try run(
+        let result = try await run(
             [],
             shell: "printf 'latin' > $'caf\\xe9.txt' && \(Self.executable.path) -F $'f=@caf\\xe9.txt' -o out.multipart")
         #expect(result.status == 0, "\(result.stderr)")
@@ -286,30 +290,32 @@ import Testing
     }
 
     @Test func aMissingFileExits3BeforeAnyByteIsSent() async throws {
-        let server = try UploadServer()
-        let result = try run(["-F", "a=1", "-F", "f=@missing.bin", server.url().absoluteString])
+        let server = try await UploadServer()
+        let result = try await run(["-F", "a=1", "-F", "f=@missing.bin", server.url().absoluteString])
         #expect(result.status == 3)
         #expect(result.stderr.contains("missing.bin"))
         #expect(try await server.log().isEmpty)
     }
 
-    @Test func aServerErrorExits4WithTheStatusAndTheBody() throws {
-        let server = try UploadServer()
-        let result = try run(["-sS", "-F", "a=1", server.url("/status/500").absoluteString])
+    @Test func aServerErrorExits4WithTheStatusAndTheBody() async throws {
+        let server = try await UploadServer()
+        let result = try await run(["-sS", "-F", "a=1", server.url("/status/500").absoluteString])
         #expect(result.status == 4)
         #expect(result.stderr.contains("HTTP 500"))
         #expect(result.stderr.contains("the server says no"))
     }
 
-    @Test func aRefusedConnectionExits4() throws {
-        let result = try run(["-s", "-F", "a=1", "http://127.0.0.1:1/"])
+    @Test func aRefusedConnectionExits4() async throws {
+        let result = try await run(["-s", "-F", "a=1", "http://127.0.0.1:1/"])
         #expect(result.status == 4)
     }
 
-    @Test func anUploadPrintsTheResponseAndASummary() throws {
+    @Test func anUploadPrintsTheResponseAndASummary() async throws {
         _ = try directory.file("big.bin", contents: Data(count: 1 << 20))
-        let server = try UploadServer()
-        let result = try run(["-F", "a=1", "-F", "f=@big.bin", "-H", "X-Note: hi", "-v", server.url().absoluteString])
+        let server = try await UploadServer()
+        let result = try await run([
+            "-F", "a=1", "-F", "f=@big.bin", "-H", "X-Note: hi", "-v", server.url().absoluteString,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let seen = try server.seen(in: result.stdout)
         #expect(seen.parts?.map(\.name) == ["a", "f"])
@@ -320,8 +326,8 @@ import Testing
         #expect(!result.stderr.contains("\r"), "no bar when stderr is not a terminal")
     }
 
-    @Test func helpDocumentsEveryOptionWithAnExample() throws {
-        let result = try run(["--help"])
+    @Test func helpDocumentsEveryOptionWithAnExample() async throws {
+        let result = try await run(["--help"])
         #expect(result.status == 0)
         let text = String(decoding: result.stdout, as: UTF8.self)
         for option in [
@@ -335,18 +341,18 @@ import Testing
     }
 
     /// As curl 7.88: exit 2, nothing sent, and its words; this command sent `Content-Type: ` empty before.
-    @Test func anEmptyTypeIsRefusedAsCurlRefusesIt() throws {
+    @Test func anEmptyTypeIsRefusedAsCurlRefusesIt() async throws {
         _ = try directory.file("f.txt", contents: Data("x".utf8))
-        let ours = try run(["-F", "a=@f.txt;type=", "-o", "-"])
-        let curl = try run([], shell: "curl -F 'a=@f.txt;type=' http://127.0.0.1:9/")
+        let ours = try await run(["-F", "a=@f.txt;type=", "-o", "-"])
+        let curl = try await run([], shell: "curl -F 'a=@f.txt;type=' http://127.0.0.1:9/")
         #expect(ours.status == 2 && curl.status == 2, "\(ours.stderr) / \(curl.stderr)")
         #expect(ours.stdout.isEmpty)
         #expect(ours.stderr.contains("Illegally formatted content-type field!"), "\(ours.stderr)")
         #expect(curl.stderr.contains("Illegally formatted content-type field!"), "\(curl.stderr)")
     }
 
-    @Test func aUsageErrorExits2WithTheMessageAndAUsageLine() throws {
-        let result = try run(["-F", "novalue", "-o", "-"])
+    @Test func aUsageErrorExits2WithTheMessageAndAUsageLine() async throws {
+        let result = try await run(["-F", "novalue", "-o", "-"])
         #expect(result.status == 2)
         #expect(result.stderr.contains("expected name=value"))
         #expect(result.stderr.contains("usage: multipart"))
@@ -354,10 +360,10 @@ import Testing
 
     /// curl's `--retry` sends a request again after a 503; with `-C -` that would create the upload anew and send
     /// the whole form again, to an application that already processed it.
-    @Test func dashCDashNeverStartsTheFormOverAfterTheApplicationsServerError() throws {
-        let server = try DraftServer()
+    @Test func dashCDashNeverStartsTheFormOverAfterTheApplicationsServerError() async throws {
+        let server = try await DraftServer()
         _ = try directory.file("a.txt", contents: Data("resumable".utf8))
-        let result = try run([
+        let result = try await run([
             "-sS", "-C", "-", "--retry", "2", "-F", "f=@a.txt", "-o", "/dev/null",
             server.url(scenario: "complete-503").absoluteString,
         ])
@@ -368,13 +374,13 @@ import Testing
     }
 
     /// Linux only: util-linux's `script` gives the command its pseudo-terminal.
-    @Test(.enabled(if: isLinux)) func theProgressBarRendersInATerminal() throws {
+    @Test(.enabled(if: isLinux)) func theProgressBarRendersInATerminal() async throws {
         _ = try directory.file("big.bin", contents: Data(count: 2 << 20))
-        let server = try UploadServer()
+        let server = try await UploadServer()
         // `script` gives the command a pseudo-terminal and copies what it shows into typescript.
         let command =
             "\(Self.executable.path) -F f=@big.bin --limit-rate 4M -o /dev/null \(server.url().absoluteString)"
-        let result = try run([], shell: "script -qfec '\(command)' typescript > /dev/null")
+        let result = try await run([], shell: "script -qfec '\(command)' typescript > /dev/null")
         #expect(result.status == 0, "\(result.stderr)")
         let screen = try String(contentsOf: directory.path("typescript"), encoding: .utf8)
         let frames = screen.components(separatedBy: "\r[").dropFirst()
@@ -387,14 +393,14 @@ import Testing
         #expect(frames.allSatisfy { $0.contains("\u{1B}[K") }, "\(frames.map(\.debugDescription))")
     }
 
-    @Test func fiveThousandFilesUploadWithSixtyFourDescriptors() throws {
+    @Test func fiveThousandFilesUploadWithSixtyFourDescriptors() async throws {
         var arguments: [String] = []
         for index in 0..<5_000 {
             _ = try directory.file("f\(index).txt", contents: Data("file \(index)\n".utf8))
             arguments += ["-F", "f\(index)=@f\(index).txt"]
         }
         try Data(arguments.joined(separator: " ").utf8).write(to: directory.path("args"))
-        let result = try run([], shell: "ulimit -n 64 && \(Self.executable.path) $(cat args) -o body.multipart")
+        let result = try await run([], shell: "ulimit -n 64 && \(Self.executable.path) $(cat args) -o body.multipart")
         #expect(result.status == 0, "\(result.stderr)")
         let body = try Data(contentsOf: directory.path("body.multipart"))
         let parts = try Peer.node.parse(

@@ -7,13 +7,13 @@ import Testing
 extension CommandLineTests {
     @Test(arguments: RedirectCases.codes)
     func credentialsInTheURLStayWithTheirOrigin(code: Int) async throws {
-        let (first, other) = (try UploadServer(), try UploadServer())
+        let (first, other) = (try await UploadServer(), try await UploadServer())
         for (location, leaves) in RedirectCases.locations(first: first, other: other) {
             for (options, trusted) in [(["-L"], false), (["--location-trusted"], true), (["-L", "-C", "-"], false)] {
                 let url = RedirectCases.withCredentials(
                     first, RedirectCases.redirectPath(code, to: location))
                 let before = try await (first.log().count, other.log().count)
-                let result = try run(["-sS", "-F", "a=b", "-o", "/dev/null"] + options + [url.absoluteString])
+                let result = try await run(["-sS", "-F", "a=b", "-o", "/dev/null"] + options + [url.absoluteString])
                 #expect(result.status == 0 || code <= 303, "\(options) \(code) \(location): \(result.stderr)")
                 let reached = try await leaves ? other.log().dropFirst(before.1) : first.log().dropFirst(before.0)
                 let landed = reached.filter { $0.path.hasSuffix("landed") }
@@ -28,12 +28,12 @@ extension CommandLineTests {
 
     /// curl itself, on the same redirects: the behaviour the command copies.
     @Test func curlKeepsCredentialsInTheURLWithTheirOriginToo() async throws {
-        let (first, other) = (try UploadServer(), try UploadServer())
+        let (first, other) = (try await UploadServer(), try await UploadServer())
         for (location, leaves) in RedirectCases.locations(first: first, other: other) {
             let url = RedirectCases.withCredentials(
                 first, RedirectCases.redirectPath(307, to: location))
             let before = try await (first.log().count, other.log().count)
-            _ = try run([], shell: "curl -sS -L -F a=b -o /dev/null '\(url.absoluteString)'")
+            _ = try await run([], shell: "curl -sS -L -F a=b -o /dev/null '\(url.absoluteString)'")
             let reached = try await leaves ? other.log().dropFirst(before.1) : first.log().dropFirst(before.0)
             let landed = try #require(reached.last { $0.path.hasSuffix("landed") })
             #expect(landed.authorization == (leaves ? nil : RedirectCases.basic), "curl, \(location)")
@@ -43,13 +43,15 @@ extension CommandLineTests {
     /// `-C -` against a server of the draft whose start URL redirects discovery and creation to another origin,
     /// which puts the upload back on the first: nothing on the other origin carries the credential, everything on
     /// the first does, and the form arrives whole.
-    @Test func credentialsInTheURLStayWithTheirOriginThroughTheResumableProtocol() throws {
-        let server = try DraftServer()
+    @Test func credentialsInTheURLStayWithTheirOriginThroughTheResumableProtocol() async throws {
+        let server = try await DraftServer()
         _ = try directory.file("blob.bin", contents: Data(repeating: 7, count: 200_000))
         let start = URL(
             string: server.url(scenario: "redirect-away").absoluteString.replacingOccurrences(
                 of: "http://", with: "http://ada:pw@"))!
-        let result = try run(["-sS", "-L", "-C", "-", "-F", "file=@blob.bin", "-o", "/dev/null", start.absoluteString])
+        let result = try await run([
+            "-sS", "-L", "-C", "-", "-F", "file=@blob.bin", "-o", "/dev/null", start.absoluteString,
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         let log = try server.log()
         #expect(try server.forms().count == 1)

@@ -21,9 +21,9 @@ extension CommandLineTests {
         }
     }
 
-    private func rawHeaders(_ arguments: [String]) throws -> (RawHeaders, Run) {
-        let server = try UploadServer()
-        let result = try run(
+    private func rawHeaders(_ arguments: [String]) async throws -> (RawHeaders, Run) {
+        let server = try await UploadServer()
+        let result = try await run(
             ["-s", "-F", "a=1", "-o", "headers.json"] + arguments + [server.url("/raw-headers").absoluteString])
         #expect(result.status == 0, "\(result.stderr)")
         let data = try Data(contentsOf: directory.path("headers.json"))
@@ -32,26 +32,26 @@ extension CommandLineTests {
 
     // MARK: Headers
 
-    @Test func aHeaderWithNothingAfterItsColonIsLeftOutAndOneWithASemicolonIsSentEmpty() throws {
-        let (seen, _) = try rawHeaders(["-H", "Accept:", "-H", "User-Agent:", "-H", "X-Empty;", "-H", "X-Tag: v"])
+    @Test func aHeaderWithNothingAfterItsColonIsLeftOutAndOneWithASemicolonIsSentEmpty() async throws {
+        let (seen, _) = try await rawHeaders(["-H", "Accept:", "-H", "User-Agent:", "-H", "X-Empty;", "-H", "X-Tag: v"])
         #expect(seen.values("Accept").isEmpty && seen.values("User-Agent").isEmpty, "\(seen.headers)")
         #expect(seen.values("X-Empty") == [""], "\(seen.headers)")
         #expect(seen.values("X-Tag") == ["v"])
         #expect(seen.values("Expect").isEmpty)
     }
 
-    @Test func theRequestCarriesWhatCurlsDoesAndNothingElse() throws {
-        let (seen, _) = try rawHeaders([])
+    @Test func theRequestCarriesWhatCurlsDoesAndNothingElse() async throws {
+        let (seen, _) = try await rawHeaders([])
         let names = Set(seen.headers.map { $0[0].lowercased() })
         #expect(names == ["host", "user-agent", "accept", "content-length", "content-type"], "\(seen.headers)")
         #expect(seen.values("User-Agent") == ["multipart/\(Version.current)"])
         #expect(seen.values("Accept") == ["*/*"])
     }
 
-    @Test func verboseShowsTheRequestLineAndEveryHeaderAsTheyWentOut() throws {
-        let server = try UploadServer()
+    @Test func verboseShowsTheRequestLineAndEveryHeaderAsTheyWentOut() async throws {
+        let server = try await UploadServer()
         let url = server.url("/raw-headers")
-        let result = try run([
+        let result = try await run([
             "-v", "-F", "a=1", "-H", "X-Tag: v", "-H", "Accept:", "-o", "headers.json", url.absoluteString,
         ])
         #expect(result.status == 0, "\(result.stderr)")
@@ -62,9 +62,9 @@ extension CommandLineTests {
         #expect(Set(shown.dropFirst()) == Set(sent), "shown \(shown), sent \(sent)")
     }
 
-    @Test func verboseShowsARedirectAndTheRequestItSends() throws {
-        let server = try UploadServer()
-        let result = try run([
+    @Test func verboseShowsARedirectAndTheRequestItSends() async throws {
+        let server = try await UploadServer()
+        let result = try await run([
             "-v", "-L", "-F", "a=1", "-o", "headers.json", server.url("/redirect/307?to=/raw-headers").absoluteString,
         ])
         #expect(result.status == 0, "\(result.stderr)")
@@ -79,42 +79,44 @@ extension CommandLineTests {
 
     // MARK: Output
 
-    @Test func writeOutReadsItsFormatFromAFileOrStandardInput() throws {
-        let server = try UploadServer()
+    @Test func writeOutReadsItsFormatFromAFileOrStandardInput() async throws {
+        let server = try await UploadServer()
         _ = try directory.file("format.txt", contents: Data("code=%{http_code}\\n".utf8))
-        let fromFile = try run(["-s", "-F", "a=1", "-o", "/dev/null", "-w", "@format.txt", server.url().absoluteString])
+        let fromFile = try await run([
+            "-s", "-F", "a=1", "-o", "/dev/null", "-w", "@format.txt", server.url().absoluteString,
+        ])
         #expect(fromFile.status == 0 && String(decoding: fromFile.stdout, as: UTF8.self) == "code=200\n")
-        let fromInput = try run(
+        let fromInput = try await run(
             [],
             shell: "printf 'in=%%{http_code}' | \(Self.executable.path) -s -F a=1 -o /dev/null -w @- \(server.url())")
         #expect(fromInput.status == 0 && String(decoding: fromInput.stdout, as: UTF8.self) == "in=200")
-        let missing = try run(["-F", "a=1", "-o", "/dev/null", "-w", "@nope.txt", server.url().absoluteString])
+        let missing = try await run(["-F", "a=1", "-o", "/dev/null", "-w", "@nope.txt", server.url().absoluteString])
         #expect(missing.status == 0 && missing.stdout.isEmpty, "as curl: a warning, and nothing written")
         #expect(missing.stderr.contains("warning: -w @nope.txt: cannot read nope.txt"), "\(missing.stderr)")
     }
 
-    @Test func anErrorStatusStillWritesTheBodyToTheOutputFile() throws {
-        let server = try UploadServer()
-        let result = try run(["-sS", "-F", "a=1", "-o", "r500.txt", server.url("/status/500").absoluteString])
+    @Test func anErrorStatusStillWritesTheBodyToTheOutputFile() async throws {
+        let server = try await UploadServer()
+        let result = try await run(["-sS", "-F", "a=1", "-o", "r500.txt", server.url("/status/500").absoluteString])
         #expect(result.status == 4, "\(result.stderr)")
         #expect(
             try String(contentsOf: directory.path("r500.txt"), encoding: .utf8) == "the server says no\nsecond line\n")
         #expect(result.stderr.contains("answered HTTP 500"))
     }
 
-    @Test func versionSaysWhatItIs() throws {
+    @Test func versionSaysWhatItIs() async throws {
         for flag in ["--version", "-V"] {
-            let result = try run([flag])
+            let result = try await run([flag])
             let text = String(decoding: result.stdout, as: UTF8.self)
             #expect(result.status == 0 && text.hasPrefix("multipart \(Version.current) ("), "\(text)")
         }
     }
 
-    @Test func anUploadLeavesTheHomeDirectoryAsItWas() throws {
-        let server = try UploadServer()
+    @Test func anUploadLeavesTheHomeDirectoryAsItWas() async throws {
+        let server = try await UploadServer()
         let home = directory.path("home")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        let result = try run(
+        let result = try await run(
             [],
             shell:
                 "env -u XDG_CACHE_HOME -u XDG_DATA_HOME \(Self.executable.path) -s -F a=1 -o /dev/null \(server.url())")
@@ -123,7 +125,7 @@ extension CommandLineTests {
         // What was there before stays, even an empty directory of Foundation's own.
         let cache = home.appendingPathComponent(".cache/org.swift.foundation.URLCache")
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
-        _ = try run(
+        _ = try await run(
             [],
             shell:
                 "env -u XDG_CACHE_HOME -u XDG_DATA_HOME \(Self.executable.path) -s -F a=1 -o /dev/null \(server.url())")
@@ -136,10 +138,10 @@ extension CommandLineTests {
 
     // MARK: Small things
 
-    @Test func interruptedIsSaidAsSuch() throws {
-        let server = try UploadServer()
+    @Test func interruptedIsSaidAsSuch() async throws {
+        let server = try await UploadServer()
         _ = try directory.file("big.bin", contents: Data(count: 4_000_000))
-        let result = try run(
+        let result = try await run(
             [],
             shell: "\(Self.executable.path) -C - --limit-rate 500K -F f=@big.bin -o /dev/null \(server.url()) & "
                 + "sleep 1; kill -INT $!; wait $!")
@@ -148,17 +150,17 @@ extension CommandLineTests {
         #expect(!result.stderr.contains(", failed"))
     }
 
-    @Test func aMissingFileIsSaidAlikeForAtAndLessThan() throws {
-        let at = try run(["-F", "f=@nope.bin", "-o", "-"])
-        let lessThan = try run(["-F", "f=<nope.txt", "-o", "-"])
+    @Test func aMissingFileIsSaidAlikeForAtAndLessThan() async throws {
+        let at = try await run(["-F", "f=@nope.bin", "-o", "-"])
+        let lessThan = try await run(["-F", "f=<nope.txt", "-o", "-"])
         #expect(at.status == 3 && lessThan.status == 3)
         #expect(at.stderr.hasPrefix("multipart: -F f=@nope.bin: no file at /"), "\(at.stderr)")
         #expect(lessThan.stderr.hasPrefix("multipart: -F f=<nope.txt: no file at /"), "\(lessThan.stderr)")
     }
 
     @Test func aURLWithoutFieldsIsAUsageError() async throws {
-        let server = try UploadServer()
-        let result = try run([server.url().absoluteString])
+        let server = try await UploadServer()
+        let result = try await run([server.url().absoluteString])
         #expect(result.status == 2 && result.stderr.contains("no -F: nothing to upload"), "\(result.stderr)")
         #expect(try await server.log().isEmpty)
     }
@@ -167,7 +169,7 @@ extension CommandLineTests {
 
     /// Every extension the library's table knows, and curl's own, in upper case too: one form through curl and
     /// through the command with curl's boundary, byte for byte.
-    @Test func everyFilePartIsTypedAsCurlTypesIt() throws {
+    @Test func everyFilePartIsTypedAsCurlTypesIt() async throws {
         let extensions = Array(MIMEType.byExtension.keys).sorted() + ["JPG", "Txt", "tar.gz", "unknownext"]
         var fields: [String] = []
         for (index, pathExtension) in extensions.enumerated() {
@@ -176,13 +178,13 @@ extension CommandLineTests {
         }
         _ = try directory.file("input.bin", contents: Data("standard input\n".utf8))
         fields += ["-F", "stdin=@-"]
-        let server = try UploadServer()
+        let server = try await UploadServer()
         let quoted = fields.map { "'\($0)'" }.joined(separator: " ")
-        let curl = try run([], shell: "curl -s -o curl.json \(quoted) \(server.url("/echo")) < input.bin")
+        let curl = try await run([], shell: "curl -s -o curl.json \(quoted) \(server.url("/echo")) < input.bin")
         #expect(curl.status == 0)
         let curlEcho = try JSONDecoder().decode(Echo.self, from: Data(contentsOf: directory.path("curl.json")))
         let boundary = try #require(curlEcho.contentType.components(separatedBy: "boundary=").last)
-        let ours = try run(
+        let ours = try await run(
             [],
             shell:
                 "\(Self.executable.path) -s --boundary \(boundary) -o ours.json \(quoted) \(server.url("/echo")) < input.bin"
@@ -205,11 +207,11 @@ extension CommandLineTests {
     /// What `multipart --limit-rate 1M -F f=@clip.bin` (3,000,000 bytes) wrote to a pseudo-terminal of `size`
     /// columns (`COLUMNS[:RESIZED]`, see Peers/pty-run.py), standard output there too with `stdoutToo`, else sent
     /// to `/dev/null` with `-o`; without the erase sequence. Expects the command to succeed.
-    private func terminalOutput(size: String, stdoutToo: Bool = false) throws -> String {
-        let server = try UploadServer()
+    private func terminalOutput(size: String, stdoutToo: Bool = false) async throws -> String {
+        let server = try await UploadServer()
         _ = try directory.file("clip.bin", contents: Data(count: 3_000_000))
         let output = stdoutToo ? "" : "-o /dev/null "
-        let result = try run(
+        let result = try await run(
             [],
             shell: "python3 \(peerScript("pty-run.py").path) \(stdoutToo ? "--stdout-too " : "")\(size) "
                 + "\(Self.executable.path) --limit-rate 1M -F f=@clip.bin \(output)\(server.url())")
@@ -224,8 +226,8 @@ extension CommandLineTests {
 
     /// The frames the command drew on a pseudo-terminal of `columns` (resized to `resized` after its second frame),
     /// without the erase sequence, and the summary line after them.
-    private func frames(columns: Int, resized: Int? = nil) throws -> (frames: [String], summary: String) {
-        let text = try terminalOutput(size: resized.map { "\(columns):\($0)" } ?? String(columns))
+    private func frames(columns: Int, resized: Int? = nil) async throws -> (frames: [String], summary: String) {
+        let text = try await terminalOutput(size: resized.map { "\(columns):\($0)" } ?? String(columns))
         let lastNewline = try #require(text.lastIndex(of: "\n"))
         let drawn = text[..<lastNewline]
         let summary = drawn.split(separator: "\n").last.map(String.init) ?? ""
@@ -235,8 +237,8 @@ extension CommandLineTests {
     }
 
     @Test(arguments: [40, 50, 120])
-    func theBarKeepsToOneLineOfTheTerminal(columns: Int) throws {
-        let (frames, summary) = try frames(columns: columns)
+    func theBarKeepsToOneLineOfTheTerminal(columns: Int) async throws {
+        let (frames, summary) = try await frames(columns: columns)
         #expect(frames.count >= 5, "\(frames)")
         for frame in frames { #expect(frame.count < columns, "\(frame.debugDescription) in \(columns) columns") }
         let last = try #require(frames.last)
@@ -247,8 +249,8 @@ extension CommandLineTests {
 
     /// The answer, written to the terminal as it arrives, starts on a line of its own: the bar's line ends first,
     /// and no frame is drawn over the answer.
-    @Test func theAnswerStartsOnALineOfItsOwn() throws {
-        let text = try terminalOutput(size: "50", stdoutToo: true)
+    @Test func theAnswerStartsOnALineOfItsOwn() async throws {
+        let text = try await terminalOutput(size: "50", stdoutToo: true)
         let answerStart = try #require(text.range(of: "{\""), "no answer on the terminal: \(text.suffix(300))")
         let (before, answer) = (text[..<answerStart.lowerBound], text[answerStart.lowerBound...])
         #expect(before.contains("100%"), "the bar was drawn: \(before.suffix(300).debugDescription)")
@@ -258,8 +260,8 @@ extension CommandLineTests {
         #expect(frames.allSatisfy { $0.count < 50 }, "\(frames.filter { $0.count >= 50 })")
     }
 
-    @Test func theBarFollowsAResizedTerminal() throws {
-        let (frames, _) = try frames(columns: 120, resized: 40)
+    @Test func theBarFollowsAResizedTerminal() async throws {
+        let (frames, _) = try await frames(columns: 120, resized: 40)
         #expect(frames.prefix(2).contains { $0.count >= 40 }, "wide before: \(frames)")
         for frame in frames.dropFirst(3) { #expect(frame.count < 40, "\(frame.debugDescription)") }
     }

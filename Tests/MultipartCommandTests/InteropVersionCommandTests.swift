@@ -9,10 +9,10 @@ import Testing
 /// a user types it: the version found, the draft's rules of that version, and what a saved upload keeps of it.
 extension CommandLineTests {
     /// A 3 MB file, and the form `multipart` sends of it with `boundary`.
-    private func blobForm(boundary: String, seed: UInt64) throws -> (bytes: Int, sha256: String) {
+    private func blobForm(boundary: String, seed: UInt64) async throws -> (bytes: Int, sha256: String) {
         var generator = SeededGenerator(seed: seed)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
-        let body = try run(["-s", "--boundary", boundary, "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let body = try await run(["-s", "--boundary", boundary, "-F", "file=@blob.bin", "-o", "-"]).stdout
         let expected = try directory.file("expected-\(boundary).multipart", contents: body)
         return (body.count, try sha256sum(expected))
     }
@@ -27,10 +27,10 @@ extension CommandLineTests {
     /// A drop after half, against a server of each version: found by asking the newest first, then resumed in that
     /// version (HEAD, then the rest); the form arrives once and whole, never as a plain POST.
     @Test(arguments: [6, 7, 8, 9, 10])
-    func eachVersionIsFoundAndADropIsResumedInIt(version: Int) throws {
-        let form = try blobForm(boundary: "Version\(version)", seed: UInt64(version))
-        let server = try DraftServer(version: version)
-        let result = try run([
+    func eachVersionIsFoundAndADropIsResumedInIt(version: Int) async throws {
+        let form = try await blobForm(boundary: "Version\(version)", seed: UInt64(version))
+        let server = try await DraftServer(version: version)
+        let result = try await run([
             "-s", "-C", "-", "--retry", "3", "--boundary", "Version\(version)", "-F", "file=@blob.bin", "-o",
             "answer.json", server.url(scenario: "head-503").absoluteString,
         ])
@@ -54,10 +54,10 @@ extension CommandLineTests {
     /// empty append saying `?1` and returns the application's answer; from version 7 it is a breach, and the saved
     /// upload is kept for a later run (nothing deleted), with the form never processed.
     @Test(arguments: [6, 7, 9])
-    func everyByteWithoutUploadCompleteIsNoCompletion(version: Int) throws {
-        let form = try blobForm(boundary: "NoWord", seed: 63)
-        let server = try DraftServer(version: version)
-        let result = try run([
+    func everyByteWithoutUploadCompleteIsNoCompletion(version: Int) async throws {
+        let form = try await blobForm(boundary: "NoWord", seed: 63)
+        let server = try await DraftServer(version: version)
+        let result = try await run([
             "-sS", "-C", "-", "--boundary", "NoWord", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "drop-at-end-no-field").absoluteString,
         ])
@@ -82,15 +82,15 @@ extension CommandLineTests {
     /// A server that speaks 6 and 10, as the draft's editor's example middleware does: the first request is in 10,
     /// which it speaks, and a 64 MiB upload through two dropped connections completes byte-exact in 10, each resume
     /// asking the offset once.
-    @Test(.longRun) func aServerThatSpeaks6And10IsSpokenTo10FromTheFirstRequest() throws {
+    @Test(.longRun) func aServerThatSpeaks6And10IsSpokenTo10FromTheFirstRequest() async throws {
         var generator = SeededGenerator(seed: 610)
         try generator.writeFile(at: directory.path("blob.bin"), size: 64 << 20)
-        let body = try run(["-s", "--boundary", "SixAndTen", "-F", "file=@blob.bin", "-o", "expected.multipart"])
+        let body = try await run(["-s", "--boundary", "SixAndTen", "-F", "file=@blob.bin", "-o", "expected.multipart"])
         #expect(body.status == 0)
         let expected = directory.path("expected.multipart")
         let bytes = try FileManager.default.attributesOfItem(atPath: expected.path)[.size] as? Int ?? 0
-        let server = try DraftServer(versions: [6, 10])
-        let result = try run([
+        let server = try await DraftServer(versions: [6, 10])
+        let result = try await run([
             "-sS", "-C", "-", "--retry", "3", "--boundary", "SixAndTen", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "drop-twice").absoluteString,
         ])
@@ -106,11 +106,11 @@ extension CommandLineTests {
 
     /// Version 10: the application refuses the form after its first 100,000 bytes with `Upload-Complete: ?1`. The
     /// command ends as for any refused status, `-o` holds that answer's body alone, and no request follows it.
-    @Test func anEarlyRefusalInVersion10IsTheAnswer() throws {
+    @Test func anEarlyRefusalInVersion10IsTheAnswer() async throws {
         var generator = SeededGenerator(seed: 611)
         try generator.writeFile(at: directory.path("blob.bin"), size: 16 << 20)
-        let server = try DraftServer(version: 10)
-        let result = try run([
+        let server = try await DraftServer(version: 10)
+        let result = try await run([
             "-sS", "-C", "-", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "early-400").absoluteString,
         ])
@@ -122,10 +122,10 @@ extension CommandLineTests {
         #expect(savedStates().isEmpty, "the application's word ends the upload")
     }
 
-    @Test func aServerThatSpeaksNoVersionGetsTheFormOncePlain() throws {
-        let form = try blobForm(boundary: "NoVersion", seed: 5)
-        let server = try DraftServer(version: 5)
-        let result = try run([
+    @Test func aServerThatSpeaksNoVersionGetsTheFormOncePlain() async throws {
+        let form = try await blobForm(boundary: "NoVersion", seed: 5)
+        let server = try await DraftServer(version: 5)
+        let result = try await run([
             "-s", "-C", "-", "--boundary", "NoVersion", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url().absoluteString,
         ])
@@ -137,19 +137,19 @@ extension CommandLineTests {
     }
 
     /// The next run speaks the version the upload was made in, without asking again.
-    @Test func aSavedUploadIsResumedInTheVersionItWasMadeIn() throws {
-        let form = try blobForm(boundary: "SavedSeven", seed: 7)
-        let server = try DraftServer(version: 7)
+    @Test func aSavedUploadIsResumedInTheVersionItWasMadeIn() async throws {
+        let form = try await blobForm(boundary: "SavedSeven", seed: 7)
+        let server = try await DraftServer(version: 7)
         let arguments = [
             "-S", "-C", "-", "--retry", "0", "--boundary", "SavedSeven", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "patch-503").absoluteString,
         ]
-        #expect(try run(arguments).status == 4)
+        #expect(try await run(arguments).status == 4)
         let state = try #require(savedStates().first)
         let record = try JSONSerialization.jsonObject(with: Data(contentsOf: state)) as? [String: Any]
         #expect(record?["interopVersion"] as? Int == 7)
         let firstRun = try server.log().count
-        let second = try run(arguments)
+        let second = try await run(arguments)
         #expect(second.status == 0, "\(second.stderr)")
         let resumed = try server.log().dropFirst(firstRun)
         // Saved moments ago: asked twice, until the offset stops growing, then the rest; never an OPTIONS.
@@ -159,14 +159,14 @@ extension CommandLineTests {
     }
 
     /// Past the server's `max-age`, the saved upload is not asked about nor deleted: a new one starts, and says so.
-    @Test func aSavedUploadPastItsMaxAgeStartsOverWithoutARequestToIt() throws {
-        let form = try blobForm(boundary: "Expired", seed: 9)
-        let server = try DraftServer()
+    @Test func aSavedUploadPastItsMaxAgeStartsOverWithoutARequestToIt() async throws {
+        let form = try await blobForm(boundary: "Expired", seed: 9)
+        let server = try await DraftServer()
         let arguments = [
             "-S", "-C", "-", "--retry", "0", "--boundary", "Expired", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "patch-503").absoluteString,
         ]
-        #expect(try run(arguments).status == 4)
+        #expect(try await run(arguments).status == 4)
         let state = try #require(savedStates().first)
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
@@ -180,7 +180,7 @@ extension CommandLineTests {
         // The new upload meets the same 503 after half, which a retry mends.
         var retrying = arguments
         retrying[4] = "1"
-        let second = try run(retrying)
+        let second = try await run(retrying)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stderr.contains("its max-age) has passed: starting over"), "\(second.stderr)")
         let rerun = try server.log().dropFirst(firstRun)
@@ -193,10 +193,10 @@ extension CommandLineTests {
     /// Version 6 may answer the last append with a 2xx and no `Upload-Complete`; from 7 on that is a breach, which
     /// deletes the upload rather than report a success the server never said.
     @Test(arguments: [(6, Int32(0)), (7, 4), (9, 4)])
-    func aFinalAnswerWithoutUploadCompleteIsTheAnswerOnlyInVersion6(version: Int, status: Int32) throws {
-        _ = try blobForm(boundary: "NoField", seed: 11)
-        let server = try DraftServer(version: version)
-        let result = try run([
+    func aFinalAnswerWithoutUploadCompleteIsTheAnswerOnlyInVersion6(version: Int, status: Int32) async throws {
+        _ = try await blobForm(boundary: "NoField", seed: 11)
+        let server = try await DraftServer(version: version)
+        let result = try await run([
             "-sS", "-C", "-", "--boundary", "NoField", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "complete-no-field").absoluteString,
         ])
@@ -212,10 +212,10 @@ extension CommandLineTests {
     }
 
     /// A 413 is retried smaller, but never under `min-append-size`: the server would refuse that too.
-    @Test func appendsKeepToMinAppendSizeThrough413s() throws {
-        let form = try blobForm(boundary: "MinAppend", seed: 13)
-        let server = try DraftServer()
-        let result = try run([
+    @Test func appendsKeepToMinAppendSizeThrough413s() async throws {
+        let form = try await blobForm(boundary: "MinAppend", seed: 13)
+        let server = try await DraftServer()
+        let result = try await run([
             "-s", "-C", "-", "--retry", "8", "--retry-delay", "0", "--boundary", "MinAppend", "-F", "file=@blob.bin",
             "-o", "answer.json", server.url(scenario: "too-large-min").absoluteString,
         ])
@@ -226,10 +226,10 @@ extension CommandLineTests {
         #expect(appends.dropLast().allSatisfy { $0.bytes >= 100_000 && $0.complete == "?0" }, "\(appends)")
     }
 
-    @Test func limitsNoAppendCanKeepEndTheUploadBeforeAnyByte() throws {
-        _ = try blobForm(boundary: "Conflict", seed: 17)
-        let server = try DraftServer()
-        let result = try run([
+    @Test func limitsNoAppendCanKeepEndTheUploadBeforeAnyByte() async throws {
+        _ = try await blobForm(boundary: "Conflict", seed: 17)
+        let server = try await DraftServer()
+        let result = try await run([
             "-sS", "-C", "-", "--boundary", "Conflict", "-F", "file=@blob.bin",
             server.url(scenario: "conflicting-limits")
                 .absoluteString,
@@ -254,17 +254,17 @@ extension CommandLineTests {
     ])
     func aTamperedStateFileIsIgnoredAndNothingGoesToTheRecordedUpload(
         tampering: String, original: String, replacement: String
-    ) throws {
+    ) async throws {
         var generator = SeededGenerator(seed: 23)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
-        let body = try run(["-s", "--boundary", "KeptTamper", "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let body = try await run(["-s", "--boundary", "KeptTamper", "-F", "file=@blob.bin", "-o", "-"]).stdout
         let expected = try directory.file("expected.multipart", contents: body)
-        let server = try DraftServer()
+        let server = try await DraftServer()
         var arguments = [
             "-S", "-C", "-", "--retry", "0", "--boundary", "KeptTamper", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "patch-503").absoluteString,
         ]
-        #expect(try run(arguments).status == 4)
+        #expect(try await run(arguments).status == 4)
         let states = directory.path("state/multipart")
         let state = try #require(
             try FileManager.default.contentsOfDirectory(at: states, includingPropertiesForKeys: nil).first {
@@ -277,7 +277,7 @@ extension CommandLineTests {
 
         let firstRun = try server.log().count
         arguments[4] = "1"
-        let second = try run(arguments)
+        let second = try await run(arguments)
         #expect(second.status == 0, "\(tampering): \(second.stderr)")
         #expect(
             second.stderr.contains("warning: ignoring the state file") && second.stderr.contains("checksum"),

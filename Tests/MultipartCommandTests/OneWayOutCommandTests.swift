@@ -8,7 +8,7 @@ extension CommandLineTests {
     /// The same through the command: `-H` and `-u`, with `-L` (never to another origin) and `--location-trusted`
     /// (on purpose), as curl 7.88 does.
     @Test func theCommandsCredentialsFollowTheSameRule() async throws {
-        let (first, other) = (try UploadServer(), try UploadServer())
+        let (first, other) = (try await UploadServer(), try await UploadServer())
         var cases = 0
         for code in [301, 302, 303, 307, 308] {
             for (source, expected) in [
@@ -26,7 +26,7 @@ extension CommandLineTests {
                         let redirect = first.url(
                             "/redirect/\(code)?to="
                                 + (location + tag).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
-                        let result = try run(
+                        let result = try await run(
                             ["-sS", "-F", "a=b", "-o", "/dev/null"] + source + options + [redirect.absoluteString])
                         let what = "\(source) \(options) \(code) to \(location)"
                         // A 301 to 303 lands as a GET without the form, which the server refuses (exit 4).

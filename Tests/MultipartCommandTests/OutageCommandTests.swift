@@ -14,7 +14,7 @@ extension CommandLineTests {
 
     /// A 256 MiB file, the `multipart -C -` arguments that send it with a fixed boundary to `url`, and the SHA-256
     /// of the body those arguments make, written by the command itself (`-o`, nothing sent).
-    private func bigUpload(to url: URL) throws -> (arguments: [String], form: DraftServer.Form) {
+    private func bigUpload(to url: URL) async throws -> (arguments: [String], form: DraftServer.Form) {
         let file = directory.path("big.bin")
         _ = FileManager.default.createFile(atPath: file.path, contents: nil)
         let handle = try FileHandle(forWritingTo: file)
@@ -22,7 +22,7 @@ extension CommandLineTests {
         for index in 0..<256 { try handle.write(contentsOf: block.prefix(block.count - (index == 255 ? 7 : 0))) }
         try handle.close()
         let form = ["--boundary", "outage-boundary", "-F", "title=backup", "-F", "file=@big.bin"]
-        let written = try run(["-s"] + form + ["-o", "expected.multipart"])
+        let written = try await run(["-s"] + form + ["-o", "expected.multipart"])
         #expect(written.status == 0, "\(written.stderr)")
         let expected = directory.path("expected.multipart")
         let bytes = try FileManager.default.attributesOfItem(atPath: expected.path)[.size] as? Int ?? 0
@@ -54,9 +54,9 @@ extension CommandLineTests {
     /// 15 s of the network's return, the form on the server once and whole, at most 8 MiB of it twice. A line on
     /// stderr says why it waits and when it tries next.
     @Test(.longRun) func aFortyFiveSecondOutageIsWaitedOut() async throws {
-        let server = try DraftServer()
-        let proxy = try FaultProxy(to: server.port, cuts: Self.outage(seconds: 45))
-        let upload = try bigUpload(to: proxy.url(server.url(scenario: "relative-location")))
+        let server = try await DraftServer()
+        let proxy = try await FaultProxy(to: server.port, cuts: Self.outage(seconds: 45))
+        let upload = try await bigUpload(to: proxy.url(server.url(scenario: "relative-location")))
         let (result, _) = try await run(upload.arguments, upTo: 240)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try server.forms() == [upload.form])
@@ -73,9 +73,9 @@ extension CommandLineTests {
     /// state, and the server's upload, never deleted); once the network is back, the same command sends only the
     /// rest.
     @Test(.longRun) func anOutageLongerThanRetryMaxTimeExits4AndKeepsTheUpload() async throws {
-        let server = try DraftServer()
-        let proxy = try FaultProxy(to: server.port, cuts: Self.outage(seconds: 30))
-        let upload = try bigUpload(to: proxy.url(server.url(scenario: "relative-location")))
+        let server = try await DraftServer()
+        let proxy = try await FaultProxy(to: server.port, cuts: Self.outage(seconds: 30))
+        let upload = try await bigUpload(to: proxy.url(server.url(scenario: "relative-location")))
         let (result, exited) = try await run(["--retry-max-time", "10"] + upload.arguments, upTo: 120)
         let took = exited.timeIntervalSince1970 - (try #require(try proxy.seen().outageEnd) - 30)
         #expect(result.status == 4, "\(result.stderr)")

@@ -48,11 +48,12 @@ import Testing
 
 extension CommandLineTests {
     /// `multipart --queue DIR -F ... URL`, printing the upload's ID.
-    private func enqueue(_ index: Int, to url: URL, queue: String) throws -> (id: String, form: DraftServer.Form) {
+    private func enqueue(_ index: Int, to url: URL, queue: String) async throws -> (id: String, form: DraftServer.Form)
+    {
         let arguments = ["--boundary", "queued-\(index)", "-F", "n=\(index)", "-F", "file=@f-\(index).bin"]
-        let added = try run(["--queue", queue] + arguments + [url.absoluteString])
+        let added = try await run(["--queue", queue] + arguments + [url.absoluteString])
         #expect(added.status == 0, "\(added.stderr)")
-        let written = try run(["-s"] + arguments + ["-o", "e-\(index).multipart"])
+        let written = try await run(["-s"] + arguments + ["-o", "e-\(index).multipart"])
         #expect(written.status == 0, "\(written.stderr)")
         let expected = directory.path("e-\(index).multipart")
         let bytes = try FileManager.default.attributesOfItem(atPath: expected.path)[.size] as? Int ?? 0
@@ -69,7 +70,7 @@ extension CommandLineTests {
     /// kill, made in the run that was killed, and none else.
     @Test(.longRun) func aQueueKilledSixTimesDeliversEveryFormOnce() async throws {
         // As NIOResumableUpload: a creation sent again is another upload resource.
-        let server = try DraftServer()
+        let server = try await DraftServer()
         try server.ignoreIdempotencyKeys()
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 55)
@@ -77,7 +78,7 @@ extension CommandLineTests {
         var gone = ""
         for index in 0..<25 {
             try generator.writeFile(at: directory.path("f-\(index).bin"), size: 8 << 20)
-            let added = try enqueue(index, to: server.url(scenario: "paced"), queue: queue)
+            let added = try await enqueue(index, to: server.url(scenario: "paced"), queue: queue)
             if index == 12 {
                 gone = added.id
                 try FileManager.default.removeItem(at: directory.path("f-\(index).bin"))
@@ -168,7 +169,7 @@ extension CommandLineTests {
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 63)
         try generator.writeFile(at: directory.path("f-0.bin"), size: 1 << 20)
-        let added = try enqueue(0, to: server.url(scenario: scenario), queue: queue)
+        let added = try await enqueue(0, to: server.url(scenario: scenario), queue: queue)
         try await onAThreadOfItsOwn { [self] in
             let process = try start(["--queue", queue, "--run"], stderr: directory.path("run-0.err"))
             try waitFor(
@@ -187,7 +188,7 @@ extension CommandLineTests {
     /// server, and the queue says it went again. The record said the form went whole before it went, so the kill
     /// could not hide it.
     @Test func aFormSentWholeAndKilledIsCountedWhenItGoesAgain() async throws {
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let (id, form) = try await wentWholeAndKilled(server, "plain-first")
         let uploads = try await MultipartUploadQueueSnapshot(directory: directory.path("queue"))
         #expect(uploads.completed == [id], "\(uploads)")
@@ -203,7 +204,7 @@ extension CommandLineTests {
     /// (exactly once); one that does not takes it twice, as the queue says (at least once).
     @Test(arguments: [true, false])
     func anIdempotencyKeyMakesAWholeFormSentAgainExactlyOnce(honoured: Bool) async throws {
-        let server = try DraftServer(version: 5)
+        let server = try await DraftServer(version: 5)
         if !honoured { try server.ignoreIdempotencyKeys() }
         let (id, form) = try await wentWholeAndKilled(server, "plain-lost")
         let posts = try server.log().filter { $0.method == "POST" }
@@ -219,11 +220,11 @@ extension CommandLineTests {
     /// the form.
     @Test(arguments: [6, 9])
     func aQueuedUploadIsCompletedOnlyWhereTheServerSaidSo(version: Int) async throws {
-        let server = try DraftServer(version: version)
+        let server = try await DraftServer(version: version)
         let queue = directory.path("queue").path
         var generator = SeededGenerator(seed: 630)
         try generator.writeFile(at: directory.path("f-0.bin"), size: 1 << 20)
-        let (id, form) = try enqueue(0, to: server.url(scenario: "drop-at-end-no-field"), queue: queue)
+        let (id, form) = try await enqueue(0, to: server.url(scenario: "drop-at-end-no-field"), queue: queue)
         let (ran, _) = try await runQueue(queue, upTo: 60)
         let found = try await MultipartUploadQueue(directory: directory.path("queue")).uploads
         let state = try #require(found.first { $0.id.rawValue == id }?.state)
@@ -259,13 +260,13 @@ extension CommandLineTests {
         var tally: [String: Int] = [:]
         for trial in 0..<trials {
             let version = Int.random(in: 6...10, using: &generator)
-            let server = try DraftServer(version: version)
+            let server = try await DraftServer(version: version)
             let queue = directory.path("queue-\(trial)").path
             var forms: [String: DraftServer.Form] = [:]
             for index in 0..<4 {
                 let size = Int.random(in: 1...(512 << 10), using: &generator)
                 try generator.writeFile(at: directory.path("f-\(index).bin"), size: UInt64(size))
-                let added = try enqueue(index, to: server.url(scenario: "hostile"), queue: queue)
+                let added = try await enqueue(index, to: server.url(scenario: "hostile"), queue: queue)
                 forms[added.id] = added.form
             }
             try server.setHostile(seed: generator.next())
@@ -311,16 +312,16 @@ extension CommandLineTests {
 
     /// A credential given to an add is refused, and never written: it goes to `--run`, on every request.
     @Test func aQueueTakesCredentialsAtRunOnly() async throws {
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let queue = directory.path("queue").path
         _ = try directory.file("f-0.bin", contents: Data(count: 1_000))
-        let refused = try run([
+        let refused = try await run([
             "--queue", queue, "-u", "ada:secret", "-F", "file=@f-0.bin", server.url().absoluteString,
         ])
         #expect(
             refused.status == 2 && refused.stderr.contains("give -H and -u to --queue DIR --run"), "\(refused.stderr)")
         #expect(!refused.stderr.contains("run(on:headers:)"), "a Swift API named to a command user")
-        let id = try enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
+        let id = try await enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
         let (sent, _) = try await runQueue(queue, upTo: 60, ["-u", "u:p"])
         #expect(sent.status == 0 && sent.stderr.contains("\(id) completed: HTTP 200"), "\(sent.stderr)")
         for path in try FileManager.default.subpathsOfDirectory(atPath: queue) {
@@ -334,7 +335,7 @@ extension CommandLineTests {
     /// file still missing exits 3 naming it, and once the file is back (other bytes, another length) sends it as it
     /// is now; `--remove-completed` leaves nothing; an ID the queue does not hold exits 2.
     @Test func theQueueIsListedRetriedAndClearedFromTheCommand() async throws {
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let queue = directory.path("queue").path
         var ids: [String] = []
         for index in 0..<3 {
@@ -344,12 +345,12 @@ extension CommandLineTests {
                 "file=@f-\(index).bin",
                 server.url().absoluteString,
             ]
-            let (first, second) = (try run(add), try run(add))
+            let (first, second) = (try await run(add), try await run(add))
             #expect(first.status == 0 && second.status == 0, "\(first.stderr)\(second.stderr)")
             #expect(first.stdout == second.stdout, "a key adds once")
             ids.append(String(decoding: first.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
         }
-        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
             .split(separator: "\n")
         #expect(listed.count == 3, "\(listed)")
         for (index, line) in listed.enumerated() {
@@ -367,30 +368,30 @@ extension CommandLineTests {
         #expect(idle.status == 4 && idle.stderr.contains("\(ids[1]) failed"), "\(idle.stderr)")
         #expect(!idle.stderr.contains("\(ids[0]) completed"), "said once, by the run that completed it")
         #expect(idle.stderr.hasSuffix("multipart: 2 completed, 1 failed\n"), "\(idle.stderr)")
-        let failed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        let failed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
         #expect(
             failed.contains("\(ids[1])  failed (") && failed.contains("\(ids[0])  completed (HTTP 200)"), "\(failed)")
 
-        let missing = try run(["--queue", queue, "--retry", ids[1]])
+        let missing = try await run(["--queue", queue, "--retry", ids[1]])
         #expect(missing.status == 3 && missing.stderr.contains("f-1.bin"), "\(missing.stderr)")
         _ = try directory.file("f-1.bin", contents: Data(repeating: 9, count: 33_333))
-        let retried = try run(["--queue", queue, "--retry", ids[1]])
+        let retried = try await run(["--queue", queue, "--retry", ids[1]])
         #expect(retried.status == 0, "\(retried.stderr)")
         let (again, _) = try await runQueue(queue, upTo: 60)
         #expect(again.status == 0 && again.stderr.contains("\(ids[1]) completed: HTTP 200"), "\(again.stderr)")
         #expect(again.stderr.hasSuffix("multipart: 3 completed, 0 failed\n"), "\(again.stderr)")
-        let written = try run(["-s", "--boundary", "keyed-1", "-F", "file=@f-1.bin", "-o", "now.multipart"])
+        let written = try await run(["-s", "--boundary", "keyed-1", "-F", "file=@f-1.bin", "-o", "now.multipart"])
         #expect(written.status == 0)
         let now = DraftServer.Form(
             bytes: try Data(contentsOf: directory.path("now.multipart")).count,
             sha256: try sha256sum(directory.path("now.multipart")))
         #expect(try server.forms().count == 3 && server.forms().contains(now), "the file as it is now")
 
-        let notFailed = try run(["--queue", queue, "--retry", ids[0]])
+        let notFailed = try await run(["--queue", queue, "--retry", ids[0]])
         #expect(notFailed.status == 2 && notFailed.stderr.contains("has not failed"), "\(notFailed.stderr)")
-        #expect(try run(["--queue", queue, "--remove-completed"]).status == 0)
-        #expect(try run(["--queue", queue, "--list"]).stdout.isEmpty)
-        let gone = try run(["--queue", queue, "--remove", ids[2]])
+        #expect(try await run(["--queue", queue, "--remove-completed"]).status == 0)
+        #expect(try await run(["--queue", queue, "--list"]).stdout.isEmpty)
+        let gone = try await run(["--queue", queue, "--remove", ids[2]])
         #expect(gone.status == 2 && gone.stderr.contains("no upload \(ids[2])"), "\(gone.stderr)")
         let records = try FileManager.default.contentsOfDirectory(atPath: queue).filter { $0.hasSuffix(".json") }
         #expect(records.isEmpty, "\(records)")
@@ -400,12 +401,12 @@ extension CommandLineTests {
     /// under way, SIGKILL) at a random moment, then the same loop run to its end twice: 30 uploads, each key once, and
     /// a run sends each file once.
     @Test(.longRun) func addsKilledAndRunAgainQueueEachKeyOnce() async throws {
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let queue = directory.path("queue").path
         var forms: [DraftServer.Form] = []
         for index in 0..<30 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 10_000 + index))
-            let written = try run([
+            let written = try await run([
                 "-s", "--boundary", "keyed-\(index)", "-F", "file=@f-\(index).bin", "-o", "e.multipart",
             ])
             #expect(written.status == 0, "\(written.stderr)")
@@ -437,10 +438,10 @@ extension CommandLineTests {
             adding.waitUntilExit()
         }
         for round in 0..<2 {
-            let again = try run([], shell: loop)
+            let again = try await run([], shell: loop)
             #expect(again.status == 0, "round \(round): \(again.stderr)")
         }
-        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self).split(
+        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self).split(
             separator: "\n")
         let keys = listed.compactMap { line in line.firstRange(of: "key photos/").map { line[$0.upperBound...] } }
             .map { $0.prefix { $0 != " " } }
@@ -452,16 +453,16 @@ extension CommandLineTests {
 
     /// `--run` in a terminal draws one bar for the whole queue, to 100% of every form's bytes, ended before the last
     /// line; `-s` draws none.
-    @Test(.enabled(if: isLinux)) func aRunDrawsOneBarForTheWholeQueueInATerminal() throws {
-        let server = try DraftServer()
+    @Test(.enabled(if: isLinux)) func aRunDrawsOneBarForTheWholeQueueInATerminal() async throws {
+        let server = try await DraftServer()
         var total = 0
         for index in 0..<3 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 1 << 20))
             // 64 KiB every 50 ms: about a second a form, all three at once.
-            total += try enqueue(index, to: server.url(scenario: "slow"), queue: "queue").form.bytes
+            await total += try enqueue(index, to: server.url(scenario: "slow"), queue: "queue").form.bytes
         }
         // `script` gives the command a pseudo-terminal and copies what it shows into typescript.
-        let shown = try run(
+        let shown = try await run(
             [], shell: "script -qfec '\(Self.executable.path) --queue queue --run' typescript > /dev/null")
         #expect(shown.status == 0, "\(shown.stderr)")
         let screen = try String(contentsOf: directory.path("typescript"), encoding: .utf8)
@@ -475,9 +476,9 @@ extension CommandLineTests {
 
         for index in 3..<4 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 1 << 20))
-            _ = try enqueue(index, to: server.url(scenario: "slow"), queue: "queue")
+            _ = try await enqueue(index, to: server.url(scenario: "slow"), queue: "queue")
         }
-        let silent = try run(
+        let silent = try await run(
             [], shell: "script -qfec '\(Self.executable.path) -s --queue queue --run' silent > /dev/null")
         #expect(silent.status == 0, "\(silent.stderr)")
         let quiet = try String(contentsOf: directory.path("silent"), encoding: .utf8)
@@ -488,21 +489,21 @@ extension CommandLineTests {
     /// `--pause ID` keeps an upload out of the runs, said in `--list` and in the run's last line, until
     /// `--resume ID`; a resume of an upload that is not paused exits 2.
     @Test func aPausedUploadWaitsForItsResumeFromTheCommand() async throws {
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let queue = directory.path("queue").path
         var ids: [String] = []
         for index in 0..<2 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 10_000))
-            ids.append(try enqueue(index, to: server.url(), queue: queue).id)
+            await ids.append(try enqueue(index, to: server.url(), queue: queue).id)
         }
-        #expect(try run(["--queue", queue, "--pause", ids[0]]).status == 0)
+        #expect(try await run(["--queue", queue, "--pause", ids[0]]).status == 0)
         let (sent, _) = try await runQueue(queue, upTo: 60)
         #expect(sent.status == 0 && sent.stderr.hasSuffix("1 completed, 0 failed, 1 paused\n"), "\(sent.stderr)")
-        let listed = String(decoding: try run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
         #expect(listed.contains("\(ids[0])  paused  "), "\(listed)")
-        let notPaused = try run(["--queue", queue, "--resume", ids[1]])
+        let notPaused = try await run(["--queue", queue, "--resume", ids[1]])
         #expect(notPaused.status == 2 && notPaused.stderr.contains("is not paused"), "\(notPaused.stderr)")
-        #expect(try run(["--queue", queue, "--resume", ids[0]]).status == 0)
+        #expect(try await run(["--queue", queue, "--resume", ids[0]]).status == 0)
         let (rest, _) = try await runQueue(queue, upTo: 60)
         #expect(rest.status == 0 && rest.stderr.hasSuffix("2 completed, 0 failed\n"), "\(rest.stderr)")
         #expect(try server.forms().count == 2)
@@ -511,13 +512,13 @@ extension CommandLineTests {
     /// Ctrl-C while the queue runs: exit 130, and a line that says it was interrupted and what is kept; the next run
     /// sends the rest, each form once.
     @Test func ctrlCSaysTheQueueWasInterruptedAndWhatIsKept() async throws {
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let queue = directory.path("queue").path
         var forms: [DraftServer.Form] = []
         for index in 0..<2 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 8 << 20))
             // 64 KiB every 50 ms: about 6 s a form, so that the Ctrl-C comes while the first is under way.
-            forms.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue).form)
+            await forms.append(try enqueue(index, to: server.url(scenario: "slow"), queue: queue).form)
         }
         // One at a time: the second waits its turn.
         let first = try start(["--queue", queue, "--run", "--parallel", "1"], stderr: directory.path("first.err"))
@@ -564,11 +565,4 @@ private struct MultipartUploadQueueSnapshot: CustomStringConvertible {
     }
 
     var description: String { states.joined(separator: "\n") }
-}
-
-/// Runs `work` on a thread of its own, off the pool that runs the tests.
-private func onAThreadOfItsOwn(_ work: @escaping @Sendable () throws -> Void) async throws {
-    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-        Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
-    }
 }

@@ -79,21 +79,23 @@ extension CommandLineTests {
 
     /// Ctrl-C once the server holds 1 MiB of a stalled append; the command keeps the upload and says how to resume
     /// it, its state holds no credential, and the same command run again resumes and sends the rest.
-    @Test func ctrlCKeepsTheUploadAndTheSameCommandResumesIt() throws {
+    @Test func ctrlCKeepsTheUploadAndTheSameCommandResumesIt() async throws {
         let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
         _ = try directory.file("video.bin", contents: random.readData(ofLength: 24 << 20))
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let arguments = [
             "-S", "-C", "-", "--boundary", "SavedUpload", "-u", "ada:pass-word-secret", "-H",
             "Cookie: session=cookie-secret", "-F", "note=hello", "-F", "video=@video.bin", "-o", "answer.json",
             server.url(scenario: "stall").absoluteString,
         ]
         let first = try start(arguments, stderr: directory.path("first.err"))
-        try waitFor(
-            "the command's append", ended: { first.exitedWithStatus }, seen: { "\((try? server.log()) ?? [])" },
-            until: { try server.log().contains(where: { $0.method == "PATCH" }) })
-        first.interrupt()
-        first.waitUntilExit()
+        try await onAThreadOfItsOwn {
+            try waitFor(
+                "the command's append", ended: { first.exitedWithStatus }, seen: { "\((try? server.log()) ?? [])" },
+                until: { try server.log().contains(where: { $0.method == "PATCH" }) })
+            first.interrupt()
+            try waitFor("the interrupted command to exit") { !first.isRunning }
+        }
         let message = try String(contentsOf: directory.path("first.err"), encoding: .utf8)
         #expect(first.terminationStatus == 130, "\(message)")
         #expect(message.contains("interrupted after handing out"), "\(message)")
@@ -109,11 +111,13 @@ extension CommandLineTests {
             #expect(!text.contains(secret), "the state holds \(secret)")
         }
 
-        let second = try run(arguments)
+        let second = try await run(arguments)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stderr.contains("resuming the saved upload at byte 1048576 of"), "\(second.stderr)")
         #expect(second.stderr.contains("multipart: sent 23.0 MiB from byte 1048576 in"), "only this run's bytes")
-        let body = try run(["-s", "--boundary", "SavedUpload", "-F", "note=hello", "-F", "video=@video.bin", "-o", "-"])
+        let body = try await run([
+            "-s", "--boundary", "SavedUpload", "-F", "note=hello", "-F", "video=@video.bin", "-o", "-",
+        ])
         let expected = try directory.file("expected.multipart", contents: body.stdout)
         #expect(try server.forms() == [DraftServer.Form(bytes: body.stdout.count, sha256: try sha256sum(expected))])
         #expect(stateFiles().isEmpty, "no state after success")
@@ -123,16 +127,16 @@ extension CommandLineTests {
     /// server stands and how to resume, deletes nothing; the same command run again sends the rest, once.
     /// `-C -` as a user types it first, through a drop after half: retried (three times unless told), the server
     /// asked where it stands, and only the rest sent.
-    @Test func aDropIsResumedInTheSameRunByDefault() throws {
+    @Test func aDropIsResumedInTheSameRunByDefault() async throws {
         var generator = SeededGenerator(seed: 36)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
-        let server = try DraftServer()
-        let result = try run([
+        let server = try await DraftServer()
+        let result = try await run([
             "-s", "-C", "-", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "head-503").absoluteString,
         ])
         #expect(result.status == 0, "\(result.stderr)")
-        let body = try run(["-s", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "-"]).stdout
+        let body = try await run(["-s", "--boundary", "Retried", "-F", "file=@blob.bin", "-o", "-"]).stdout
         let expected = try directory.file("expected.multipart", contents: body)
         #expect(try server.forms() == [DraftServer.Form(bytes: body.count, sha256: try sha256sum(expected))])
         let log = try server.log()
@@ -141,16 +145,16 @@ extension CommandLineTests {
         #expect(stateFiles().isEmpty, "no state after success")
     }
 
-    @Test func retriesSpentKeepTheUploadAndTheSameCommandResumesIt() throws {
+    @Test func retriesSpentKeepTheUploadAndTheSameCommandResumesIt() async throws {
         var generator = SeededGenerator(seed: 34)
         _ = try directory.file("blob.bin", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let arguments = [
             "-S", "-C", "-", "--retry", "0", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "answer.json",
             server.url(scenario: "patch-503").absoluteString,
         ]
-        let first = try run(arguments)
-        let length = try run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"]).stdout.count
+        let first = try await run(arguments)
+        let length = try await run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"]).stdout.count
         #expect(first.status == 4, "\(first.stderr)")
         #expect(
             first.stderr.contains("the server having \(length / 2) of the form's \(length) bytes"), "\(first.stderr)")
@@ -161,20 +165,20 @@ extension CommandLineTests {
         #expect(!(try server.log()).contains { $0.method == "DELETE" }, "the server keeps the upload")
         #expect(stateFiles().count == 1, "the state stays")
 
-        let second = try run(arguments)
+        let second = try await run(arguments)
         #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stderr.contains("resuming the saved upload at byte \(length / 2) of"), "\(second.stderr)")
-        let body = try run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"])
+        let body = try await run(["-s", "--boundary", "KeptUpload", "-F", "file=@blob.bin", "-o", "-"])
         let expected = try directory.file("expected.multipart", contents: body.stdout)
         #expect(try server.forms() == [DraftServer.Form(bytes: body.stdout.count, sha256: try sha256sum(expected))])
         #expect(try server.log().filter { $0.method == "POST" }.count == 1, "created once")
         #expect(stateFiles().isEmpty, "no state after success")
     }
 
-    @Test func aCorruptStateFileIsIgnoredWithAWarning() throws {
+    @Test func aCorruptStateFileIsIgnoredWithAWarning() async throws {
         // An absolute path: the form is made here as the command makes it, to find the state file's name.
         let file = try directory.file("a.txt", contents: Data("resumable".utf8))
-        let server = try DraftServer()
+        let server = try await DraftServer()
         let arguments = ["-S", "-C", "-", "-F", "f=@\(file.path)", "-o", "/dev/null", server.url().absoluteString]
         let options = try Options(parsing: arguments)
         var request = URLRequest(url: server.url())
@@ -182,7 +186,7 @@ extension CommandLineTests {
         let key = try #require(try Command.makeForm(options).savedUploadKey(for: request))
         try FileManager.default.createDirectory(at: states, withIntermediateDirectories: true)
         try Data("{\"format\": 1, \"uploadURL\": ".utf8).write(to: states.appendingPathComponent("\(key).json"))
-        let result = try run(arguments)
+        let result = try await run(arguments)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("warning: ignoring the state file"), "\(result.stderr)")
         #expect(result.stderr.contains("corrupt or truncated"), "\(result.stderr)")

@@ -9,24 +9,25 @@ import Testing
 /// the draft, and is copied once where it does not.
 extension CommandLineTests {
     /// 3 MB of standard input and the form it makes, as `--output-body` writes it; its SHA-256.
-    private func piped(seed: UInt64) throws -> (input: URL, expected: DraftServer.Form) {
+    private func piped(seed: UInt64) async throws -> (input: URL, expected: DraftServer.Form) {
         var generator = SeededGenerator(seed: seed)
         let input = try directory.file("input.tar", contents: Data([UInt8].random(count: 3_000_000, using: &generator)))
-        let result = try run([], shell: "\(Self.executable.path) -s --boundary Piped -F backup=@- -o - < input.tar")
+        let result = try await run(
+            [], shell: "\(Self.executable.path) -s --boundary Piped -F backup=@- -o - < input.tar")
         let expected = try directory.file("expected.multipart", contents: result.stdout)
         return (input, DraftServer.Form(bytes: result.stdout.count, sha256: try sha256sum(expected)))
     }
 
     /// `cat input.tar | multipart ARGS`, its temporary files in the test's own directory, which must be empty after.
-    private func pipe(_ arguments: String) throws -> Run {
+    private func pipe(_ arguments: String) async throws -> Run {
         try FileManager.default.createDirectory(at: directory.path("tmp"), withIntermediateDirectories: true)
-        return try run([], shell: "cat input.tar | TMPDIR=tmp \(Self.executable.path) \(arguments)")
+        return try await run([], shell: "cat input.tar | TMPDIR=tmp \(Self.executable.path) \(arguments)")
     }
 
-    @Test func standardInputUnderResumeIsStreamedWithNoTemporaryCopy() throws {
-        let (_, expected) = try piped(seed: 36)
-        let server = try DraftServer()
-        let result = try pipe("-v -C - --boundary Piped -F backup=@- -o answer.json \(server.url())")
+    @Test func standardInputUnderResumeIsStreamedWithNoTemporaryCopy() async throws {
+        let (_, expected) = try await piped(seed: 36)
+        let server = try await DraftServer()
+        let result = try await pipe("-v -C - --boundary Piped -F backup=@- -o answer.json \(server.url())")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try server.forms() == [expected])
         #expect(
@@ -40,10 +41,10 @@ extension CommandLineTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path("tmp").path).isEmpty)
     }
 
-    @Test func standardInputUnderResumeToAServerWithoutTheDraftIsCopiedOnce() throws {
-        let (_, expected) = try piped(seed: 37)
-        let server = try DraftServer(version: 5)
-        let result = try pipe("-v -C - --boundary Piped -F backup=@- -o answer.json \(server.url())")
+    @Test func standardInputUnderResumeToAServerWithoutTheDraftIsCopiedOnce() async throws {
+        let (_, expected) = try await piped(seed: 37)
+        let server = try await DraftServer(version: 5)
+        let result = try await pipe("-v -C - --boundary Piped -F backup=@- -o answer.json \(server.url())")
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try server.forms() == [expected])
         #expect(

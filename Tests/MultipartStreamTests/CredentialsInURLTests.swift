@@ -26,7 +26,7 @@ import Testing
 
     @Test(arguments: codes)
     func theUploadAPI(code: Int) async throws {
-        let (first, other) = (try UploadServer(), try UploadServer())
+        let (first, other) = (try await UploadServer(), try await UploadServer())
         for (location, leaves) in RedirectCases.locations(first: first, other: other) {
             let before = try await (first.log().count, other.log().count)
             let url = RedirectCases.withCredentials(first, RedirectCases.redirectPath(code, to: location))
@@ -44,7 +44,7 @@ import Testing
     /// the streamed request's delegate likewise.
     @Test(arguments: [301, 302, 303])
     func theTaskAndStreamedRequestAPIs(code: Int) async throws {
-        let (first, other) = (try UploadServer(), try UploadServer())
+        let (first, other) = (try await UploadServer(), try await UploadServer())
         let form = form()
         for (location, leaves) in RedirectCases.locations(first: first, other: other) {
             let url = RedirectCases.withCredentials(first, RedirectCases.redirectPath(code, to: location))

@@ -38,7 +38,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [303, 307])
         func aRedirectIsDecidedOnTheCallersQueueAndItsRequestIsSent(code: Int) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = RecordingDelegate(queue: queue)
             let (data, _) = try await session(delegate).upload(
                 form, with: URLRequest(url: server.url("/redirect/\(code)")))
@@ -57,7 +57,7 @@ extension URLSessionSuites {
         /// tells the upload of a cancel the caller gives the task itself: this ended the process.
         @Test(arguments: [302, 307])
         func aTaskCancelledWhileItsDelegateDecidesARedirectEndsCancelled(code: Int) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = LateRedirectDelegate(queue: queue)
             let (ended, end) = AsyncStream.makeStream(of: String.self)
             let callerSession = session(delegate)
@@ -81,7 +81,7 @@ extension URLSessionSuites {
         }
 
         @Test func aChallengeIsAnsweredOnTheCallersQueue() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = RecordingDelegate(queue: queue)
             let (data, response) = try await session(delegate).upload(form, with: URLRequest(url: server.url("/auth")))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
@@ -91,7 +91,7 @@ extension URLSessionSuites {
 
         // Linux URLSession collects no metrics (CallerDelegateTests hands them to the forwarding directly).
         @Test(.enabled(if: !isLinux)) func metricsReachTheCallersDelegateOnItsQueue() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = RecordingDelegate(queue: queue)
             _ = try await session(delegate).upload(form, with: URLRequest(url: server.url()))
             try await Stopwatch.wait(atMost: 5) { delegate.metrics.isEmpty }
@@ -102,7 +102,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [302, 303, 307, 308])
         func credentialsStayWithTheirOrigin(code: Int) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var request = URLRequest(url: server.url("/elsewhere/\(code)"))
             request.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
             request.setValue("session=1", forHTTPHeaderField: "Cookie")
@@ -130,7 +130,7 @@ extension URLSessionSuites {
         // MARK: Failures keep their reason
 
         @Test func aFileTaskWhoseBodyCannotBeWrittenFailsWithTheReason() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let file = try directory.file("changing.bin", contents: Data(count: 1_000))
             var form = MultipartFormData()
             try form.append(fileURL: file, name: "doc")
@@ -157,7 +157,7 @@ extension URLSessionSuites {
         private static let reported = Reported()
 
         @Test func aResetAfterA401sHeadersIsAFailure() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await #expect(throws: (any Error).self) {
                 _ = try await session().upload(form, with: URLRequest(url: server.url("/cut/401")))
             }
@@ -172,7 +172,7 @@ extension URLSessionSuites {
             let saved = PrivateSessions.shared.idleTimeout
             PrivateSessions.shared.idleTimeout = 0.2
             defer { PrivateSessions.shared.idleTimeout = saved }
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let caller = session()
             let form = form
             let task = caller.multipartUploadTask(with: URLRequest(url: server.url()), form: form) { _, _, error in
@@ -206,7 +206,7 @@ extension URLSessionSuites {
         private static let resumedLate = Reported()
 
         @Test func cancellingAFileTaskClosesItsBodyFile() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var big = MultipartFormData()
             try big.append(fileURL: directory.file("big.bin", contents: Data(count: 32 << 20)), name: "big")
             let reports = ProgressReports()

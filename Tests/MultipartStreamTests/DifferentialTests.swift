@@ -107,48 +107,48 @@ extension URLSessionSuites {
         }
 
         @Test func aPlainAnswer() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await expectSame("a plain answer", URLRequest(url: server.url("/headers"))) { _ in .answered(200) }
             let forms = try await server.log().filter { $0.method == "POST" }
             #expect(forms.map(\.bytes) == Array(repeating: Int(form.contentLength!), count: Path.allCases.count))
         }
 
         @Test func aSuccessBeforeTheBodyWasReadIsAnError() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await expectSame("a 200 before the body was read", URLRequest(url: server.url("/early"))) { _ in
                 .failed("MultipartError.answeredBeforeBodySent")
             }
         }
 
         @Test func aRefusalBeforeTheBodyWasReadIsTheAnswer() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await expectSame("a 413 before the body was read", URLRequest(url: server.url("/early/413"))) { _ in
                 .answered(413)
             }
         }
 
         @Test func anErrorPageLargerThanTheBound() async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let request = URLRequest(url: server.url(status: 500, bytes: 64 << 20))
             await expectSame("a 500 with 64 MiB", request) { _ in .failed("MultipartError.responseTooLarge") }
         }
 
         @Test func aResetInTheAnswer() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await expectSame("a reset mid-answer", URLRequest(url: server.url("/cut/200"))) { _ in
                 .failed("URLError \(URLError.networkConnectionLost.rawValue)")
             }
         }
 
         @Test func noAnswerPastTheTimeout() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var request = URLRequest(url: server.url("/silent"))
             request.timeoutInterval = 1
             await expectSame("no answer", request) { _ in .failed("URLError \(URLError.timedOut.rawValue)") }
         }
 
         @Test func aFileTruncatedWhileItIsRead() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             for path in Path.allCases {
                 let file = try directory.file("shrinks-\(path).bin", contents: Data(count: 1 << 20))
                 var form = MultipartFormData()
@@ -164,14 +164,14 @@ extension URLSessionSuites {
         }
 
         @Test func aSeeOther() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await expectSame("a 303", URLRequest(url: server.url("/redirect/303?to=/headers"))) { _ in .answered(200) }
         }
 
         /// The README's table: on Linux `upload` sends the form again after a 307; a task handed to the caller cannot,
         /// and fails rather than sending an empty body.
         @Test func aTemporaryRedirectToAnotherOrigin() async throws {
-            let (server, other) = (try UploadServer(), try UploadServer())
+            let (server, other) = (try await UploadServer(), try await UploadServer())
             let away = "http://localhost:\(other.url().port!)/headers"
             let request = URLRequest(url: server.url("/redirect/307?to=\(away)"))
             await expectSame("a 307 to another origin", request) { path in

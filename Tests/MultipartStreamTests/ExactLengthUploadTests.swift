@@ -48,7 +48,7 @@ extension URLSessionSuites {
 
         @Test func djangoUnderGunicornReceivesALargeFormByteExact() async throws {
             // Chunked, this form reached Django as an empty form with a 200.
-            let server = try UploadServer(.django)
+            let server = try await UploadServer(.django)
             let (data, response) = try await URLSession(configuration: .ephemeral).upload(
                 form, with: URLRequest(url: server.url()))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
@@ -56,14 +56,14 @@ extension URLSessionSuites {
         }
 
         @Test func aRequestMadeWithTheFormReachesDjangoByteExact() async throws {
-            let server = try UploadServer(.django)
+            let server = try await UploadServer(.django)
             let (data, _) = try await URLSession(configuration: .ephemeral).data(
                 for: URLRequest(url: server.url(), multipartFormData: form))
             try expectDjangoGotEverything(data, server: server)
         }
 
         @Test func aServerThatAnswers411ToChunkedBodiesAcceptsTheUpload() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let url = server.url("/length-required")
             // The answer echoes every part, past the default bound.
             let (data, response) = try await URLSession(configuration: .ephemeral).upload(
@@ -84,7 +84,7 @@ extension URLSessionSuites {
         func aSuccessThatComesBeforeTheBodyWasReadIsAnError(path: String, strategy: MultipartUploadStrategy)
             async throws
         {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let request = URLRequest(url: server.url(path))
             let reports = ProgressReports()
             let error = try await #require(throws: MultipartError.self) {
@@ -110,7 +110,7 @@ extension URLSessionSuites {
 
         @Test func aRedirectAnsweredBeforeTheBodyWasReadIsAnErrorToo() async throws {
             // POST /upload → 303 /login without reading the form → GET /login → 200: the form never arrived.
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let request = URLRequest(url: server.url("/redirect/303?early&to=/status/200"))
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(form, with: request)
@@ -126,7 +126,7 @@ extension URLSessionSuites {
         }
 
         @Test func twentyUploadsThroughOneSessionShareConnections() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let session = URLSession(configuration: .ephemeral)
             var small = MultipartFormData()
             small.append("v", name: "n")
@@ -143,7 +143,7 @@ extension URLSessionSuites {
             let saved = PrivateSessions.shared.idleTimeout
             PrivateSessions.shared.idleTimeout = 0.2
             defer { PrivateSessions.shared.idleTimeout = saved }
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var small = MultipartFormData()
             small.append("v", name: "n")
             var session: URLSession? = URLSession(configuration: .ephemeral)
@@ -156,7 +156,7 @@ extension URLSessionSuites {
         }
 
         @Test func progressIsReportedAtMostTenTimesASecond() async throws {
-            let server = try UploadServer(.sink)
+            let server = try await UploadServer(.sink)
             let reports = ProgressReports()
             let stopwatch = Stopwatch()
             _ = try await URLSession(configuration: .ephemeral).upload(form, with: URLRequest(url: server.url())) {

@@ -47,7 +47,7 @@ extension URLSessionSuites {
 
         /// The README's recipe: refresh after a 401, one line in the hook, no loop of the caller's.
         @Test func aTokenRefreshedAfterA401GoesOnceMoreAndTheFormArrivesWhole() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             // /auth takes `Basic dTpw` (u:p) only; the app's first token is stale.
             let tokens = Tokens("Basic c3RhbGU=", then: ["Basic dTpw"])
             let reasons = Reasons()
@@ -83,7 +83,7 @@ extension URLSessionSuites {
 
         /// The simple form, which ignores why, still compiles and works; a 401 it answers the same way is the answer.
         @Test func theSimpleFormIsAskedEachTimeAndA401ItCannotMendIsTheAnswer() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             form.append("v", name: "f")
             let (_, response) = try await URLSession.shared.upload(
@@ -96,7 +96,7 @@ extension URLSessionSuites {
         /// A form with a one-shot stream cannot go again after a 401: the library knows that before it sends, so no
         /// second request goes out, and the error names the part.
         @Test func aOneShotPartIsNotResentAfterA401() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let tokens = Tokens("Basic c3RhbGU=", then: ["Basic dTpw"])
             var form = MultipartFormData()
             form.append("Ada", name: "author")
@@ -122,7 +122,7 @@ extension URLSessionSuites {
 
         /// The hook is told each request of a resumable upload for what it is.
         @Test func aResumableUploadTellsTheHookEachStep() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let reasons = Reasons()
             var form = MultipartFormData()
             form.append(Data(repeating: 3, count: 300_000), name: "file", fileName: "f.bin")
@@ -144,7 +144,7 @@ extension URLSessionSuites {
         /// it comes, reaches no task the cancel stopped (Linux URLSession traps on a redirect answered after a cancel:
         /// this test ended the process before the answer was kept from it).
         @Test func aCancelWhileTheHookIsAskedForARedirectEndsTheUpload() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let (asked, hookAsked) = AsyncStream.makeStream(of: Void.self)
             let (release, releaseHook) = AsyncStream.makeStream(of: Void.self)
             let (answered, hookAnswered) = AsyncStream.makeStream(of: Void.self)
@@ -182,7 +182,7 @@ extension URLSessionSuites {
         func aHookSlowerThanTheTimeoutOnARedirectFailsTheUpload(code: Int, strategy: MultipartUploadStrategy)
             async throws
         {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             form.append(Data(count: 3_000), name: "photo", fileName: "photo.jpg", mimeType: "image/jpeg")
             var request = URLRequest(url: server.url("/redirect/\(code)?to=/headers"))
@@ -217,7 +217,7 @@ extension URLSessionSuites {
         @Test(arguments: [false, true])
         func aFailingHookKeepsASavedUpload(forgesHeader: Bool) async throws {
             struct TokenServiceDown: Error {}
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let state = directory.path("state-\(forgesHeader)")
             let file = try directory.file(
                 "photo-\(forgesHeader).bin", contents: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }))

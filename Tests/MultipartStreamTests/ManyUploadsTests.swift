@@ -79,7 +79,7 @@ extension URLSessionSuites {
             let saved = PrivateSessions.shared.idleTimeout
             PrivateSessions.shared.idleTimeout = 0.2
             defer { PrivateSessions.shared.idleTimeout = saved }
-            let server = try UploadServer(.sink)
+            let server = try await UploadServer(.sink)
             let url = server.url()
             let uploads = try forms(64, seed: UInt64(sessions))
             let callers = (0..<sessions).map { _ in URLSession(configuration: .ephemeral) }
@@ -130,7 +130,7 @@ extension URLSessionSuites {
             let saved = PrivateSessions.shared.idleTimeout
             PrivateSessions.shared.idleTimeout = 0.2
             defer { PrivateSessions.shared.idleTimeout = saved }
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var big = MultipartFormData()
             try big.append(fileURL: directory.file("big.bin", contents: Data(count: 4 << 20)), name: "big")
             big.append(length: 100_000, name: "stream") { InputStream(data: Data(count: 100_000)) }
@@ -220,7 +220,7 @@ extension URLSessionSuites {
         /// which the upload sends again on a task of its own). Every upload ends cancelled, the process lives, and
         /// the session uploads after.
         @Test func cancelsAroundARedirectsAnswer() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let form = {
                 var form = MultipartFormData()
                 form.append(Data(count: 20_000), name: "photo", fileName: "photo.jpg", mimeType: "image/jpeg")

@@ -311,7 +311,7 @@ extension URLSessionSuites {
         }
 
         @Test func cancellingAnUploadWhoseStreamBlocksReturnsAtOnce() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let blocked = BlockingStream()
             let gate = blocked.gate
             var form = MultipartFormData()
@@ -335,7 +335,7 @@ extension URLSessionSuites {
         // MARK: Credentials
 
         @Test func aStoredCredentialAnswersEveryUploadNotOnlyTheFirst() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let url = server.url("/auth")
             let configuration = URLSessionConfiguration.ephemeral
             let storage = URLCredentialStorage()

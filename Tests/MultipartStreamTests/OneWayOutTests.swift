@@ -130,7 +130,7 @@ import Testing
 
     @Test(arguments: [301, 302, 303, 307, 308])
     func aCredentialReachesItsOwnOriginAndNoOtherOnEveryPath(code: Int) async throws {
-        let (first, other) = (try UploadServer(), try UploadServer())
+        let (first, other) = (try await UploadServer(), try await UploadServer())
         var cases = 0
         for path in Path.allCases {
             for source in sources(of: path) {
@@ -167,7 +167,7 @@ import Testing
     /// credential from any source reaches the other origin a redirect leads to, as curl's `--location-trusted`.
     @Test(arguments: [302, 307])
     func aTrustedCredentialReachesAnotherOriginOnEveryPath(code: Int) async throws {
-        let (first, other) = (try UploadServer(), try UploadServer())
+        let (first, other) = (try await UploadServer(), try await UploadServer())
         var cases = 0
         for path in Path.allCases {
             for source in sources(of: path) {
@@ -199,7 +199,7 @@ import Testing
     @Test(arguments: [false, true])
     func aResumableUploadOnAnotherOriginGetsNoCredentialUnlessTrusted(trusted: Bool) async throws {
         for source in Source.allCases {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             var form = MultipartFormData()
             form.append(Data(repeating: 9, count: 200_000), name: "file", fileName: "f.bin")
             let start = server.url(scenario: "other-origin")

@@ -44,8 +44,8 @@ extension URLSessionSuites {
         /// `.resumable` with the defaults waits out a 45 s outage: at most 15 tries meanwhile, the next within 15 s of
         /// the network's return, the form once and whole, at most 8 MiB of it twice.
         @Test func theDefaultsWaitOutAFortyFiveSecondOutage() async throws {
-            let server = try DraftServer()
-            let proxy = try FaultProxy(to: server.port, cuts: ["outage:64M:45"])
+            let server = try await DraftServer()
+            let proxy = try await FaultProxy(to: server.port, cuts: ["outage:64M:45"])
             let (form, expected) = try bigForm()
             let request = URLRequest(url: proxy.url(server.url(scenario: "relative-location")))
             let (_, response) = try await within(seconds: 240, "the upload through the outage") {
@@ -64,8 +64,8 @@ extension URLSessionSuites {
         /// its start, the state and the server's upload kept; once the network is back, the same upload sends only the
         /// rest.
         @Test func anOutageLongerThanTheBoundKeepsTheUploadForTheNextRun() async throws {
-            let server = try DraftServer()
-            let proxy = try FaultProxy(to: server.port, cuts: ["outage:64M:30"])
+            let server = try await DraftServer()
+            let proxy = try await FaultProxy(to: server.port, cuts: ["outage:64M:30"])
             let (form, expected) = try bigForm()
             let request = URLRequest(url: proxy.url(server.url(scenario: "relative-location")))
             var policy = MultipartResumption(maximumWaitWithoutProgress: 10)

@@ -184,7 +184,7 @@ extension URLSessionSuites {
         }
 
         @Test func eightUploadsAtOnce() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let url = server.url()
             try await withThrowingTaskGroup(of: (Int, UploadServer.Seen?).self) { group in
                 for index in 0..<8 {

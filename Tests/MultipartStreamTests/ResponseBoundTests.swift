@@ -62,7 +62,7 @@ extension URLSessionSuites {
         /// and the client hangs up long before the end, on every way to send.
         @Test(arguments: Path.allCases)
         func aLargeAnswerPastTheDefaultBoundFails(path: Path) async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let error = await send(to: server.url(bytes: Self.gib), path: path)
             let failure = try #require(error as? MultipartError, "\(path): \(String(describing: error))")
             guard case .responseTooLarge(200, let limit) = failure.reason else {
@@ -81,7 +81,7 @@ extension URLSessionSuites {
         /// exactly, and the upload does not wait for the rest.
         @Test(arguments: [Path.automatic, .stream, .file, .resumableToAPlainServer], [false, true])
         func aRefusedAnswerCarriesABoundedPrefix(path: Path, endless: Bool) async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let url = server.url(status: 500, bytes: endless ? nil : 2 * Self.gib)
             let started = Date()
             let error = try await #require(throws: MultipartError.self) {
@@ -107,7 +107,7 @@ extension URLSessionSuites {
 
         /// An endless answer that is accepted fails at the bound, as a long one does.
         @Test func anEndlessAcceptedAnswerFailsAtTheBound() async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession.shared.upload(
                     form(), with: URLRequest(url: server.url(bytes: nil)), responseBody: .inMemory(upTo: 1 << 20))
@@ -120,7 +120,7 @@ extension URLSessionSuites {
 
         /// `.inMemory(upTo:)`: an answer of exactly the bound is whole; one byte more fails.
         @Test func theBoundIsExact() async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let limit = 300_000
             let (data, _) = try await URLSession.shared.upload(
                 form(), with: URLRequest(url: server.url(bytes: limit)), responseBody: .inMemory(upTo: limit))
@@ -140,7 +140,7 @@ extension URLSessionSuites {
         /// `upload`; nothing but the file is left beside it.
         @Test(arguments: [Path.automatic, .stream, .file, .resumableToAPlainServer])
         func anAnswerToAFileIsWhole(path: Path) async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let directory = try TemporaryDirectory()
             let destination = directory.url.appendingPathComponent("answer.bin")
             let length = 64 << 20
@@ -157,7 +157,7 @@ extension URLSessionSuites {
         /// `.file(url)` with a refused status, or cancelled while the answer is written: what was at `url` stays, and
         /// no file is left beside it.
         @Test func aFailedAnswerLeavesTheDestinationAsItWas() async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let directory = try TemporaryDirectory()
             let destination = try directory.file("answer.bin", contents: Data("before".utf8))
             let form = form()
@@ -184,7 +184,7 @@ extension URLSessionSuites {
         /// `.chunks`: every piece in order, with its response, adds up to the server's body; a refused status's body
         /// never reaches it.
         @Test func chunksAddUpToTheAnswer() async throws {
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             let directory = try TemporaryDirectory()
             let received = try Received(to: directory.path("chunks.bin"))
             let length = 48 << 20
@@ -208,7 +208,7 @@ extension URLSessionSuites {
         /// answer never ends.
         @Test func aThrowingChunkHandlerStopsTheUpload() async throws {
             struct Enough: Error {}
-            let server = try LargeAnswerServer()
+            let server = try await LargeAnswerServer()
             await #expect(throws: Enough.self) {
                 _ = try await URLSession.shared.upload(
                     form(), with: URLRequest(url: server.url(bytes: nil)),

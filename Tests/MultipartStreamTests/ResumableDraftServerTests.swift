@@ -52,7 +52,7 @@ extension URLSessionSuites {
         // MARK: Credentials
 
         @Test func anUploadResourceOnAnotherOriginGetsNoCredentials() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let credentials = ["Authorization": "Bearer secret", "Cookie": "session=1"]
             let (_, status) = try await upload(server, "other-origin", headers: credentials)
             #expect(status == 200)
@@ -74,7 +74,7 @@ extension URLSessionSuites {
         /// A server that speaks no version gets the whole form in one request: it carries the hook's fresh header,
         /// as every probe before it does, and the hook's error there fails the upload (#43).
         @Test func theWholeFormSentToAServerWithoutTheDraftCarriesTheFreshHeaders() async throws {
-            let server = try DraftServer(version: 5)
+            let server = try await DraftServer(version: 5)
             let tokens = Counter()
             var request = URLRequest(url: server.url())
             request.setValue("Bearer stale", forHTTPHeaderField: "Authorization")
@@ -100,7 +100,7 @@ extension URLSessionSuites {
         }
 
         @Test func anAppendRefusedForWantOfACredentialIsSentAgainWithIt() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let delegate = CredentialDelegate()
             let session = URLSession(configuration: .ephemeral, delegate: delegate, delegateQueue: nil)
             let (_, response) = try await session.upload(
@@ -119,18 +119,18 @@ extension URLSessionSuites {
         @Test func a407OnEveryRequestToTheUploadIsAnsweredWithTheRequestsProxyCredentialOrKeepsTheSavedUpload()
             async throws
         {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, "proxy-407", headers: ["Proxy-Authorization": "Basic dTpw"])
             #expect(status == 200)
             #expect(try server.forms() == [expected])
             #expect(try server.log().allSatisfy { $0.method != "PATCH" || $0.bytes == expected.bytes })
 
-            let refused = try DraftServer()
+            let refused = try await DraftServer()
             let (_, answered) = try await upload(refused, "proxy-407")
             #expect(answered == 407, "the proxy's answer, not a success")
             #expect(try refused.forms().isEmpty)
 
-            let saving = try DraftServer()
+            let saving = try await DraftServer()
             var saved = fast
             saved.stateDirectory = directory.path("state")
             let error = try await #require(throws: MultipartError.self) {
@@ -152,7 +152,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [("complete-409", 409), ("complete-404", 404)])
         func uploadCompleteOnAnErrorStatusIsTheApplicationsAnswer(scenario: String, status: Int) async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, answered) = try await upload(server, scenario)
             #expect(answered == status)
             #expect(try server.forms() == [expected], "processed once")
@@ -165,7 +165,7 @@ extension URLSessionSuites {
         /// received, which the client had not sent: the breach it is, with nothing deleted either.
         @Test(arguments: [10, 9])
         func anEarlyRefusalIsTheApplicationsAnswerFromVersion10(version: Int) async throws {
-            let server = try DraftServer(version: version)
+            let server = try await DraftServer(version: version)
             var generator = SeededGenerator(seed: 61)
             var large = MultipartFormData()
             try large.append(
@@ -198,7 +198,7 @@ extension URLSessionSuites {
 
         /// Version 10's conflict: a 409 with `?0` and the server's offset, and the upload goes on from there.
         @Test func aConflictInVersion10GoesOnFromTheServersOffset() async throws {
-            let server = try DraftServer(version: 10)
+            let server = try await DraftServer(version: 10)
             let (_, status) = try await upload(server, "conflict-409")
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -214,7 +214,7 @@ extension URLSessionSuites {
         }
 
         @Test func anIncompleteAnswerIsNeverTheUploadsAnswer() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, "incomplete-204")
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -222,7 +222,7 @@ extension URLSessionSuites {
         }
 
         @Test func everyByteButIncompleteIsCompletedByAnEmptyAppend() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, "all-bytes-incomplete")
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -234,7 +234,7 @@ extension URLSessionSuites {
         /// Even for a caller whose delegate follows no redirect (as `multipart` without `-L`): the 307 is the
         /// protocol's, never the upload's answer.
         @Test func aRedirectFromTheUploadResourceMovesIt() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let session = URLSession(configuration: .ephemeral, delegate: NoRedirects(), delegateQueue: nil)
             let (_, response) = try await session.upload(
                 form, with: URLRequest(url: server.url(scenario: "redirect-307")), strategy: .resumable(fast))
@@ -248,7 +248,7 @@ extension URLSessionSuites {
         /// to a closure or to a file; each carries one (`STATUS to an append: not the answer`).
         @Test(arguments: ["redirect-307", "patch-503", "too-large", "conflict-409", "partial-200"])
         func onlyTheAnswerReachesTheSink(scenario: String) async throws {
-            let (toClosure, toFile) = (try DraftServer(), try DraftServer())
+            let (toClosure, toFile) = (try await DraftServer(), try await DraftServer())
             let pieces = Pieces()
             _ = try await URLSession.shared.upload(
                 form, with: URLRequest(url: toClosure.url(scenario: scenario)), strategy: .resumable(fast),
@@ -267,7 +267,7 @@ extension URLSessionSuites {
         }
 
         @Test func theDraftsCreationExampleIsTaken() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, "creation-201")
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -276,7 +276,7 @@ extension URLSessionSuites {
         // MARK: Limits and retries
 
         @Test func aFormOverMaxSizeFailsBeforeAnyByte() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let reason = try await failure(server, "max-size")
             guard case .formOverUploadLimit(maxSize: 100, contentLength: form.contentLength!) = reason else {
                 Issue.record("\(reason)")
@@ -286,7 +286,7 @@ extension URLSessionSuites {
         }
 
         @Test func aFormUnderMinSizeGoesWholeAsAPlainRequest() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, "min-size")
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -296,7 +296,7 @@ extension URLSessionSuites {
         }
 
         @Test func maxAppendSizeSendsTheFormInPartsThatSayIncompleteUntilTheLast() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, "max-append")
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -311,7 +311,7 @@ extension URLSessionSuites {
         /// started with a read at once, which made it 0.69).
         @Test(arguments: ["max-append", "max-append-drop"])
         func pacingHoldsAcrossAppendsAndResends(scenario: String) async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let rate = 300_000
             let stopwatch = Stopwatch()
             let (_, response) = try await URLSession(configuration: .ephemeral).upload(
@@ -332,7 +332,7 @@ extension URLSessionSuites {
         }
 
         @Test func a413IsAnsweredWithSmallerAppends() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, "too-large")
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -347,7 +347,7 @@ extension URLSessionSuites {
 
         @Test(arguments: ["head-503", "patch-503"])
         func serverErrorsAreRetriedOnTheSameUpload(scenario: String) async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (_, status) = try await upload(server, scenario)
             #expect(status == 200)
             #expect(try server.forms() == [expected])
@@ -358,7 +358,7 @@ extension URLSessionSuites {
 
         @Test(arguments: ["offset-down", "creation-offset"])
         func anOffsetThatCannotBeTrueFailsAndDeletesTheUpload(scenario: String) async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let reason = try await failure(server, scenario)
             guard case .offsetOutOfRange(let offset, let allowed) = reason, !allowed.contains(offset) else {
                 Issue.record("\(reason)")
@@ -374,7 +374,7 @@ extension URLSessionSuites {
         /// cancel returns within 1 s, and the `DELETE` still goes out, with the hook's headers, once it answers.
         @Test(arguments: [0.0, 3.0])
         func aCancelledUploadDeletesItsResourceWithoutWaitingForIt(hookSeconds: Double) async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let (form, fast) = (form, fast)
             let request = URLRequest(url: server.url(scenario: "slow"))
             let started = ProgressReports()

@@ -25,7 +25,7 @@ extension URLSessionSuites {
         }
 
         @Test func aPlainServerGetsTheWholeFormOnceAndNothingPartial() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let reports = ProgressReports()
             let (data, response) = try await URLSession(configuration: .ephemeral).upload(
                 form, with: URLRequest(url: server.url()), strategy: .resumable, progress: reports.append)

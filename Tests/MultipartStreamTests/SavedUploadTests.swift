@@ -105,7 +105,7 @@ extension URLSessionSuites {
 
         @Test func aCancelledUploadKeepsItsResourceAndStateAndTheNextRunSendsOnlyTheRest() async throws {
             try enlargePhoto()
-            let server = try DraftServer()
+            let server = try await DraftServer()
             var request = URLRequest(url: server.url(scenario: "stall"))
             request.setValue("Basic dTpzZWNyZXQtcGFzc3dvcmQ=", forHTTPHeaderField: "Authorization")
             request.setValue("session=cookie-value-42", forHTTPHeaderField: "Cookie")
@@ -147,7 +147,7 @@ extension URLSessionSuites {
         /// run that says POST finds what a run that said nothing saved, and the listing says POST.
         @Test func theSavedStateIsKeyedOnTheMethodSent() async throws {
             try enlargePhoto()
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let session = URLSession(configuration: .ephemeral)
             let said = URLRequest(url: server.url(scenario: "stall"))
             _ = try await interruptedUpload(try form(), to: said, session: session, server: server)
@@ -171,7 +171,7 @@ extension URLSessionSuites {
         @Test(arguments: [false, true])
         func aChangedFileStartsOverAndDeletesTheOldUpload(otherSize: Bool) async throws {
             try enlargePhoto()
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let request = URLRequest(url: server.url(scenario: "stall"))
             let session = URLSession(configuration: .ephemeral)
             _ = try await interruptedUpload(try form(), to: request, session: session, server: server)
@@ -197,7 +197,7 @@ extension URLSessionSuites {
 
         @Test func anUploadTheServerLostStartsOver() async throws {
             try enlargePhoto()
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let request = URLRequest(url: server.url(scenario: "stall"))
             let session = URLSession(configuration: .ephemeral)
             let boundary = try await interruptedUpload(try form(), to: request, session: session, server: server)
@@ -219,7 +219,7 @@ extension URLSessionSuites {
 
         @Test func anAbandonedUploadIsDeletedOnTheServerAndHere() async throws {
             try enlargePhoto()
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let request = URLRequest(url: server.url(scenario: "stall"))
             let session = URLSession(configuration: .ephemeral)
             _ = try await interruptedUpload(try form(), to: request, session: session, server: server)
@@ -235,7 +235,7 @@ extension URLSessionSuites {
         }
 
         @Test func aCorruptStateFileIsIgnoredWithAWarningAndReplaced() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let request = URLRequest(url: server.url())
             let form = try form()
             let key = try #require(form.savedUploadKey(for: request))
@@ -257,7 +257,7 @@ extension URLSessionSuites {
         }
 
         @Test func aFormWithAStreamIsNotSaved() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             var form = try form()
             form.append(InputStream(data: Data("streamed".utf8)), length: 8, name: "note")
             let events = Events()
@@ -269,7 +269,7 @@ extension URLSessionSuites {
         }
 
         @Test func aSecondRunOfTheSameUploadFailsWhileTheFirstHoldsIt() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let request = URLRequest(url: server.url(scenario: "stall"))
             let form = try form()
             let key = try #require(form.savedUploadKey(for: request))
@@ -291,7 +291,7 @@ extension URLSessionSuites {
         // MARK: Headers, stalls, the total time
 
         @Test func everyRequestGetsFreshHeaders() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let asked = Events()
             let headers = MultipartHeaders.fresh { request in
                 asked.record(.notSaved)
@@ -310,7 +310,7 @@ extension URLSessionSuites {
         }
 
         @Test func headersThatWouldAddALineFailTheUpload() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession(configuration: .ephemeral).upload(
                     try form(), with: URLRequest(url: server.url()), strategy: .resumable(fast),
@@ -325,7 +325,7 @@ extension URLSessionSuites {
 
         @Test func aStalledAppendIsSentAgainFromWhereTheServerStands() async throws {
             try enlargePhoto()
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let form = try form()
             var policy = fast
             policy.stall = MultipartResumption.Stall(bytesPerSecond: 1, seconds: 1)
@@ -357,7 +357,7 @@ extension URLSessionSuites {
         func retriesSpentKeepTheUploadAndItsStateAndTheNextRunSendsTheRest(scenario: String, toldHalf: Bool)
             async throws
         {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let request = URLRequest(url: server.url(scenario: scenario))
             let session = URLSession(configuration: .ephemeral)
             let first = try form()
@@ -393,7 +393,7 @@ extension URLSessionSuites {
         /// The server down when the next run starts (connection refused): that run keeps the upload at the offset
         /// the first saved, and the run after it, with the server back, sends only the rest.
         @Test func aServerDownAtTheNextRunKeepsTheUploadForTheRunAfter() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let request = URLRequest(url: server.url(scenario: "patch-503"))
             let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0.05, maximumDelay: 0.2)
             let first = try form()
@@ -435,7 +435,7 @@ extension URLSessionSuites {
         }
 
         @Test func anUploadOutOfTimeGivesUpAndDeletesItsResource() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             var policy = MultipartResumption(maximumAttempts: 5, initialDelay: 0.5, maximumDelay: 1)
             policy.maximumDuration = 0.3
             let error = try await #require(throws: MultipartError.self) {

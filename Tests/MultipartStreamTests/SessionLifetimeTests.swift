@@ -28,7 +28,7 @@ extension URLSessionSuites {
             let savedTimeout = try await Self.shortenIdleTimeout()
             defer { PrivateSessions.shared.idleTimeout = savedTimeout }
             do {
-                let server = try UploadServer()
+                let server = try await UploadServer()
                 var form = MultipartFormData()
                 form.append(Data(count: 4 << 20), name: "big", fileName: "big.bin")
                 let (data, _) = try await URLSession.shared.upload(form, with: URLRequest(url: server.url()))
@@ -80,7 +80,7 @@ extension URLSessionSuites {
         /// (while its body is written, between the write and its task, while it is sent): once every upload has
         /// ended and the process has let go of them, no temporary body is left.
         @Test func fileCancelStormsLeaveNoTemporaryBody() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var building = MultipartFormData()
             building.append(Data(count: 4 << 20), name: "big", fileName: "big.bin")
             let form = building
@@ -131,7 +131,7 @@ extension URLSessionSuites {
             let savedTimeout = try await Self.shortenIdleTimeout()
             defer { PrivateSessions.shared.idleTimeout = savedTimeout }
             try await ProcessDescriptors.withSoftLimit(1_024) {
-                let server = try UploadServer(.countSink)
+                let server = try await UploadServer(.countSink)
                 var form = MultipartFormData()
                 form.append("session per upload", name: "title")
                 form.append(Data((0..<20_000).map { UInt8(truncatingIfNeeded: $0) }), name: "f", fileName: "f.bin")
@@ -177,7 +177,7 @@ extension URLSessionSuites {
         /// session of their own, whose tasks, idle time and closing are guarded by its own lock; the registry that
         /// finds it is asked once per task made, never by a task's events.
         @Test func twoCallerSessionsUploadThroughPrivateSessionsOfTheirOwn() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let small: MultipartFormData = {
                 var form = MultipartFormData()
                 form.append("v", name: "n")
@@ -204,7 +204,7 @@ extension URLSessionSuites {
         /// Released with its upload done, a caller's session takes its private session with it at once rather
         /// than after the idle timeout.
         @Test func aReleasedCallerSessionClosesItsPrivateSessionBeforeTheIdleTimeout() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var small = MultipartFormData()
             small.append("v", name: "n")
             var session: URLSession? = URLSession(configuration: .ephemeral)

@@ -63,7 +63,7 @@ extension URLSessionSuites {
         @Test(arguments: [UploadServer.Kind.node, .werkzeug])
         func aDelegateThatAnswersWithACopyOfTheRequestsStream(kind: UploadServer.Kind) async throws {
             let form = try form()
-            let server = try UploadServer(kind)
+            let server = try await UploadServer(kind)
             let delegate = CopyingDelegate()
             let outcome = try await run(URLRequest(url: server.url(), multipartFormData: form), delegate: delegate)
             try expectWholeForm(outcome, form, server: server, peer: kind == .node ? .node : .werkzeug)
@@ -74,7 +74,7 @@ extension URLSessionSuites {
 
         @Test func aDelegateThatAnswersWithACopyAfterAChallenge() async throws {
             let form = try form()
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = CopyingDelegate()
             let outcome = try await run(
                 URLRequest(url: server.url("/auth"), multipartFormData: form), delegate: delegate)
@@ -87,7 +87,7 @@ extension URLSessionSuites {
         /// all, which a delegate cannot change. Either way the server never parses a short form as a whole one.
         @Test func aDelegateThatAnswersWithACopyThroughA307() async throws {
             let form = try form()
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = CopyingDelegate()
             var request = URLRequest(url: server.url("/redirect/307?to=/upload"), multipartFormData: form)
             request.timeoutInterval = 5
@@ -107,7 +107,7 @@ extension URLSessionSuites {
         /// A form holding a stream of unknown length has no length to give: URLSession frames it (chunked), and the
         /// ready delegate reports the whole body, not an answer before it was sent.
         @Test func aStreamOfUnknownLengthGoesChunkedThroughTheReadyDelegate() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             form.append("Summer 2026", name: "album")
             form.append(InputStream(data: streamBody), name: "log", fileName: "app.log")
@@ -131,7 +131,7 @@ extension URLSessionSuites {
         @Test(arguments: [UploadServer.Kind.node, .werkzeug])
         func theOneCallAnswer(kind: UploadServer.Kind) async throws {
             let form = try form()
-            let server = try UploadServer(kind)
+            let server = try await UploadServer(kind)
             let delegate = CopyingDelegate(useHelper: true)
             let outcome = try await run(URLRequest(url: server.url(), multipartFormData: form), delegate: delegate)
             try expectWholeForm(outcome, form, server: server, peer: kind == .node ? .node : .werkzeug)
@@ -139,7 +139,7 @@ extension URLSessionSuites {
 
         @Test func theOneCallAnswerAfterAChallenge() async throws {
             let form = try form()
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = CopyingDelegate(useHelper: true)
             let outcome = try await run(
                 URLRequest(url: server.url("/auth"), multipartFormData: form), delegate: delegate)
@@ -166,7 +166,7 @@ extension URLSessionSuites {
         @Test(arguments: [UploadServer.Kind.node, .werkzeug])
         func theReadyDelegateOnASessionWithNoOtherDelegate(kind: UploadServer.Kind) async throws {
             let form = try form()
-            let server = try UploadServer(kind)
+            let server = try await UploadServer(kind)
             let reports = ProgressReports()
             let outcome = try await runWithReadyDelegate(
                 URLRequest(url: server.url(), multipartFormData: form), reports: reports)
@@ -179,7 +179,7 @@ extension URLSessionSuites {
 
         @Test func theReadyDelegateAnswersAChallengeWithTheStoredCredential() async throws {
             let form = try form()
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let url = server.url("/auth")
             let reports = ProgressReports()
             let outcome = try await runWithReadyDelegate(
@@ -191,7 +191,7 @@ extension URLSessionSuites {
         }
 
         @Test func theReadyDelegateReturnsA401WithoutACredential() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let outcome = try await runWithReadyDelegate(
                 URLRequest(url: server.url("/auth"), multipartFormData: try form()), reports: ProgressReports())
             #expect(outcome.error == nil)
@@ -200,7 +200,7 @@ extension URLSessionSuites {
 
         @Test func theReadyDelegateThroughA307() async throws {
             let form = try form()
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let outcome = try await runWithReadyDelegate(
                 URLRequest(url: server.url("/redirect/307?to=/upload"), multipartFormData: form),
                 reports: ProgressReports())
@@ -220,7 +220,7 @@ extension URLSessionSuites {
 
         /// A 303 to another origin: a GET without the form's headers, and without the caller's credentials.
         @Test func theReadyDelegateTurnsA303ToAnotherOriginIntoAGetWithoutCredentials() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var request = URLRequest(url: server.url("/elsewhere/303?to=/headers"), multipartFormData: try form())
             request.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
             request.setValue("session=secret", forHTTPHeaderField: "Cookie")
@@ -237,7 +237,7 @@ extension URLSessionSuites {
         @Test func theReadyDelegateFailsAnAnswerThatCameBeforeTheBody() async throws {
             var form = MultipartFormData()
             form.append(Data(repeating: 1, count: 8 << 20), name: "big", fileName: "big.bin")
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let outcome = try await runWithReadyDelegate(
                 URLRequest(url: server.url("/early"), multipartFormData: form), reports: ProgressReports())
             #expect(outcome.data == nil)
@@ -261,7 +261,7 @@ extension URLSessionSuites {
             form.append("x", name: "first")
             try form.append(fileURL: file, name: "notes")
             try Data(repeating: 66, count: 100_000).write(to: file)
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let outcome = try await runWithReadyDelegate(
                 URLRequest(url: server.url(), multipartFormData: form), reports: ProgressReports())
             let error = try #require(outcome.error as? MultipartError, "\(outcome)")
@@ -275,7 +275,7 @@ extension URLSessionSuites {
             var form = MultipartFormData()
             form.append("x", name: "first")
             form.append(InputStream(data: Data(repeating: 9, count: 50_000)), length: 50_000, name: "once")
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let url = server.url("/auth")
             let outcome = try await runWithReadyDelegate(
                 URLRequest(url: url, multipartFormData: form), reports: ProgressReports(),

@@ -22,7 +22,7 @@ extension URLSessionSuites {
                 InputStream(data: streamBody)
             }
 
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let (data, response) = try await URLSession(configuration: .ephemeral).data(
                 for: URLRequest(url: server.url(), multipartFormData: form))
             let seen = try server.seen(in: data)
@@ -45,7 +45,7 @@ extension URLSessionSuites {
             var form = MultipartFormData()
             form.append("x", name: "first")
             form.append(length: 1 << 20, name: "short") { ScriptedStream(Array(repeating: 7, count: 1_000)) }
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await #expect(throws: (any Error).self) {
                 _ = try await URLSession(configuration: .ephemeral).data(
                     for: URLRequest(url: server.url(), multipartFormData: form))

@@ -103,7 +103,7 @@ extension URLSessionSuites {
         func everyOtherStrategySpoolsItOnceAndSendsTheExactLength(
             server kind: UploadServer.Kind, strategy: MultipartUploadStrategy
         ) async throws {
-            let server = try UploadServer(kind)
+            let server = try await UploadServer(kind)
             let before = try TemporaryBodies.names()
             let reports = ProgressReports()
             let (data, response) = try await session().upload(
@@ -119,7 +119,7 @@ extension URLSessionSuites {
         }
 
         @Test func aResumableUploadToAServerWithoutTheDraftSpoolsIt() async throws {
-            let server = try UploadServer(.werkzeug)
+            let server = try await UploadServer(.werkzeug)
             let events = EventLog()
             let resumption = MultipartResumption(events: events.record)
             let (data, _) = try await session().upload(
@@ -134,7 +134,7 @@ extension URLSessionSuites {
         }
 
         @Test func aStreamThatMayNotBeSpooledFailsBeforeAnyOfItIsRead() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let stream = ScriptedStream(streamed)
             var form = MultipartFormData()
             form.append("x", name: "first")
@@ -153,7 +153,7 @@ extension URLSessionSuites {
         }
 
         @Test func aTaskCannotSendIt() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let error: (any Error)? = await withCheckedContinuation { continuation in
                 let task = session().multipartUploadTask(with: URLRequest(url: server.url()), form: try! form()) {
                     continuation.resume(returning: $2)
@@ -167,7 +167,7 @@ extension URLSessionSuites {
         }
 
         @Test func aSpoolIsRemovedWhenTheStreamFails() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let failing = try await #require(throws: MultipartError.self) {
                 _ = try await session().upload(
                     try form(.fail(ScriptedStream.Fault())), with: URLRequest(url: server.url()), strategy: .stream)
@@ -181,7 +181,7 @@ extension URLSessionSuites {
         }
 
         @Test func aCancelDoesNotWaitForAStreamThatNeverYields() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let stuck = StuckStream(first: 1_000)
             defer { stuck.release() }
             var form = MultipartFormData()
@@ -215,7 +215,7 @@ extension URLSessionSuites {
         }
 
         @Test func itIsStreamedInBoundedAppendsWithNoCopy() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let events = EventLog()
             var resumption = appending
             resumption.events = events.record
@@ -240,7 +240,7 @@ extension URLSessionSuites {
         }
 
         @Test func aDropInsideTheLastAppendResendsOnlyItsRest() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             _ = try await resumable(server, "drop-last")
             #expect(try server.forms() == [expected])
             let patches = try server.log().filter { $0.method == "PATCH" }
@@ -250,7 +250,7 @@ extension URLSessionSuites {
         }
 
         @Test func aDropOnceTheServerHasEveryByteCompletesWithAnEmptyAppend() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             _ = try await resumable(server, "drop-at-end")
             #expect(try server.forms() == [expected])
             let log = try server.log()
@@ -259,7 +259,7 @@ extension URLSessionSuites {
         }
 
         @Test func aTooLargeAppendIsHalvedUntilItFits() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             var resumption = appending
             resumption.bufferedAppendSize = 1 << 20
             _ = try await session().upload(
@@ -274,7 +274,7 @@ extension URLSessionSuites {
         }
 
         @Test func anOffsetBelowWhatTheServerAcknowledgedIsABreachAndTheUploadIsDeleted() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await resumable(server, "offset-down")
             }
@@ -288,7 +288,7 @@ extension URLSessionSuites {
 
         @Test func bytesNoLongerHeldAreAClearErrorNeverAGap() async throws {
             // The upload is gone after its first append was acknowledged; a new one would need bytes released.
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await resumable(server, "gone-second")
             }
@@ -302,7 +302,7 @@ extension URLSessionSuites {
         }
 
         @Test func aCancelWhileTheNextAppendWaitsForTheStreamDeletesTheUploadAtOnce() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let stuck = StuckStream(first: 150_000)
             defer { stuck.release() }
             var form = MultipartFormData()
@@ -328,7 +328,7 @@ extension URLSessionSuites {
         }
 
         @Test func aStreamThatFailsMidwayFailsTheUploadAndDeletesIt() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await resumable(server, "default", .fail(ScriptedStream.Fault()))
             }

@@ -123,7 +123,7 @@ extension URLSessionSuites {
         /// Eight uploads, three at a time, in the order added: each completed once and whole, its answer kept (also by
         /// a queue opened anew on the directory), the progress at its total; a second run sends nothing.
         @Test func uploadsGoThreeAtATimeInOrderAndCompleteOnce() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             var forms: [MultipartFormData] = []
             var ids: [MultipartUploadQueue.ID] = []
@@ -180,7 +180,7 @@ extension URLSessionSuites {
         /// was added for, and with none to an upload resource the server put on another origin: the origin rule
         /// holds in a queue as in every upload.
         @Test func theRunsCredentialsReachTheirOriginOnly() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let original = try form(7)
             _ = try await queue.add(original, with: URLRequest(url: server.url(scenario: "other-origin")))
@@ -203,7 +203,7 @@ extension URLSessionSuites {
         /// pauses no other upload; any other status failed, naming it), and nothing traps.
         @Test(arguments: [55, 56, 57] as [UInt64])
         func randomAnswersEndEachUploadAsTheySay(seed: UInt64) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var generator = SeededGenerator(seed: seed)
             let quick = MultipartResumption(maximumAttempts: 1, initialDelay: 0.01, maximumDelay: 0.05)
             let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
@@ -252,7 +252,7 @@ extension URLSessionSuites {
         /// A server that speaks no version of the draft is asked once for a queue, not once an upload: the first upload
         /// probes it, and every later one sends its form whole at once.
         @Test func aServerWithoutTheDraftIsProbedOnce() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
             var forms: [MultipartFormData] = []
             for index in 0..<6 {
@@ -271,7 +271,7 @@ extension URLSessionSuites {
         /// A file deleted while queued, and one rewritten at the same length, fail their uploads alone, naming the
         /// part, before anything is asked of the server; the others complete.
         @Test func aDeletedFileFailsItsUploadAlone() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
             var ids: [MultipartUploadQueue.ID] = []
             for index in 0..<4 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
@@ -303,7 +303,7 @@ extension URLSessionSuites {
         /// the queue makes, run by hand, keeping its state as the queue does): the next run asks the server, which
         /// holds the whole form, and records the upload completed, the answer unknown. No second copy goes.
         @Test func aRelaunchAfterTheFinalAnswerSendsNoSecondCopy() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let form = try form(7)
             let request = URLRequest(url: server.url())
             let queue = try MultipartUploadQueue(directory: queueDirectory)
@@ -329,7 +329,7 @@ extension URLSessionSuites {
         /// the server, which says it holds the whole form, and the queue records it completed, its answer unknown,
         /// not failed; no second copy goes.
         @Test func anAnswerLostAfterTheLastByteIsCompletedNotFailed() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let original = try form(8)
             _ = try await queue.add(original, with: URLRequest(url: server.url(scenario: "complete-then-drop")))
@@ -340,7 +340,7 @@ extension URLSessionSuites {
         }
 
         @Test func oneDirectoryIsRunByOneQueueAtATime() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let first = try MultipartUploadQueue(directory: queueDirectory)
             _ = try await first.add(
                 try form(1, fileBytes: 2_000_000), with: URLRequest(url: server.url(scenario: "slow")))
@@ -363,7 +363,7 @@ extension URLSessionSuites {
 
         /// A record that is not whole is one upload listed as failed; the others go on.
         @Test func aDamagedRecordIsOneFailedUpload() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             _ = try await queue.add(try form(1), with: URLRequest(url: server.url()))
             _ = try await queue.add(try form(2), with: URLRequest(url: server.url()))
@@ -383,7 +383,7 @@ extension URLSessionSuites {
         /// The file of an `add(contentsOf:)` call that is cut short is one failed upload, named by its file; the
         /// others go on, and removing it removes the file.
         @Test func aDamagedBatchIsOneFailedUploadThatRemoveRemoves() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             _ = try await queue.add(try form(1), with: URLRequest(url: server.url()))
             _ = try await queue.add(
@@ -409,7 +409,7 @@ extension URLSessionSuites {
         /// A queue opens on its records' first lines and reads a form only to start it: a record damaged past its
         /// summary is pending when the queue opens, and fails as it starts, naming its file; the others go on.
         @Test func aQueueOpensWithoutReadingAFormAndFailsAnUnreadableOneAtItsStart() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let ids = [
                 try await queue.add(try form(1), with: URLRequest(url: server.url())),
@@ -435,7 +435,7 @@ extension URLSessionSuites {
 
         /// The queue's one Progress: its count only rises, through every upload's progress and end, to its total.
         @Test func theProgressNeverGoesBackAndEndsAtTheTotal() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             for index in 0..<5 {
                 _ = try await queue.add(try form(index, fileBytes: 400_000), with: URLRequest(url: server.url()))
@@ -461,7 +461,7 @@ extension URLSessionSuites {
         /// A run cancelled with uploads in flight keeps them, with their saved state, for the next run, which resumes
         /// each where the server stands: every form once, none started over.
         @Test func aCancelledRunKeepsItsUploadsForTheNext() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             var forms: [MultipartFormData] = []
             for index in 0..<3 {
@@ -493,7 +493,7 @@ extension URLSessionSuites {
 
         /// A failed upload goes again once retried; a pending one removed goes nowhere, its record gone.
         @Test func aFailedUploadIsRetriedAndARemovedOneIsGone() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let refused = try await queue.add(try form(0), with: URLRequest(url: server.url("/early/403")))
             let events = queue.events
@@ -591,7 +591,7 @@ extension URLSessionSuites {
         /// Two readers of `events` (a view and a logger) each see every event of the run, in order; a stream read
         /// after the run sees none of it.
         @Test func everyReaderOfEventsSeesEveryCompletion() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             var ids: [MultipartUploadQueue.ID] = []
             for index in 0..<4 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
@@ -616,7 +616,7 @@ extension URLSessionSuites {
         /// paused (`run` returns with it so, and a new process finds it so, in the same order), and it completes
         /// after `resume`.
         @Test func aPausedUploadWaitsAndAPrioritizedOneGoesFirst() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
             var ids: [MultipartUploadQueue.ID] = []
             for index in 0..<4 { ids.append(try await queue.add(try form(index), with: URLRequest(url: server.url()))) }
@@ -655,7 +655,7 @@ extension URLSessionSuites {
         /// `resume` it goes on from where the server stands: the form once, and no more sent twice than the stalled
         /// append had in flight.
         @Test func anUploadPausedWhileItRunsGoesOnFromTheServersOffset() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let form = try form(0, fileBytes: 6_000_000)
             let id = try await queue.add(form, with: URLRequest(url: server.url(scenario: "stall")))
@@ -684,7 +684,7 @@ extension URLSessionSuites {
         /// A resume that comes before the pause has stopped the upload takes the pause back on disk too: after a
         /// cancelled run, a new process finds the upload pending, not paused.
         @Test func aResumeBeforeThePauseStoppedTheUploadLeavesNoPauseOnDisk() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let id = try await queue.add(
                 try form(0, fileBytes: 6_000_000), with: URLRequest(url: server.url(scenario: "stall")))
@@ -701,7 +701,7 @@ extension URLSessionSuites {
 
         /// `removeCompleted()` removes every completed upload, record and saved state, and leaves the others.
         @Test func removeCompletedLeavesNoRecordAndNoStateOfACompletedUpload() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             // In one call: its batch goes once each of its uploads has written its record again.
             _ = try await queue.add(
@@ -727,7 +727,7 @@ extension URLSessionSuites {
         /// A file changed after `add` fails its upload; put back with other bytes and another length, `retry` sends it
         /// as it is now, and the server holds that. A file still missing makes `retry` throw, naming the part.
         @Test func aRetrySendsAChangedFileAsItIsNow() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let original = try form(0)
             let id = try await queue.add(original, with: URLRequest(url: server.url()))
@@ -763,7 +763,7 @@ extension URLSessionSuites {
         /// run deletes the server's upload of the old file and sends the file as it is now, once, under an
         /// `Idempotency-Key` of its own (the draft server honours keys).
         @Test func aRetryDeletesTheServersUploadOfTheOldFile() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             // Far more than loopback's socket buffers hold: the server cannot have it all when the run is cancelled.
             let original = try form(0, fileBytes: 32 << 20)
@@ -812,9 +812,9 @@ extension URLSessionSuites {
         /// by default); the first answer sends them all again, within that of the server's return, while the probe
         /// still goes on (its form is the largest). Every form arrives once, and the run sleeps through the waits.
         @Test(.longRun) func anOutageLongerThanTheRetriesPausesTheQueueWithOneProbe() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             // Every connection reset from the first byte on, for 7 s.
-            let proxy = try FaultProxy(to: server.port, cuts: ["outage:1:7"])
+            let proxy = try await FaultProxy(to: server.port, cuts: ["outage:1:7"])
             // Each upload gives up after 3 tries in about 0.2 s; the queue then probes every 2 s.
             let quick = MultipartResumption(maximumAttempts: 2, initialDelay: 0.05, maximumDelay: 2)
             let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: quick)
@@ -870,10 +870,10 @@ extension URLSessionSuites {
         /// for one probe of the server, not one each, no other upload starts until it answers, and all go on at its
         /// answer. Every form arrives once, byte-exact.
         @Test(.longRun) func anOutagePausesTheUploadsOfItsServerWithOneProbe() async throws {
-            let server = try DraftServer()
+            let server = try await DraftServer()
             // Every connection reset once one has carried 1 MiB, and every new one for 20 s: past the 4 s its uploads
             // wait at most between tries, which those waiting behind the probe would say, gone by, before.
-            let proxy = try FaultProxy(to: server.port, cuts: ["outage:1M:20"])
+            let proxy = try await FaultProxy(to: server.port, cuts: ["outage:1M:20"])
             // Waits of 0.25 to 0.5 s doubling to 2 to 4 s: one upload tries 7 to 12 times in 20 s, three 21 to 36.
             var policy = MultipartResumption(initialDelay: 0.5, maximumDelay: 4)
             // The caller's own listener hears the uploads' events, as it would hear one upload's.

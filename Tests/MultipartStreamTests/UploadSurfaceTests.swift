@@ -40,7 +40,7 @@ extension URLSessionSuites {
         @Test(arguments: strategies.map(\.0))
         func everyRequestCarriesTheHooksFreshHeaders(name: String) async throws {
             let strategy = try #require(Self.strategies.first { $0.0 == name }?.1)
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let counter = Counter()
             let seenMethods = Recorded<String>()
             let headers = MultipartHeaders.fresh { request in
@@ -63,7 +63,7 @@ extension URLSessionSuites {
         @Test(arguments: strategies.map(\.0))
         func a401IsSentAgainOnceWithFreshHeaders(name: String) async throws {
             let strategy = try #require(Self.strategies.first { $0.0 == name }?.1)
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let counter = Counter()
             // Node's /auth wants Basic u:p: the first token is stale.
             let refreshing = MultipartHeaders.fresh { _ in
@@ -84,7 +84,7 @@ extension URLSessionSuites {
 
         @Test func theHooksErrorFailsTheUploadBeforeAnyByte() async throws {
             struct Expired: Error {}
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await #expect(throws: Expired.self) {
                 _ = try await URLSession.shared.upload(
                     form, with: URLRequest(url: server.url()), headers: .fresh { _ in throw Expired() })
@@ -106,7 +106,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [413, 500])
         func anUnacceptableStatusThrowsWithTheResponseAndItsBody(status: Int) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession.shared.upload(
                     form, with: URLRequest(url: server.url("/status/\(status)")), acceptableStatusCodes: 200..<300)
@@ -125,7 +125,7 @@ extension URLSessionSuites {
         }
 
         @Test func anAcceptableStatusIsTheAnswer() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let (data, response) = try await URLSession.shared.upload(
                 form, with: URLRequest(url: server.url("/status/201")), acceptableStatusCodes: 200..<300)
             #expect((response as? HTTPURLResponse)?.statusCode == 201)
@@ -139,7 +139,7 @@ extension URLSessionSuites {
         @Test(arguments: strategies.map(\.0) + ["resumable"])
         func aProgressIsKeptUpToDateForAnyTaskToRead(name: String) async throws {
             let strategy = try #require((Self.strategies + [("resumable", .resumable)]).first { $0.0 == name }?.1)
-            let server = try UploadServer()
+            let server = try await UploadServer()
             // Larger than loopback's socket buffers, so that the slow server's reading paces what is handed out.
             var form = MultipartFormData()
             try form.append(
@@ -181,7 +181,7 @@ extension URLSessionSuites {
         /// connection leaves it neither (the failure is what the upload throws).
         @Test(arguments: Ending.allCases)
         func aProgressIsFinishedOnlyWhenTheUploadSucceeded(ending: Ending) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             try form.append(fileURL: directory.file("large.bin", contents: Data(count: 3 << 20)), name: "large")
             let url =
@@ -218,7 +218,7 @@ extension URLSessionSuites {
         /// `progress.cancel()`, as a Cancel button calls it, cancels the upload: it throws `CancellationError` within
         /// 1 s, and nothing more is reported.
         @Test func cancellingTheProgressCancelsTheUpload() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             try form.append(fileURL: directory.file("large.bin", contents: Data(count: 8 << 20)), name: "large")
             let progress = Progress(totalUnitCount: 0)
@@ -245,7 +245,7 @@ extension URLSessionSuites {
         /// values go back to its start rather than sitting at 100%; the Progress ends finished, once.
         @Test(arguments: ["/auth", "/redirect/307"])
         func aResendShowsInTheProgress(path: String) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let reports = ProgressReports()
             let headers = MultipartHeaders.fresh { _, reason in
                 if case .unauthorized = reason { return ["Authorization": "Basic dTpw"] }
@@ -269,7 +269,7 @@ extension URLSessionSuites {
 
         /// A stream of unknown length: indeterminate (-1) until it is known, then the form's length.
         @Test func aProgressOfAStreamOfUnknownLengthLearnsItsTotal() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             form.append(InputStream(data: Data(count: 200_000)), name: "pipe", fileName: "pipe.bin")
             let progress = Progress(totalUnitCount: 0)

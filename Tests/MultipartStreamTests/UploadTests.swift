@@ -43,7 +43,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [UploadServer.Kind.node, .werkzeug], [MultipartUploadStrategy.stream, .file])
         func everyPartArrivesIntact(server kind: UploadServer.Kind, strategy: MultipartUploadStrategy) async throws {
-            let server = try UploadServer(kind)
+            let server = try await UploadServer(kind)
             let (data, response) = try await session().upload(
                 form, with: URLRequest(url: server.url()), strategy: strategy)
             let seen = try server.seen(in: data)
@@ -57,7 +57,7 @@ extension URLSessionSuites {
         }
 
         @Test func automaticStreamsWithTheExactLengthEvenWhenTheCallerGaveAWrongOne() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var withLength = URLRequest(url: server.url())
             withLength.setValue("1", forHTTPHeaderField: "Content-Length")
             withLength.setValue("chunked", forHTTPHeaderField: "Transfer-Encoding")
@@ -75,7 +75,7 @@ extension URLSessionSuites {
         /// with progress from URLSession's count.
         @Test(arguments: ["/upload", "/auth", "/redirect/307", "/redirect/308"])
         func aSmallFormInMemoryArrivesWholeThroughChallengesAndRedirects(path: String) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var generator = SeededGenerator(seed: 7)
             let photo = Data([UInt8].random(count: 40_000, using: &generator))
             var small = MultipartFormData()
@@ -114,7 +114,7 @@ extension URLSessionSuites {
         /// Linux URLSession adds `Expect: 100-continue` to streamed uploads and then waits a second for a server that
         /// does not answer it (this one does not); the upload leaves the header out.
         @Test func noExpectContinueRoundTrip() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             for strategy in [MultipartUploadStrategy.stream, .file] {
                 let (data, _) = try await session().upload(
                     form, with: URLRequest(url: server.url()), strategy: strategy)
@@ -123,7 +123,7 @@ extension URLSessionSuites {
         }
 
         @Test func theMethodAndHeadersOfTheRequestAreKept() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var request = URLRequest(url: server.url())
             request.httpMethod = "PUT"
             request.setValue("Basic dTpw", forHTTPHeaderField: "Authorization")
@@ -135,7 +135,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [MultipartUploadStrategy.stream, .file])
         func progressRisesToExactlyOneHundredPercentOnce(strategy: MultipartUploadStrategy) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let reports = ProgressReports()
             _ = try await session().upload(form, with: URLRequest(url: server.url()), strategy: strategy) {
                 reports.append($0)
@@ -152,7 +152,7 @@ extension URLSessionSuites {
             var form = MultipartFormData()
             form.append("x", name: "first")
             form.append(length: 1 << 20, name: "short") { ScriptedStream(Array(repeating: 7, count: 1_000)) }
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await session().upload(form, with: URLRequest(url: server.url()))
             }
@@ -171,7 +171,7 @@ extension URLSessionSuites {
             var form = MultipartFormData()
             try form.append(fileURL: file, name: "doc")
             try Data(count: 10).write(to: file)
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await #expect(throws: MultipartError.self) {
                 _ = try await session().upload(form, with: URLRequest(url: server.url()), strategy: .file)
             }
@@ -182,7 +182,7 @@ extension URLSessionSuites {
         @Test func anInvalidFormIsRefusedBeforeAnythingIsSent() async throws {
             var form = MultipartFormData()
             form.append(Data(), name: "a", mimeType: "text/plain\r\nX-Injected: 1")
-            let server = try UploadServer()
+            let server = try await UploadServer()
             await #expect(throws: MultipartError.self) {
                 _ = try await session().upload(form, with: URLRequest(url: server.url()))
             }
@@ -208,7 +208,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [MultipartUploadStrategy.stream, .file])
         func aChallengeAnsweredByTheCallersDelegateResendsTheWholeBody(strategy: MultipartUploadStrategy) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let delegate = CredentialDelegate()
             let (data, response) = try await session(delegate: delegate).upload(
                 form, with: URLRequest(url: server.url("/auth")), strategy: strategy)
@@ -224,7 +224,7 @@ extension URLSessionSuites {
         }
 
         @Test func aStoredCredentialAnswersTheChallenge() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let configuration = URLSessionConfiguration.ephemeral
             let storage = URLCredentialStorage()
             let url = server.url("/auth")
@@ -239,7 +239,7 @@ extension URLSessionSuites {
 
         @Test func withoutACredentialThe401IsTheAnswer() async throws {
             // Linux URLSession hangs on a challenge nobody answers; the upload answers with the 401 instead.
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let (_, response) = try await session(timeout: 20).upload(form, with: URLRequest(url: server.url("/auth")))
             #expect((response as? HTTPURLResponse)?.statusCode == 401)
         }
@@ -248,7 +248,7 @@ extension URLSessionSuites {
         func aRedirectThatMustResendTheBodyResendsItWhole(code: Int) async throws {
             // Apple's URLSession resends it with a fresh stream; on Linux the upload stops URLSession's empty resend and
             // sends the body again itself.
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let (data, response) = try await session().upload(
                 form, with: URLRequest(url: server.url("/redirect/\(code)")))
             #expect((response as? HTTPURLResponse)?.statusCode == 200)
@@ -261,7 +261,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [302, 307])
         func theCallersDelegateMayKeepARedirectAsTheAnswer(code: Int) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let url = URL(string: server.url("/redirect/\(code)").absoluteString + "?to=/status/200")!
             let (_, response) = try await session(delegate: NoRedirects()).upload(form, with: URLRequest(url: url))
             #expect((response as? HTTPURLResponse)?.statusCode == code)
@@ -272,7 +272,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [307, 308])
         func aRedirectElsewhereOrFromATaskNeverDeliversAnEmptyBody(code: Int) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             for path in ["/elsewhere/\(code)", "/redirect/\(code)"] {
                 do {
                     let data: Data
@@ -315,7 +315,7 @@ extension URLSessionSuites {
 
         @Test(arguments: [302, 303])
         func aRedirectToGETDropsTheBodyAsBrowsersDo(code: Int) async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let (data, response) = try await session().upload(
                 form, with: URLRequest(url: server.url("/redirect/\(code)")))
             #expect((response as? HTTPURLResponse)?.statusCode == 400, "the GET has no form to parse")
@@ -330,7 +330,7 @@ extension URLSessionSuites {
         // MARK: Cancellation
 
         @Test func cancellingTheSwiftTaskStopsReadingAndClosesTheFile() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             try form.append(fileURL: directory.file("big.bin", contents: Data(count: 64 << 20)), name: "big")
             let reports = ProgressReports()
@@ -353,7 +353,7 @@ extension URLSessionSuites {
         }
 
         @Test func theCompletionHandlerFormUploadsAndCanBeCancelled() async throws {
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let result = try await withCheckedThrowingContinuation { continuation in
                 let task = URLSession(configuration: .ephemeral).multipartUploadTask(
                     with: URLRequest(url: server.url()), form: form
@@ -385,7 +385,7 @@ extension URLSessionSuites {
 
         @Test func theTemporaryFileIsRemovedOnSuccessFailureAndCancel() async throws {
             let before = try TemporaryBodies.names()
-            let server = try UploadServer()
+            let server = try await UploadServer()
             var form = MultipartFormData()
             form.append(String(repeating: "x", count: 1 << 20), name: "x")
             _ = try await URLSession(configuration: .ephemeral).upload(
@@ -424,7 +424,7 @@ extension URLSessionSuites {
             var building = MultipartFormData()
             try building.append(fileURL: big, name: "backup")
             let form = building
-            let server = try UploadServer()
+            let server = try await UploadServer()
             for delay in [0.05, 0.2, 0.4, 0.8, 1.2] {
                 let before = try TemporaryBodies.names()
                 let upload = Task {
@@ -442,7 +442,7 @@ extension URLSessionSuites {
 
         @Test func aFileTaskWritesItsBodyOnlyOnceResumedAndRemovesItAfter() async throws {
             let before = try TemporaryBodies.names()
-            let server = try UploadServer()
+            let server = try await UploadServer()
             let session = URLSession(configuration: .ephemeral)
             let request = URLRequest(url: server.url())
             let abandoned = session.multipartUploadTask(with: request, form: form, strategy: .file) { _, _, _ in }

@@ -46,7 +46,7 @@ final class Counter: @unchecked Sendable {
 }
 
 let gib = 1 << 30
-let server = try LargeAnswerServer()
+let server = try await LargeAnswerServer()
 var form = MultipartFormData()
 form.append("value", name: "field")
 let directory = try TemporaryDirectory()

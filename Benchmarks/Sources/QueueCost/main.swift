@@ -50,7 +50,7 @@ while let option = arguments.popFirst() {
     }
 }
 
-let server = try UploadServer(.countSink)
+let server = try await UploadServer(.countSink)
 let request = URLRequest(url: server.url())
 let session = URLSession(configuration: .ephemeral)
 let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("queue-cost-\(getpid())")

@@ -95,7 +95,7 @@ struct SinkAnswer: Decodable {
     var form = MultipartFormData()
     form.append("upload-check", name: "note")
     try form.append(fileURL: fileURL, name: "file")
-    let server = sinkURL == nil ? try UploadServer(.sink) : nil
+    let server = sinkURL == nil ? try await UploadServer(.sink) : nil
     let url = sinkURL ?? server!.url()
     let session = URLSession(configuration: .ephemeral)
     let bodyLength = [.floor, .floorWithDelegate, .asyncHTTPClientFile].contains(strategy) ? size : form.contentLength!

@@ -46,7 +46,7 @@ while let option = arguments.popFirst() {
     }
 }
 
-let server = try UploadServer(.countSink)
+let server = try await UploadServer(.countSink)
 var form = MultipartFormData()
 form.append("a small form", name: "title")
 form.append(Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) }), name: "file", fileName: "small.bin")
