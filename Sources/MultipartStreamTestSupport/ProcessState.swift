@@ -53,7 +53,7 @@ public enum TemporaryBodies {
     }
 
     /// The spools of streams of unknown length among them: no test beside the serialized URLSession suites makes
-    /// one, where `OneWayOutTests` makes `.file` bodies while they run.
+    /// one, where tests beside them may make `.file` bodies.
     public static func spools() throws -> Set<String> {
         try names().filter { $0.hasSuffix(".spool") }
     }
