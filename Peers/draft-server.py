@@ -42,7 +42,7 @@ Scenarios (the default answers as the draft's examples do; the others change one
   all-bytes-incomplete  the first PATCH keeps every byte and drops without answering; HEAD says ?0 at the length
   slow                  PATCH reads 64 KiB every 50 ms, appending each as it comes (so the offset grows while a
                         request whose client is gone drains); a newer PATCH to the upload takes over, and the
-                        older one stops
+                        older one stops, as it does when the upload is deleted
   slow-relative         as slow, with the creation's Location as relative-location's (through a proxy)
   paced                 as slow, but every paced upload shares one link of 10 MB/s, read 64 KiB at a time
   max-append            OPTIONS says max-append-size=100000
@@ -481,6 +481,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             upload["next"].set()
         with lock:
             found = uploads.pop(self.path.split("/")[-1], None)
+            if found is not None:
+                # An append still being read (slow) stops, as one a newer append took over does: the upload is gone.
+                found["writer"] = None
         self.answer(204 if found else 404)
 
     def do_PATCH(self):

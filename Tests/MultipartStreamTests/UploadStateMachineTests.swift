@@ -587,6 +587,34 @@ extension UploadRequest.Role {
             var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
             _ = machine.sinkFailed(because: CancellationError())
         }
+        // An answer refused by the sink before the upload finished: there is no answer yet.
+        await #expect(processExitsWith: .failure) {
+            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+            _ = machine.taskMade()
+            let response = URLResponse(
+                url: URL(string: "http://127.0.0.1:1/")!, mimeType: nil, expectedContentLength: 0, textEncodingName: nil
+            )
+            _ = machine.answerRefused(because: CancellationError(), response: response)
+        }
+    }
+
+    /// A success whose answer the sink cannot take (a full disk under `.file`) is a failure, decided by the machine
+    /// as the sink's failure while the answer arrives is: the request stopped for that reason, the response kept.
+    @Test func anAnswerTheSinkRefusesIsAFailureWithTheSinksReason() {
+        var machine = machine()
+        let sent = sendBody(&machine)
+        #expect(status(end(&machine, 200, sent)) == 200)
+        let refused = machine.answerRefused(because: URLError(.cannotWriteToFile), response: response(200))
+        guard case .failure(let error) = refused else {
+            Issue.record("a refused answer ended the upload as \(refused)")
+            return
+        }
+        #expect((error as? URLError)?.code == .cannotWriteToFile, "\(error)")
+        guard case .failure(let cancelled) = Machine.answerToACancel else {
+            Issue.record("a cancel is answered with a success")
+            return
+        }
+        #expect((cancelled as? URLError)?.code == .cancelled, "\(cancelled)")
     }
 
     /// The same events once the upload was cancelled, or its task stopped, are races the shell meets (a cancel

@@ -29,10 +29,8 @@ extension URLSession {
                 }
             } onCancel: {
                 upload.cancel()
-                // Answer now, as the verdict judges a cancel: URLSession handles the cancel on the queue that reads
-                // the body, which a caller stream blocked in `read` holds until it returns. The task ends, and closes
-                // everything, on its own.
-                result.resolve(RequestOutcome(isCancelled: true).verdict)
+                // Answered now, not when the task ends: the task closes everything on its own.
+                result.resolve(UploadRequest.StateMachine.answerToACancel)
             }
         } catch let error as URLError where error.code == .cancelled && Task.isCancelled {
             throw CancellationError()

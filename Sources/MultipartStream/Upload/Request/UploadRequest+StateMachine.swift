@@ -579,12 +579,18 @@ extension UploadRequest {
             return .finish(finish(outcome.verdict, exchange: exchange, count))
         }
 
+        /// What the caller is answered the moment it cancels, before the task ends: judged as every request's end
+        /// is, as one that was cancelled. The task ends on its own later, when URLSession's queue, which a caller
+        /// stream blocked in `read` may hold, gets to the cancel.
+        static var answerToACancel: Result<(Data, URLResponse), any Error> {
+            RequestOutcome(isCancelled: true).verdict
+        }
+
         /// No task will be made for the upload's request: it was cancelled before its task was asked for, or the
         /// caller's session is gone. No task will end to finish the upload, so it ends here, and its temporary body
         /// with it.
         mutating func taskNotMade() -> EndAction {
-            // Judged as every request's end is, as one that was cancelled.
-            let cancelled = RequestOutcome(isCancelled: true).verdict
+            let cancelled = Self.answerToACancel
             switch state {
             case .idle:
                 return .finish(finish(cancelled, exchange: Exchange(resends: 0), BodyCount()))
@@ -609,6 +615,16 @@ extension UploadRequest {
                 ?? MultipartError(
                     .redirectNotFollowed(statusCode: resending.statusCode, location: resending.request.url))
             return .finish(finish(RequestOutcome(stopReason: reason).verdict, exchange: exchange, BodyCount()))
+        }
+
+        /// The sink could not take the answer the upload finished with (`error`): the upload fails, judged as a
+        /// request the upload stopped for that reason, as when the sink fails while the answer arrives
+        /// (``sinkFailed(because:)``). Only a finished upload has an answer to hand over.
+        func answerRefused(because error: any Error, response: URLResponse) -> Result<(Data, URLResponse), any Error> {
+            guard case .finished = state else {
+                preconditionFailure("the upload's machine was told its answer was refused before it had finished")
+            }
+            return RequestOutcome(stopReason: error, response: response).verdict
         }
 
         private mutating func finish(

@@ -447,9 +447,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
             if let http, !data.isEmpty { try sink.write(data, of: http, by: ObjectIdentifier(self)) }
             return .success((Data(), response))
         } catch {
-            // Judged as a sink's failure while the answer arrived is (``StateMachine/sinkFailed(because:)``): the
-            // request stopped for that reason.
-            return RequestOutcome(stopReason: error, response: response).verdict
+            return modify { $0.answerRefused(because: error, response: response) }
         }
     }
 }
