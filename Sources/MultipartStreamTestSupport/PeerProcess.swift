@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A peer server started as a child process: it prints what it listens on as its first line of stdout, and exits
 /// when its stdin closes.
 struct PeerProcess {
@@ -17,6 +21,14 @@ struct PeerProcess {
         process.arguments = arguments
         process.standardInput = stdin
         process.standardOutput = stdout
+        // Foundation's Process leaves open, in each child it starts, every descriptor not marked close-on-exec: a
+        // peer or command started meanwhile would hold this peer's stdin open, and it would never see it close.
+        for handle in [
+            stdin.fileHandleForReading, stdin.fileHandleForWriting, stdout.fileHandleForReading,
+            stdout.fileHandleForWriting,
+        ] {
+            _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        }
         try process.run()
         let output = stdout.fileHandleForReading
         let line = try await onAThreadOfItsOwn {
@@ -33,13 +45,35 @@ struct PeerProcess {
         firstLine = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    /// Closes the peer's stdin, which makes it exit, and waits for it: no server outlives its test. Returns what it
-    /// printed on stdout after its first line.
+    /// Closes the peer's stdin, which makes it exit, and waits for it: no server outlives its test. A peer still
+    /// running after `seconds` (its stdin held open by a process that inherited it before it was marked
+    /// close-on-exec) is terminated, then killed: a stop never waits forever, as one did in a CI run, holding a
+    /// thread of the pool that the test holding the inheriting process needed. Returns what the peer printed on
+    /// stdout after its first line.
     @discardableResult
-    func stop() -> Data {
+    func stop(upTo seconds: Double = 10) -> Data {
         try? stdin.fileHandleForWriting.close()
-        let rest = stdout.fileHandleForReading.readDataToEndOfFile()
+        let stopwatch = Stopwatch()
+        while process.isRunning && stopwatch.seconds < seconds { Thread.sleep(forTimeInterval: 0.005) }
+        if process.isRunning {
+            process.terminate()
+            while process.isRunning && stopwatch.seconds < seconds + 5 { Thread.sleep(forTimeInterval: 0.005) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
         process.waitUntilExit()
+        // What the peer wrote is in the pipe now; read it without waiting for an end of file that another process
+        // holding the write end would put off.
+        let descriptor = stdout.fileHandleForReading.fileDescriptor
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        var rest = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            rest.append(contentsOf: buffer[..<count])
+        }
+        try? stdout.fileHandleForReading.close()
         return rest
     }
 }
