@@ -53,12 +53,12 @@ struct PeerProcess {
     @discardableResult
     func stop(upTo seconds: Double = 10) -> Data {
         try? stdin.fileHandleForWriting.close()
-        let stopwatch = Stopwatch()
-        while process.isRunning && stopwatch.seconds < seconds { Thread.sleep(forTimeInterval: 0.005) }
-        if process.isRunning {
+        let exited = { [process] in !process.isRunning }
+        if (try? waitFor("the peer to exit", upTo: seconds, every: 0.005, until: exited)) == nil {
             process.terminate()
-            while process.isRunning && stopwatch.seconds < seconds + 5 { Thread.sleep(forTimeInterval: 0.005) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            if (try? waitFor("the peer to end", upTo: 5, every: 0.005, until: exited)) == nil {
+                kill(process.processIdentifier, SIGKILL)
+            }
         }
         process.waitUntilExit()
         // What the peer wrote is in the pipe now; read it without waiting for an end of file that another process

@@ -11,15 +11,7 @@ extension Process {
     @discardableResult
     public func runToExit(upTo seconds: Double = 300) async throws -> Double {
         guard !ProcessTurns.held else { return try await runWithoutATurn(upTo: seconds) }
-        await ProcessTurns.shared.take()
-        do {
-            let ran = try await runWithoutATurn(upTo: seconds)
-            await ProcessTurns.shared.give()
-            return ran
-        } catch {
-            await ProcessTurns.shared.give()
-            throw error
-        }
+        return try await Process.inOneTurn { try await runWithoutATurn(upTo: seconds) }
     }
 
     /// Runs `body` in one turn of ``runToExit(upTo:)``, which every process it runs shares: a test whose second
