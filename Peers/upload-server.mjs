@@ -13,7 +13,7 @@
 //                     another origin than 127.0.0.1
 //   /headers          answers 200 with what /upload answers, whatever the method and body
 //   /raw-headers      answers {requestLine, headers: [[name, value]...]}: every header as it came, in order
-//   /slow             reads the body slowly (64 KiB per 50 ms), then as /upload
+//   /slow             reads the body slowly (64 KiB per 50 ms, or per ?ms=N), then as /upload
 //   /cut/CODE         reads the body, sends CODE's headers with Content-Length: 1000 and 10 bytes of it, then
 //                     resets the connection
 //   /echo             answers {contentType, body (base64)}: the raw request body, for byte comparisons
@@ -47,13 +47,13 @@ function answerUnread(request, status, headers, body) {
   request.socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\n${lines}\r\n${body}`);
 }
 
-async function readBody(request, slow) {
+async function readBody(request, pause) {
   const chunks = [];
   for await (const chunk of request) {
     chunks.push(chunk);
-    if (slow) {
+    if (pause > 0) {
       request.pause();
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, pause));
       request.resume();
     }
   }
@@ -132,7 +132,8 @@ async function handle(request, response) {
     response.end('length required\n');
     return;
   }
-  const body = await readBody(request, path === '/slow');
+  const pause = path === '/slow' ? Number(new URL(request.url, 'http://localhost').searchParams.get('ms') ?? 50) : 0;
+  const body = await readBody(request, pause);
   log.push({
     path, query: new URL(request.url, 'http://localhost').search, method: request.method, bytes: body.length,
     contentLength: request.headers['content-length'] ?? null,

@@ -164,7 +164,8 @@ extension Command {
         if let signal = Interruption.shared.caught {
             if !silent {
                 let kept = after.filter { if case .completed = $0.state { false } else { true } }.count
-                printError("multipart: interrupted: \(kept) uploads not completed are kept for the next --run")
+                let uploads = kept == 1 ? "1 upload not completed is" : "\(kept) uploads not completed are"
+                printError("multipart: interrupted: \(uploads) kept for the next --run")
             }
             return signal == SIGINT ? .interrupted : .terminated
         }

@@ -126,8 +126,8 @@ public final class DraftServer: @unchecked Sendable {
         _ = try fetch("/keys/ignore")
     }
 
-    /// `path`'s answer, fetched with curl from ``alternatePort``, which stays open while ``port`` is down.
+    /// `path`'s answer, fetched from ``alternatePort``, which stays open while ``port`` is down.
     private func fetch(_ path: String) throws -> Data {
-        try curl(URL(string: "http://127.0.0.1:\(alternatePort)\(path)")!)
+        try loopbackGet(URL(string: "http://127.0.0.1:\(alternatePort)\(path)")!)
     }
 }

@@ -63,7 +63,7 @@ public enum Peer: String, CaseIterable, Sendable, CustomStringConvertible {
     private func run(arguments: [String], in directory: TemporaryDirectory) throws -> Data {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [self == .node ? "node" : "python3"] + arguments
+        process.arguments = [self == .node ? "node" : PythonInterpreter.path] + arguments
         let stdout = Pipe()
         let stderrURL = directory.path("stderr")
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)

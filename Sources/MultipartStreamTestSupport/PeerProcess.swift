@@ -18,7 +18,7 @@ struct PeerProcess {
     /// starting their servers at once held them up for seconds. `name` says which peer failed.
     init(_ arguments: [String], name: String) async throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
+        process.arguments = PythonInterpreter.resolved(arguments)
         process.standardInput = stdin
         process.standardOutput = stdout
         // Foundation's Process leaves open, in each child it starts, every descriptor not marked close-on-exec: a
@@ -75,5 +75,28 @@ struct PeerProcess {
         }
         try? stdout.fileHandleForReading.close()
         return rest
+    }
+}
+
+/// The Python interpreter that `python3` names, found once: where `python3` is pyenv's shim (as on the machines this
+/// suite runs on), it is a bash script that starts half a dozen processes before Python does, and a run starts
+/// hundreds of Python peers: about a tenth of the run's CPU went to the shim.
+enum PythonInterpreter {
+    static let path: String = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", "-c", "import sys; print(sys.executable)"]
+        let output = Pipe()
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { return "python3" }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return process.terminationStatus == 0 && path.hasPrefix("/") ? path : "python3"
+    }()
+
+    /// `arguments` with `python3` as the interpreter's own path.
+    static func resolved(_ arguments: [String]) -> [String] {
+        arguments.first == "python3" ? [path] + arguments.dropFirst() : arguments
     }
 }

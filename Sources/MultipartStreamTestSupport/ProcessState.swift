@@ -95,6 +95,49 @@ public enum ProcessDescriptors {
         }.count
     }
 
+    /// This process's TCP connections to `port` on this machine, in any state but closed: the connections its
+    /// uploads to one test server left, whatever sockets the tests that run beside it hold meanwhile (a peer's log
+    /// fetched, the socket pair of each child process running).
+    public static func connections(toPort port: Int) -> Int {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        let ours = Set(
+            entries.compactMap { entry -> Substring? in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(entry)"),
+                    target.hasPrefix("socket:[")
+                else { return nil }
+                return target.dropFirst("socket:[".count).dropLast()
+            })
+        let remote = String(format: ":%04X", port)
+        var count = 0
+        for table in ["/proc/self/net/tcp", "/proc/self/net/tcp6"] {
+            let text = wholeFile(table)
+            // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count > 9, fields[2].hasSuffix(remote), ours.contains(fields[9]) else { continue }
+                count += 1
+            }
+        }
+        return count
+    }
+
+    /// All of a file under /proc, read to its end: Foundation reads such a file's first page only (its size says 0),
+    /// and a busy run's socket tables are many pages long.
+    private static func wholeFile(_ path: String) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return "" }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes.append(contentsOf: buffer[..<count])
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Open descriptors by kind: `socket`, `pipe`, `file`, and each anonymous inode (`anon_inode:[eventfd]`,
     /// `[eventpoll]`, `[timerfd]`: libdispatch's and libcurl's event loops).
     public static func kinds() -> [String: Int] {

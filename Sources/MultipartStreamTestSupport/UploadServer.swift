@@ -170,8 +170,7 @@ public final class UploadServer: @unchecked Sendable {
         }
     }
 
-    /// The requests the Node server has seen, fetched with curl: URLSession's one queue for the process may be held
-    /// by a test's blocked stream.
+    /// The requests the Node server has seen.
     public func log() async throws -> [LoggedRequest] {
         try JSONDecoder().decode([LoggedRequest].self, from: try fetch("/log"))
     }
@@ -187,8 +186,8 @@ public final class UploadServer: @unchecked Sendable {
         try JSONDecoder().decode(Int.self, from: try fetch("/connections"))
     }
 
-    /// `path`'s answer, fetched with curl.
+    /// `path`'s answer.
     private func fetch(_ path: String) throws -> Data {
-        try curl(url(path))
+        try loopbackGet(url(path))
     }
 }

@@ -89,7 +89,7 @@ extension CommandLineTests {
 
         // Once connections go through again (each one tried before is reset at once), the same command resumes.
         try await waitFor("the outage to end", upTo: 60, every: 0.5) {
-            (try? curl(proxy.url(URL(string: "http://127.0.0.1/log")!))) != nil
+            (try? loopbackGet(proxy.url(URL(string: "http://127.0.0.1/log")!))) != nil
         }
         let before = try server.log().count
         let (rerun, _) = try await run(upload.arguments, upTo: 120)

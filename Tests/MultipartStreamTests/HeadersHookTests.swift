@@ -186,14 +186,14 @@ extension URLSessionSuites {
             var form = MultipartFormData()
             form.append(Data(count: 3_000), name: "photo", fileName: "photo.jpg", mimeType: "image/jpeg")
             var request = URLRequest(url: server.url("/redirect/\(code)?to=/headers"))
-            request.timeoutInterval = 2
+            request.timeoutInterval = 1
             let (answered, hookAnswered) = AsyncStream.makeStream(of: Void.self)
             let error = await #expect(throws: URLError.self) {
                 try await URLSession.shared.upload(
                     form, with: request, strategy: strategy,
                     headers: .fresh { _, reason in
                         guard case .redirect = reason else { return [:] }
-                        try? await Task.sleep(nanoseconds: 3_500_000_000)
+                        try? await Task.sleep(nanoseconds: 1_750_000_000)
                         hookAnswered.yield()
                         return ["Authorization": "Bearer late"]
                     })

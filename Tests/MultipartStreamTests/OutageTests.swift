@@ -94,7 +94,7 @@ extension URLSessionSuites {
             #expect(try !server.log().contains { $0.method == "DELETE" }, "the server's upload was deleted")
 
             try await waitFor("the outage to end", upTo: 60, every: 0.5) {
-                (try? curl(proxy.url(URL(string: "http://127.0.0.1/log")!))) != nil
+                (try? loopbackGet(proxy.url(URL(string: "http://127.0.0.1/log")!))) != nil
             }
             let before = try server.log().count
             let (_, response) = try await within(seconds: 120, "the resumed upload") { [policy] in

@@ -140,14 +140,15 @@ extension URLSessionSuites {
         func aProgressIsKeptUpToDateForAnyTaskToRead(name: String) async throws {
             let strategy = try #require((Self.strategies + [("resumable", .resumable)]).first { $0.0 == name }?.1)
             let server = try await UploadServer()
-            // Larger than loopback's socket buffers, so that the slow server's reading paces what is handed out.
+            // Larger than loopback's socket buffers, so that the slow server's reading (64 KiB each 10 ms) paces
+            // what is handed out.
             var form = MultipartFormData()
             try form.append(
                 fileURL: directory.file("large.bin", contents: Data(count: 3 << 20)), name: "large")
             let progress = Progress(totalUnitCount: 0)
             let upload = Task { [form] in
                 try await URLSession.shared.upload(
-                    form, with: URLRequest(url: server.url("/slow")), strategy: strategy, progress: progress)
+                    form, with: URLRequest(url: server.url("/slow?ms=10")), strategy: strategy, progress: progress)
             }
             let watcher = Task { () -> [Int64] in
                 var seen: [Int64] = []
