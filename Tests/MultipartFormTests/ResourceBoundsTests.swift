@@ -66,6 +66,32 @@ import Testing
         #expect(OpenDescriptors.count(under: directory.url) == 0)
     }
 
+    /// A body dropped mid-file, as chunks or as a stream, closes the file at once, a thousand times over. Among the
+    /// form's tests, beside the others: inside the serialized URLSession suites its 2,000 awaits waited for the
+    /// concurrency pool behind the command's tests, and it added half a minute to the suite.
+    @Test func aBodyDroppedInTheMiddleOfAFileClosesItAtOnce() async throws {
+        let directory = try TemporaryDirectory()
+        var form = MultipartFormData()
+        form.append("x", name: "a")
+        try form.append(fileURL: directory.file("f.bin", contents: Data(count: 1 << 20)), name: "f")
+        for round in 0..<1_000 {
+            do {
+                var chunks = form.bodyChunks(maximumSize: 4_096).makeAsyncIterator()
+                _ = try await chunks.next()
+                _ = try await chunks.next()
+                #expect(OpenDescriptors.count(under: directory.url) == 1, "round \(round): in the file")
+            }
+            do {
+                let stream = form.makeBodyStream()
+                stream.open()
+                var buffer = [UInt8](repeating: 0, count: 8_192)
+                #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
+                #expect(OpenDescriptors.count(under: directory.url) == 1, "round \(round): in the file")
+            }
+            #expect(OpenDescriptors.count(under: directory.url) == 0, "round \(round): dropped, not closed")
+        }
+    }
+
     /// A 5 GiB sparse file streams with lengths beyond 32 bits, and resident memory does not grow with it.
     /// Linux only: it reads the resident set from /proc.
     @Test(.enabled(if: isLinux), .longRun) func aFiveGiBFileStreamsInFlatMemory() throws {

@@ -268,30 +268,6 @@ extension URLSessionSuites {
                 form, with: URLRequest(url: server.url("/redirect/307?to=/headers")))
             #expect(try server.seen(in: data).bytes == Int(form.contentLength!))
         }
-
-        // MARK: Dropped mid-file
-
-        @Test func aBodyDroppedInTheMiddleOfAFileClosesItAtOnce() async throws {
-            var form = MultipartFormData()
-            form.append("x", name: "a")
-            try form.append(fileURL: directory.file("f.bin", contents: Data(count: 1 << 20)), name: "f")
-            for round in 0..<1_000 {
-                do {
-                    var chunks = form.bodyChunks(maximumSize: 4_096).makeAsyncIterator()
-                    _ = try await chunks.next()
-                    _ = try await chunks.next()
-                    #expect(OpenDescriptors.count(under: directory.url) == 1, "round \(round): in the file")
-                }
-                do {
-                    let stream = form.makeBodyStream()
-                    stream.open()
-                    var buffer = [UInt8](repeating: 0, count: 8_192)
-                    #expect(stream.read(&buffer, maxLength: buffer.count) == buffer.count)
-                    #expect(OpenDescriptors.count(under: directory.url) == 1, "round \(round): in the file")
-                }
-                #expect(OpenDescriptors.count(under: directory.url) == 0, "round \(round): dropped, not closed")
-            }
-        }
     }
 }
 
