@@ -11,6 +11,11 @@ extension MultipartError {
         set { serverResponse = newValue }
     }
 
+    /// Whether this is an answer the caller refused: its status is not among `acceptableStatusCodes`.
+    var isRefusedAnswer: Bool {
+        if case .unacceptableStatus = reason { true } else { false }
+    }
+
     /// Creates an error about the server's `response`.
     init(_ reason: Reason, response: HTTPURLResponse) {
         self.init(reason)

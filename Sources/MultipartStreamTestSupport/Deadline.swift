@@ -102,7 +102,7 @@ private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
 
 extension Result where Failure == any Error {
     /// The outcome of an async throwing `body`.
-    fileprivate init(_ body: () async throws -> Success) async {
+    public init(_ body: () async throws -> Success) async {
         do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }

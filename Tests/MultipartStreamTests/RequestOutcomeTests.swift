@@ -122,6 +122,34 @@ import Testing
                     $0.response = response(500)
                 }, "URLError -1005", "a given-up challenge makes only a 401 or 407 the answer"
             ),
+            (
+                outcome {
+                    $0.response = response(500)
+                    $0.refusesStatus = true
+                }, "unacceptableStatus", "the upload's answer with a status the caller refuses"
+            ),
+            (
+                outcome {
+                    $0.gaveUpChallenge = true
+                    $0.error = cancelled
+                    $0.response = response(401)
+                    $0.refusesStatus = true
+                }, "unacceptableStatus", "a challenge given up, its 401 refused"
+            ),
+            (
+                outcome {
+                    $0.response = response(200)
+                    $0.handedOut = 400
+                    $0.refusesStatus = true
+                }, "answeredBeforeBodySent", "an early answer before its status is judged"
+            ),
+            (
+                outcome {
+                    $0.error = reset
+                    $0.response = response(500)
+                    $0.refusesStatus = true
+                }, "URLError -1005", "the transport's error before the status"
+            ),
             (outcome { $0.error = reset }, "URLError -1005", "the transport's error"),
             (outcome { _ in }, "URLError -1011", "no response at all"),
             (
@@ -146,11 +174,14 @@ import Testing
         var form = MultipartFormData()
         form.append(Data(count: 1_000), name: "f")
         let length = form.contentLength!
-        for handedOut in [0, 400, length - 1, length] {
+        for (handedOut, acceptable) in [0, 400, length - 1, length].flatMap({ [($0, nil), ($0, 200..<300)] })
+            as [(UInt64, Range<Int>?)]
+        {
             for status in [200, 204, 307, 401, 413, 500] {
                 for error in [nil, URLError(.networkConnectionLost)] as [URLError?] {
                     var machine = Machine(
-                        role: .wholeForm(.stream), contentLength: length, contentType: form.contentType)
+                        role: .wholeForm(.stream), contentLength: length, contentType: form.contentType,
+                        reception: .answer(accepting: acceptable, body: .inMemory, sink: nil))
                     #expect(machine.streamMade() == .hand)
                     let count = Machine.BodyCount(last: handedOut, furthest: handedOut)
                     machine.responseBegan(count)
@@ -161,12 +192,13 @@ import Testing
                         Issue.record("no end")
                         continue
                     }
-                    let facts = RequestOutcome(
+                    var facts = RequestOutcome(
                         response: Self.response(status), error: error, handedOut: handedOut, bodyEnd: length,
                         formLength: length)
+                    facts.refusesStatus = acceptable.map { !$0.contains(status) } ?? false
                     #expect(
                         Self.said(finish.result) == Self.said(facts.verdict),
-                        "\(handedOut) bytes, \(status), \(error as Any)")
+                        "\(handedOut) bytes, \(status), \(error as Any), accepting \(acceptable as Any)")
                 }
             }
         }

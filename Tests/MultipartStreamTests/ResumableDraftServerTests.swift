@@ -159,6 +159,39 @@ extension URLSessionSuites {
             #expect(try server.log().map(\.method) == ["OPTIONS", "POST", "PATCH"])
         }
 
+        /// The scenarios whose answers the protocol goes on from (`nil`), and those whose answer is the application's
+        /// refusal, with its status.
+        static let judgedScenarios: [(String, Int?)] = [
+            ("patch-503", nil), ("conflict-409", nil), ("partial-200", nil), ("too-large", nil), ("redirect-307", nil),
+            ("complete-409", 409), ("complete-404", 404),
+        ]
+
+        /// Only the upload's answer is judged against `acceptableStatusCodes`: an answer the protocol goes on from (a
+        /// 503, a 409 or 200 that keeps part, a 413, a 307 that moves the upload) is not the caller's to refuse, and the
+        /// form arrives; the application's own 409 or 404 is, with its body.
+        @Test(arguments: judgedScenarios)
+        func onlyTheAnswersStatusIsJudged(scenario: String, refused: Int?) async throws {
+            let server = try await DraftServer()
+            let result = await Result {
+                try await URLSession(configuration: .ephemeral).upload(
+                    form, with: URLRequest(url: server.url(scenario: scenario)), strategy: .resumable(fast),
+                    acceptableStatusCodes: 200..<300)
+            }
+            #expect(try server.forms() == [expected], "\(scenario): processed once")
+            switch (result, refused) {
+            case (.success(let (_, response)), nil):
+                #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(scenario)")
+            case (.failure(let error as MultipartError), let refused?):
+                guard case .unacceptableStatus(refused, let body) = error.reason else {
+                    Issue.record("\(scenario): \(error)")
+                    return
+                }
+                #expect(error.response?.statusCode == refused && !body.isEmpty, "\(scenario)")
+            default:
+                Issue.record("\(scenario): \(result)")
+            }
+        }
+
         /// An application that refuses the form after its first part (16 MiB, refused after 100,000 bytes) answers
         /// with `Upload-Complete: ?1`: from version 10 that is its answer, returned as it is (here the status error with
         /// its body), with no request after it and nothing deleted. In version 9 `?1` said the whole upload was

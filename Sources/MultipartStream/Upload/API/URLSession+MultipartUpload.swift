@@ -96,13 +96,10 @@ extension URLSession {
         let sink = ResponseSink(responseBody)
         let reception = ResponseReception.answer(accepting: acceptableStatusCodes, body: responseBody, sink: sink)
         do {
-            // The answer may come from a request that is not the form's (a resumable upload's `HEAD`), which holds
-            // a prefix only: its status is judged here, once, for every answer.
-            let reply = try reception.judged(
-                try await send(
-                    form, with: request, strategy: strategy, refresh: headers, trusting: credentialsToOtherOrigins,
-                    reception: reception, progress: progress, membership: membership
-                ))
+            // A status the caller refuses is the verdict of the request that brought the answer.
+            let reply = try await send(
+                form, with: request, strategy: strategy, refresh: headers, trusting: credentialsToOtherOrigins,
+                reception: reception, progress: progress, membership: membership)
             try sink?.commit()
             return reply
         } catch {

@@ -39,6 +39,8 @@ struct RequestOutcome {
     var cutShort = false
     /// The bound the upload's own answer passed in memory, where the caller would otherwise get it cut short.
     var passedLimit: Int?
+    /// The answer is the upload's, and the caller does not accept its status (`acceptableStatusCodes`).
+    var refusesStatus = false
 
     /// Whether the body was cut short when the answer came.
     var isShort: Bool {
@@ -67,10 +69,16 @@ struct RequestOutcome {
         return answer(response)
     }
 
-    /// The answer, unless its body passed its bound: then the caller would get it cut short.
+    /// The answer, unless the caller refuses its status (then it fails with the response and its body's prefix, all
+    /// that was kept of it) or its body passed its bound (then the caller would get it cut short).
     private func answer(_ response: URLResponse) -> Result<(Data, URLResponse), any Error> {
-        guard let passedLimit else { return .success((received, response)) }
         let http = response as? HTTPURLResponse
+        if refusesStatus, let http {
+            let body = received.prefix(MultipartResponseBody.refusedBodyLimit)
+            let reason = MultipartError.Reason.unacceptableStatus(statusCode: http.statusCode, body: body)
+            return .failure(MultipartError(reason, response: http))
+        }
+        guard let passedLimit else { return .success((received, response)) }
         let reason = MultipartError.Reason.responseTooLarge(statusCode: http?.statusCode ?? 200, limit: passedLimit)
         return .failure(http.map { MultipartError(reason, response: $0) } ?? MultipartError(reason))
     }

@@ -89,12 +89,12 @@ struct ResponseReception: Sendable {
         acceptable.map { $0.contains(statusCode ?? 200) } ?? true
     }
 
-    /// `reply` as the caller gets it: refused where its status is not acceptable, with its body's prefix (all that
-    /// was kept of it). Every answer passes here, whichever request of the upload it came from.
-    func judged(_ reply: (Data, URLResponse)) throws -> (Data, URLResponse) {
-        guard let response = reply.1 as? HTTPURLResponse, !accepts(response.statusCode) else { return reply }
-        let body = reply.0.prefix(MultipartResponseBody.refusedBodyLimit)
-        throw MultipartError(.unacceptableStatus(statusCode: response.statusCode, body: body), response: response)
+    /// Whether an answer with `statusCode` (`nil`: not HTTP) is the upload's and its status one the caller refuses:
+    /// the request's verdict is then ``MultipartError/Reason/unacceptableStatus(statusCode:body:)``, whichever request
+    /// of the upload it came from (the resumable protocol's takes only its answer as the upload's).
+    func refuses(_ statusCode: Int?) -> Bool {
+        guard let statusCode else { return false }
+        return isAnswer && !accepts(statusCode)
     }
 
     /// Whether an answer with this status may be followed by another to the same upload: a redirect, a challenge.

@@ -575,7 +575,14 @@ extension UploadRequest {
                 formLength: lengthIsKnown ? contentLength : nil, received: exchange.answer.data,
                 cutShort: exchange.answer.cutShort, passedLimit: exchange.answer.passedLimit)
             if case .failed(let failure) = exchange.written { outcome.bodyFailure = failure }
-            if let http = response as? HTTPURLResponse { outcome.takesEarlySuccess = role.takesEarlySuccess(http) }
+            if let http = response as? HTTPURLResponse {
+                outcome.takesEarlySuccess = role.takesEarlySuccess(http)
+                // Settled when its head arrived; an answer whose head came only with the task's end, here.
+                let settled =
+                    exchange.answer.statusCode == http.statusCode
+                    ? exchange.answer.reception : reception.settled(for: http, handedOut: outcome.handedOut)
+                outcome.refusesStatus = settled.refuses(http.statusCode)
+            }
             return .finish(finish(outcome.verdict, exchange: exchange, count))
         }
 

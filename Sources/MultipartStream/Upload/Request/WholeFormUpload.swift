@@ -54,15 +54,29 @@ struct WholeFormUpload {
         var caller = request
         caller.httpMethod = request.formMethod
         let sent = try await requests.make(caller, for: .initial)
-        let reply = try await upload.send(sent)
-        guard requests.asksHook, let unauthorized = reply.1 as? HTTPURLResponse, unauthorized.statusCode == 401 else {
-            return reply
+        let first: Result<(Data, URLResponse), any Error>
+        do {
+            first = .success(try await upload.send(sent))
+        } catch {
+            first = .failure(error)
         }
+        guard requests.asksHook, let unauthorized = Self.unauthorized(first) else { return try first.get() }
         // Once more after a 401, where the hook gives other headers for it (a refreshed token).
         let again = try await requests.make(caller, for: .unauthorized(unauthorized))
-        guard again.allHTTPHeaderFields != sent.allHTTPHeaderFields else { return reply }
+        guard again.allHTTPHeaderFields != sent.allHTTPHeaderFields else { return try first.get() }
         if let oneShot = upload.form.resendFailure { throw oneShot }
         return try await upload.send(again)
+    }
+
+    /// The 401 a request ended with: its answer, or its failure where the caller refuses that status.
+    private static func unauthorized(_ result: Result<(Data, URLResponse), any Error>) -> HTTPURLResponse? {
+        let response: HTTPURLResponse? =
+            switch result {
+            case .success(let reply): reply.1 as? HTTPURLResponse
+            case .failure(let error as MultipartError) where error.isRefusedAnswer: error.response
+            case .failure: nil
+            }
+        return response?.statusCode == 401 ? response : nil
     }
 
     /// One request of the whole form, resends after redirects included.

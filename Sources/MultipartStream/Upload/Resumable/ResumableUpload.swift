@@ -121,6 +121,12 @@ struct ResumableUpload {
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
                     action = resumption.handle(.cancelled)
+                case (.failure(let refused as MultipartError), _) where refused.isRefusedAnswer:
+                    // The machine's own answer (only the one it takes as the upload's is judged), with a status the
+                    // caller refuses: the upload ends with it, as it would with the answer.
+                    membership.outage?.answered()
+                    if !membership.keepsStateAfterAnswer { state?.remove() }
+                    throw refused
                 case (.failure(let failure as HeadersFailure), _):
                     reason = failure.error.localizedDescription
                     unreachable = false
