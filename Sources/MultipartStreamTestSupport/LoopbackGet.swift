@@ -25,7 +25,8 @@ public func loopbackGet(_ url: URL) throws -> Data {
     // HTTP/1.0: the peer closes the connection after its answer, whose end is then the end of the stream.
     let request = "GET \(target) HTTP/1.0\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n\r\n"
     try LoopbackSocket.send(Array(request.utf8), on: descriptor, to: url)
-    let answer = try LoopbackSocket.readToEnd(descriptor, from: url)
+    let (answer, failure) = readAll(from: descriptor)
+    if let failure { throw Peer.Failure(description: "reading \(url): errno \(failure)") }
     guard let headEnd = answer.firstRange(of: Data("\r\n\r\n".utf8)) else {
         throw Peer.Failure(description: "\(url) answered \(answer.count) bytes without an HTTP head")
     }
@@ -90,18 +91,6 @@ private enum LoopbackSocket {
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { throw Peer.Failure(description: "sending to \(url): errno \(errno)") }
             sent += count
-        }
-    }
-
-    static func readToEnd(_ descriptor: Int32, from url: URL) throws -> Data {
-        var answer = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count >= 0 else { throw Peer.Failure(description: "reading \(url): errno \(errno)") }
-            if count == 0 { return answer }
-            answer.append(contentsOf: buffer[..<count])
         }
     }
 }

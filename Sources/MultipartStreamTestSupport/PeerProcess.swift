@@ -65,14 +65,7 @@ struct PeerProcess {
         // holding the write end would put off.
         let descriptor = stdout.fileHandleForReading.fileDescriptor
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
-        var rest = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            rest.append(contentsOf: buffer[..<count])
-        }
+        let rest = readAll(from: descriptor).bytes
         try? stdout.fileHandleForReading.close()
         return rest
     }

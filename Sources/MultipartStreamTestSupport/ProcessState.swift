@@ -127,15 +127,7 @@ public enum ProcessDescriptors {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return "" }
         defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes.append(contentsOf: buffer[..<count])
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        return String(decoding: readAll(from: descriptor).bytes, as: UTF8.self)
     }
 
     /// Open descriptors by kind: `socket`, `pipe`, `file`, and each anonymous inode (`anon_inode:[eventfd]`,
