@@ -57,7 +57,7 @@ import Testing
         "http://evil.example/landing",
     ])
     func credentialsNeverFollowARedirectToAnotherOrigin(target: String) {
-        let proposal = RedirectPolicy.proposal(request(target), leaving: url("http://127.0.0.1:8080/x"))
+        let proposal = RequestMaker(hook: nil, origin: url("http://127.0.0.1:8080/x")).judged(request(target))
         for name in RedirectPolicy.credentialHeaders {
             #expect(proposal.value(forHTTPHeaderField: name) == nil, "\(name) to \(target)")
         }
@@ -92,7 +92,7 @@ import Testing
             proposed.setValue("s=1", forHTTPHeaderField: "Cookie")
             let sent = Bool.random(using: &generator) ? first : url("http://127.0.0.1:8080/hop")
             let shown = RequestMaker(hook: nil, origin: first).judged(
-                RedirectPolicy.resolving(proposed, to: location, from: sent))
+                RequestMaker.redirect(proposed, to: RedirectPolicy.target(of: location, from: sent)))
             guard let target = shown.url else { continue }
             checked += 1
             if Origin(target) != Origin(first) {
@@ -109,7 +109,7 @@ import Testing
     @Test(arguments: ["http://127.0.0.1:8080/elsewhere", "HTTP://127.0.0.1:8080/x?again", "http://127.0.0.1:80/ok"])
     func aSameOriginRedirectKeepsThem(target: String) {
         let origin = url(target.contains(":80/") ? "http://127.0.0.1/x" : "http://127.0.0.1:8080/x")
-        let proposal = RedirectPolicy.proposal(request(target), leaving: origin)
+        let proposal = RequestMaker(hook: nil, origin: origin).judged(request(target))
         #expect(proposal.value(forHTTPHeaderField: "Authorization") == "Basic YWxpY2U6c2VjcmV0")
         #expect(proposal.value(forHTTPHeaderField: "Cookie") == "session=1")
         #expect(proposal.value(forHTTPHeaderField: "Proxy-Authorization") == "Basic cHJveHk6cA==")
@@ -134,12 +134,14 @@ import Testing
             answer.httpMethod = "PUT"
             answer.setValue("from-delegate", forHTTPHeaderField: "X-Delegate")
             guard
-                case .resend(let resend) = RedirectPolicy.decide(
+                case .resend(let delegates, let edit) = RedirectPolicy.decide(
                     statusCode: code, answer: answer, sent: sent, canResend: true)
             else {
                 Issue.record("expected a resend")
                 return
             }
+            #expect(delegates == answer && edit == .method("PUT"))
+            let resend = RequestMaker.following(delegates, edit)
             #expect(resend.url == answer.url)
             #expect(resend.value(forHTTPHeaderField: "X-Delegate") == "from-delegate")
             #expect(resend.timeoutInterval == 7)
@@ -166,12 +168,14 @@ import Testing
             answer.setBodyLength(1_000)
             answer.setValue("multipart/form-data; boundary=B", forHTTPHeaderField: "Content-Type")
             guard
-                case .follow(let request) = RedirectPolicy.decide(
+                case .follow(let delegates, let edit) = RedirectPolicy.decide(
                     statusCode: 303, answer: answer, sent: nil, canResend: true)
             else {
                 Issue.record("expected to follow")
                 return
             }
+            #expect(edit == .withoutBodyHeaders)
+            let request = RequestMaker.following(delegates, edit)
             for name in ["Content-Length", "Content-Type", "Transfer-Encoding", "Expect"] {
                 #expect(request.value(forHTTPHeaderField: name) == nil, "\(name)")
             }

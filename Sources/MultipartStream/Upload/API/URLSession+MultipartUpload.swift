@@ -254,9 +254,9 @@ extension URLSession {
             if let refusal { .failed(refusal) } else if strategy.writesFile {
                 .fileToWrite(TemporaryBody.url())
             } else { .stream }
+        let requests = RequestMaker(hook: nil, origin: request.url, trustsOtherOrigins: credentialsToOtherOrigins)
         let upload = UploadRequest(
-            form: form, role: .callerTask(body), callerSession: self,
-            requests: RequestMaker(hook: nil, origin: request.url, trustsOtherOrigins: credentialsToOtherOrigins),
+            form: form, role: .callerTask(body), callerSession: self, requests: requests,
             pacer: strategy.pacing.map(MultipartPacer.init),
             reception: .answer(accepting: nil, body: .inMemory, sink: nil),
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
@@ -267,6 +267,6 @@ extension URLSession {
             }
         }
         // This session is alive (it is `self`), so there is a task.
-        return upload.makeUploadTask(for: request)!
+        return upload.makeUploadTask(for: requests.judged(request))!
     }
 }

@@ -162,27 +162,17 @@ extension UploadRequest {
                 kind = .streamedUpload
             }
             return TaskPlan(
-                kind: kind, request: prepared(request), singleUse: role.ownsConnection, startsNow: role.ownsTask,
+                kind: kind, request: framed(request), singleUse: role.ownsConnection, startsNow: role.ownsTask,
                 bodyStart: body.carriesForm ? bodyStart : nil)
         }
 
-        /// `request` as the form's: POST unless it names another method, the body's headers, no body of its own. A
-        /// request without a body of the form is sent as it is.
-        private func prepared(_ request: URLRequest) -> URLRequest {
+        /// `request` framed as the form's (``RequestMaker/framed(_:contentType:body:)``); a request without a body of
+        /// the form is sent as it is.
+        private func framed(_ request: URLRequest) -> URLRequest {
             guard body.carriesForm else { return request }
-            var request = request
-            // Each only when it changes something: on Linux every write copies the request.
-            let method = request.formMethod
-            if request.httpMethod != method { request.httpMethod = method }
-            if request.httpBodyStream != nil { request.httpBodyStream = nil }
-            request.updateValue(role.contentType(ofForm: contentType), forHTTPHeaderField: "Content-Type")
-            if let bytes = body.bytes {
-                request.setBody(bytes)
-            } else {
-                request.httpBody = nil
-                request.setBodyLength(bodyLength)
-            }
-            return request
+            return RequestMaker.framed(
+                request, contentType: role.contentType(ofForm: contentType),
+                body: body.bytes.map { .bytes($0) } ?? .length(bodyLength))
         }
 
         enum TaskMadeAction {
@@ -418,7 +408,7 @@ extension UploadRequest {
         /// follow with `proposed`.
         func redirectMet(proposed: URLRequest, location: String?, from sent: URL?) -> RedirectMetAction {
             guard role.followsRedirects else { return .keepResponse }
-            return .make(RedirectPolicy.resolving(proposed, to: location, from: sent))
+            return .make(RequestMaker.redirect(proposed, to: RedirectPolicy.target(of: location, from: sent)))
         }
 
         /// The redirect's request could not be made (the headers hook failed with `error`): the task stops, and the
@@ -446,11 +436,12 @@ extension UploadRequest {
             }
             let canResend = role.ownsTask && exchange.resends < RedirectPolicy.maximumResends
             switch RedirectPolicy.decide(statusCode: statusCode, answer: answer, sent: sent, canResend: canResend) {
-            case .follow(let request):
-                return .follow(request)
+            case .follow(let answer, let edit):
+                return .follow(RequestMaker.following(answer, edit))
             case .keepResponse:
                 return .refuse
-            case .resend(let request):
+            case .resend(let answer, let edit):
+                let request = RequestMaker.following(answer, edit)
                 // Known before any request goes out: a one-shot part was read by this request already.
                 if let oneShot {
                     state = .stopping(oneShot, exchange)

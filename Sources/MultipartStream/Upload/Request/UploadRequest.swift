@@ -111,7 +111,9 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         let plan = modify { $0.plan(for: request) }
         if let start = plan.bodyStart { progress?.restart(at: start) }
         var request = plan.request
-        if case .data(streamed: true) = plan.kind { request.httpBodyStream = makeStream(modify { $0.bodyRequested() }) }
+        if case .data(streamed: true) = plan.kind {
+            request = RequestMaker.streaming(request, from: makeStream(modify { $0.bodyRequested() }))
+        }
         let task = PrivateSessions.shared.makeTask(
             for: self, of: session, singleUse: plan.singleUse, started: plan.startsNow
         ) { session -> URLSessionTask in
@@ -354,7 +356,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         // The hook may wait: asked off URLSession's queue. A cancel meanwhile cancels the task, which then ends.
         Task {
             do {
-                ask(try await requests.make(resolved, for: .redirect(response)))
+                ask(try await requests.make(resolved, .asProposed, for: .redirect(response)))
             } catch {
                 modify { $0.redirectFailed(because: error) }
                 answerRedirect(nil)

@@ -51,9 +51,7 @@ struct WholeFormUpload {
                 progress?.lengthFound(length)
             }
         }
-        var caller = request
-        caller.httpMethod = request.formMethod
-        let sent = try await requests.make(caller, for: .initial)
+        let sent = try await requests.make(request, .form, for: .initial)
         let first: Result<(Data, URLResponse), any Error>
         do {
             first = .success(try await upload.send(sent))
@@ -62,7 +60,7 @@ struct WholeFormUpload {
         }
         guard requests.asksHook, let unauthorized = Self.unauthorized(first) else { return try first.get() }
         // Once more after a 401, where the hook gives other headers for it (a refreshed token).
-        let again = try await requests.make(caller, for: .unauthorized(unauthorized))
+        let again = try await requests.make(request, .form, for: .unauthorized(unauthorized))
         guard again.allHTTPHeaderFields != sent.allHTTPHeaderFields else { return try first.get() }
         if let oneShot = upload.form.resendFailure { throw oneShot }
         return try await upload.send(again)

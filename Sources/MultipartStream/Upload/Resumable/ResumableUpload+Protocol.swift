@@ -180,32 +180,38 @@ extension ResumableUpload {
             }
         }
 
-        /// The caller's `request` (its URL, headers and method where they apply) aimed where this step goes, with
-        /// no body of its own: what the headers hook and the origin rule are applied to before
-        /// ``frame(_:version:contentLength:contentType:)``.
-        func target(of request: URLRequest, location: URL?) -> URLRequest {
-            var request = request
-            request.httpBody = nil
-            request.httpBodyStream = nil
-            request.removeBodyHeaders()
-            if self != .create { request.setValue(nil, forHTTPHeaderField: Header.idempotencyKey) }
+        /// Where this step's request goes and what the draft has it carry, as ``RequestMaker`` makes it from the
+        /// caller's request (its URL, headers and method where they apply): no body of the caller's, the step's URL
+        /// and method, then the draft's fields in `version` after the hook's and the origin rule, so that nothing
+        /// else changes them. An append's body and length are the upload's to add.
+        func aim(
+            location: URL?, version: InteropVersion, contentLength: UInt64?, contentType: String,
+            timeout: TimeInterval? = nil
+        ) -> RequestMaker.Aim {
+            var aim = RequestMaker.Aim(timeout: timeout, withoutBody: true)
+            // Only the request that creates the upload carries the caller's key.
+            if self != .create { aim.removing = [Header.idempotencyKey] }
+            aim.fields = [(Header.interopVersion, String(version.rawValue))]
             switch self {
             case .detect:
-                request.httpMethod = "OPTIONS"
+                aim.method = .named("OPTIONS")
             case .create:
-                // The form's request, announcing its length and sending none of it yet.
-                request.httpMethod = request.formMethod
-            case .append:
-                request.url = location
-                request.httpMethod = "PATCH"
+                // The form's request, announcing its length and sending none of it yet. A form of unknown length
+                // says its length with the append that completes it.
+                aim.method = .form
+                aim.fields.append((Header.complete, StructuredField.boolean(false)))
+                aim.fields.append((Header.length, contentLength.map(String.init)))
+                aim.emptyBody = contentType
+            case .append(let offset, _):
+                (aim.url, aim.method) = (location, .named("PATCH"))
+                aim.fields.append((Header.offset, String(offset)))
+                aim.fields.append((Header.complete, StructuredField.boolean(completes(contentLength))))
             case .askOffset:
-                request.url = location
-                request.httpMethod = "HEAD"
+                (aim.url, aim.method) = (location, .named("HEAD"))
             case .delete:
-                request.url = location
-                request.httpMethod = "DELETE"
+                (aim.url, aim.method) = (location, .named("DELETE"))
             }
-            return request
+            return aim
         }
 
         /// Whether this is the append that completes a form of `contentLength` (`nil`, unknown yet: none does): the
@@ -213,26 +219,6 @@ extension ResumableUpload {
         func completes(_ contentLength: UInt64?) -> Bool {
             guard case .append(_, let end) = self, let contentLength else { return false }
             return end >= contentLength
-        }
-
-        /// Sets the draft's fields of this step in `version` on `request`, last, so that nothing else changes them.
-        /// An append's body and length are the upload's to add.
-        func frame(_ request: inout URLRequest, version: InteropVersion, contentLength: UInt64?, contentType: String) {
-            request.setValue(String(version.rawValue), forHTTPHeaderField: Header.interopVersion)
-            switch self {
-            case .create:
-                request.setValue(StructuredField.boolean(false), forHTTPHeaderField: Header.complete)
-                // A form of unknown length says its length with the append that completes it.
-                request.setValue(contentLength.map(String.init), forHTTPHeaderField: Header.length)
-                request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-                request.httpBody = Data()
-            case .append(let offset, _):
-                request.setValue(String(offset), forHTTPHeaderField: Header.offset)
-                request.setValue(
-                    StructuredField.boolean(completes(contentLength)), forHTTPHeaderField: Header.complete)
-            case .detect, .askOffset, .delete:
-                break
-            }
         }
 
         /// The draft's fields `request` (this step's) carries, by name, with an append's `Content-Length`: what

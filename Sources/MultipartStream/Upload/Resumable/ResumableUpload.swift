@@ -335,12 +335,10 @@ struct ResumableUpload {
     private func request(
         for step: Step, version: InteropVersion, to location: URL?, contentLength: UInt64?, timeout: TimeInterval?
     ) async throws -> URLRequest {
-        var target = step.target(of: request, location: location)
-        if let timeout { target.timeoutInterval = min(target.timeoutInterval, timeout) }
-        let contentType = form.contentType
-        return try await requests.make(target, for: .resumable(step.reason)) {
-            step.frame(&$0, version: version, contentLength: contentLength, contentType: contentType)
-        }
+        let aim = step.aim(
+            location: location, version: version, contentLength: contentLength, contentType: form.contentType,
+            timeout: timeout)
+        return try await requests.make(request, aim, for: .resumable(step.reason))
     }
 
     /// The headers hook failed for a request of the protocol: not the form's failure nor the server's word, so a

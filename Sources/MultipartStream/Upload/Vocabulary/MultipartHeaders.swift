@@ -72,18 +72,16 @@ public struct MultipartHeaders: Sendable {
         MultipartHeaders { request, _ in try await make(request) }
     }
 
-    /// `request` with the headers the hook gives for `reason`, each checked.
-    func apply(to request: URLRequest, _ reason: Reason) async throws -> URLRequest {
-        var request = request
-        for (name, value) in try await make(request, reason) {
+    /// The header fields the hook gives for `request` and `reason`, each checked; ``RequestMaker`` sets them.
+    func fields(for request: URLRequest, _ reason: Reason) async throws -> [(name: String, value: String)] {
+        try await make(request, reason).map { name, value in
             guard !name.isEmpty, name.utf8.allSatisfy(Boundary.isTokenCharacter) else {
                 throw MultipartError(.invalidHeaderName(name))
             }
             guard PartHeaders.isValidValue(value) else {
                 throw MultipartError(.invalidHeaderValue(name: name, value: value))
             }
-            request.setValue(value, forHTTPHeaderField: name)
+            return (name, value)
         }
-        return request
     }
 }
