@@ -72,7 +72,7 @@ public enum Peer: String, CaseIterable, Sendable, CustomStringConvertible {
         process.standardOutput = stdout
         process.standardError = stderr
         do {
-            try process.run()
+            try process.startAlone()
         } catch {
             throw Failure(description: "cannot start \(self): \(error)")
         }

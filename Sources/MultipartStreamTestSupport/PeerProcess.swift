@@ -8,8 +8,8 @@ import Foundation
 /// when its stdin closes.
 struct PeerProcess {
     let process = Process()
-    let stdin = Pipe()
-    let stdout = Pipe()
+    let stdin: Pipe
+    let stdout: Pipe
     /// The first line the peer printed, trimmed.
     let firstLine: String
 
@@ -19,17 +19,21 @@ struct PeerProcess {
     init(_ arguments: [String], name: String) async throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = PythonInterpreter.resolved(arguments)
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        // Foundation's Process leaves open, in each child it starts, every descriptor not marked close-on-exec: a
-        // peer or command started meanwhile would hold this peer's stdin open, and it would never see it close.
-        for handle in [
-            stdin.fileHandleForReading, stdin.fileHandleForWriting, stdout.fileHandleForReading,
-            stdout.fileHandleForWriting,
-        ] {
-            _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+        // The pipes are made while no other process starts, and close on exec: a peer or command started meanwhile
+        // would hold this peer's stdin open, and it would never see it close.
+        let process = process
+        (stdin, stdout) = try process.startAlone {
+            let (stdin, stdout) = (Pipe(), Pipe())
+            for handle in [
+                stdin.fileHandleForReading, stdin.fileHandleForWriting, stdout.fileHandleForReading,
+                stdout.fileHandleForWriting,
+            ] {
+                _ = fcntl(handle.fileDescriptor, F_SETFD, FD_CLOEXEC)
+            }
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            return (stdin, stdout)
         }
-        try process.run()
         let output = stdout.fileHandleForReading
         let line = try await onAThreadOfItsOwn {
             var line = Data()
@@ -81,7 +85,7 @@ enum PythonInterpreter {
         process.arguments = ["python3", "-c", "import sys; print(sys.executable)"]
         let output = Pipe()
         process.standardOutput = output
-        guard (try? process.run()) != nil else { return "python3" }
+        guard (try? process.startAlone()) != nil else { return "python3" }
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -12,7 +12,7 @@ public func sha256sums(_ urls: [URL]) throws -> [String] {
     process.arguments = ["sha256sum"] + urls.map(\.path)
     let pipe = Pipe()
     process.standardOutput = pipe
-    try process.run()
+    try process.startAlone()
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     // One line per file: the digest, two spaces, the path.

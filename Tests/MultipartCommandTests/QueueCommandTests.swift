@@ -427,7 +427,7 @@ extension CommandLineTests {
             adding.arguments = ["/bin/bash", "-c", loop]
             adding.currentDirectoryURL = directory.url
             adding.environment = environment
-            try adding.run()
+            try adding.startAlone()
             try waitFor("\(killedAt) adds", upTo: 120, ended: { adding.exitedWithStatus }) {
                 ((try? FileManager.default.contentsOfDirectory(atPath: queue)) ?? []).count { $0.hasSuffix(".json") }
                     >= killedAt

@@ -102,7 +102,7 @@ extension CommandLineTests {
         ]
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
+        try process.startAlone()
         let head = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         return head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("upload-offset:") }
@@ -129,7 +129,7 @@ extension CommandLineTests {
             first.environment = environment
             first.standardOutput = FileHandle.nullDevice
             first.standardError = FileHandle.nullDevice
-            try first.run()
+            try first.startAlone()
             try await onAThreadOfItsOwn { [self] in
                 try waitFor(
                     "the server to have 1 MiB", every: 0.02, ended: { first.exitedWithStatus },

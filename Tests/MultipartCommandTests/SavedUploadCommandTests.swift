@@ -73,7 +73,7 @@ extension CommandLineTests {
         process.standardError = try FileHandle(forWritingTo: stderr)
         process.standardOutput = FileHandle.nullDevice
         if let exited { process.terminationHandler = { _ in exited() } }
-        try process.run()
+        try process.startAlone()
         return process
     }
 

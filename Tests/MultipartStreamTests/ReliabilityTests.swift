@@ -120,7 +120,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command]
-        try process.run()
+        try process.startAlone()
         process.waitUntilExit()
         return process.terminationStatus
     }
