@@ -64,21 +64,17 @@ public enum Peer: String, CaseIterable, Sendable, CustomStringConvertible {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [self == .node ? "node" : PythonInterpreter.path] + arguments
-        let stdout = Pipe()
         let stderrURL = directory.path("stderr")
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         let stderr = try FileHandle(forWritingTo: stderrURL)
         defer { try? stderr.close() }
-        process.standardOutput = stdout
         process.standardError = stderr
+        let output: Data
         do {
-            try process.startAlone()
+            output = try process.outputAlone()
         } catch {
             throw Failure(description: "cannot start \(self): \(error)")
         }
-        // Read all of stdout before waiting, so a large output cannot block the child.
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let errorText = (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? ""
             throw Failure(description: "\(self) exited \(process.terminationStatus): \(errorText)")

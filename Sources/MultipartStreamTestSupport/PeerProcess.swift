@@ -83,11 +83,7 @@ enum PythonInterpreter {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3", "-c", "import sys; print(sys.executable)"]
-        let output = Pipe()
-        process.standardOutput = output
-        guard (try? process.startAlone()) != nil else { return "python3" }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        guard let data = try? process.outputAlone() else { return "python3" }
         let path = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return process.terminationStatus == 0 && path.hasPrefix("/") ? path : "python3"
     }()

@@ -18,6 +18,19 @@ extension Process {
         }
     }
 
+    /// Starts the process alone with a pipe for its standard output, made in the same turn, and returns all it wrote,
+    /// once it has exited: read to the end first, so that a large output cannot block the child.
+    public func outputAlone() throws -> Data {
+        let pipe = try startAlone {
+            let pipe = Pipe()
+            standardOutput = pipe
+            return pipe
+        }
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        waitUntilExit()
+        return output
+    }
+
     /// ``startAlone(preparing:)`` with nothing to prepare.
     public func startAlone() throws {
         try startAlone {}

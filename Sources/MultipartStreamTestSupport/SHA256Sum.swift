@@ -10,11 +10,7 @@ public func sha256sums(_ urls: [URL]) throws -> [String] {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     process.arguments = ["sha256sum"] + urls.map(\.path)
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try process.startAlone()
-    let output = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let output = try process.outputAlone()
     // One line per file: the digest, two spaces, the path.
     let digests = output.split(separator: UInt8(ascii: "\n")).compactMap { line in
         line.split(separator: UInt8(ascii: " ")).first.map { String(decoding: $0, as: UTF8.self) }

@@ -100,11 +100,7 @@ extension CommandLineTests {
         process.arguments = [
             "-s", "-I", "-H", "Upload-Draft-Interop-Version: 10", "http://127.0.0.1:\(server.port)/u/\(id)",
         ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.startAlone()
-        let head = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let head = String(decoding: try process.outputAlone(), as: UTF8.self)
         return head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("upload-offset:") }
             .flatMap { UInt64($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) }
     }
