@@ -92,7 +92,7 @@ import Testing
             proposed.setValue("s=1", forHTTPHeaderField: "Cookie")
             let sent = Bool.random(using: &generator) ? first : url("http://127.0.0.1:8080/hop")
             let shown = RequestMaker(hook: nil, origin: first).judged(
-                RequestMaker.redirect(proposed, to: RedirectPolicy.target(of: location, from: sent)))
+                RequestMaker.aimed(proposed, .init(url: RedirectPolicy.target(of: location, from: sent))))
             guard let target = shown.url else { continue }
             checked += 1
             if Origin(target) != Origin(first) {

@@ -124,15 +124,6 @@ struct RequestMaker: Sendable {
 
     // MARK: Redirects
 
-    /// The request URLSession proposes for a redirect, aimed at `target` (its `Location` resolved by
-    /// ``RedirectPolicy/target(of:from:)``; `nil` leaves URLSession's).
-    static func redirect(_ proposed: URLRequest, to target: URL?) -> URLRequest {
-        guard let target, proposed.url != target else { return proposed }
-        var request = proposed
-        request.url = target
-        return request
-    }
-
     /// The request the caller's delegate answered a redirect with, as ``RedirectPolicy/decide(statusCode:answer:sent:canResend:)``
     /// says it goes: as it is, without the headers of a body it no longer has, or with the form's method to send the
     /// form again.

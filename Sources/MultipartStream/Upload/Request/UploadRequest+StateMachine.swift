@@ -408,7 +408,8 @@ extension UploadRequest {
         /// follow with `proposed`.
         func redirectMet(proposed: URLRequest, location: String?, from sent: URL?) -> RedirectMetAction {
             guard role.followsRedirects else { return .keepResponse }
-            return .make(RequestMaker.redirect(proposed, to: RedirectPolicy.target(of: location, from: sent)))
+            // Aimed at its `Location` as RFC 3986 resolves it, where it can be: URLSession's URL otherwise.
+            return .make(RequestMaker.aimed(proposed, .init(url: RedirectPolicy.target(of: location, from: sent))))
         }
 
         /// The redirect's request could not be made (the headers hook failed with `error`): the task stops, and the
