@@ -91,11 +91,13 @@ func throughUpload(_ count: Int) async throws -> Double {
     return Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
 }
 
-/// `count` forms through a new queue (added, then run 3 at a time); each answer's count checked.
-func throughQueue(_ count: Int, round: Int) async throws -> Double {
+/// `count` forms through a new queue (added one at a time, as a newcomer writes it, then run 3 at a time); each
+/// answer's count checked. The seconds in all, and of the adds.
+func throughQueue(_ count: Int, round: Int) async throws -> (seconds: Double, adding: Double) {
     let start = DispatchTime.now().uptimeNanoseconds
     let queue = try MultipartUploadQueue(directory: scratch.appendingPathComponent("round-\(round)"))
     for index in 0..<count { _ = try await queue.add(smallForm(index), with: request) }
+    let adding = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     try await queue.run(on: session)
     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
     for (index, upload) in await queue.uploads.enumerated() {
@@ -104,7 +106,7 @@ func throughQueue(_ count: Int, round: Int) async throws -> Double {
             counted.bytes == Int(smallForm(index).contentLength!)
         else { fail("upload \(index): \(upload.state)") }
     }
-    return seconds
+    return (seconds, adding)
 }
 
 func median(_ values: [Double]) -> Double {
@@ -117,24 +119,27 @@ _ = try await throughUpload(50)
 _ = try await throughQueue(50, round: -1)
 var ratios: [Double] = []
 var queueSeconds: [Double] = []
+var addingSeconds: [Double] = []
 var uploadSeconds: [Double] = []
 for round in 0..<rounds {
     // Alternated, the order turning each round.
     let queueFirst = round % 2 == 0
-    var queueTime = 0.0
+    var queueTime = (seconds: 0.0, adding: 0.0)
     var uploadTime = 0.0
     if queueFirst { queueTime = try await throughQueue(uploadsPerRound, round: round) }
     uploadTime = try await throughUpload(uploadsPerRound)
     if !queueFirst { queueTime = try await throughQueue(uploadsPerRound, round: round) }
-    queueSeconds.append(queueTime)
+    queueSeconds.append(queueTime.seconds)
+    addingSeconds.append(queueTime.adding)
     uploadSeconds.append(uploadTime)
-    ratios.append(queueTime / uploadTime)
+    ratios.append(queueTime.seconds / uploadTime)
 }
 let ratio = rounds > 0 ? median(ratios) : 0
 if rounds > 0 {
     print(
         "\(rounds) rounds of \(uploadsPerRound) small forms, 3 at a time: upload \(String(format: "%.3f", median(uploadSeconds))) s, "
-            + "the queue \(String(format: "%.3f", median(queueSeconds))) s (added, recorded and run)")
+            + "the queue \(String(format: "%.3f", median(queueSeconds))) s (added, recorded and run; the adds, "
+            + "each on disk before it returns, \(String(format: "%.3f", median(addingSeconds))) s of it)")
     print(String(format: "time, the queue over upload (median of rounds): %.3f", ratio))
 }
 
