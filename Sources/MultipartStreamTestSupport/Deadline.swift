@@ -78,8 +78,9 @@ public func within<Value: Sendable>(
     }
 }
 
-/// The continuation of ``within(seconds:_:_:)``, resumed by whichever of the work and the deadline ends first.
-private final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
+/// A continuation resumed once, by whichever ends first: the work or its deadline (``within(seconds:_:_:)``), a
+/// process's exit or its deadline's failure (``Foundation/Process/runToExit(upTo:)``).
+final class FirstOutcome<Value: Sendable>: @unchecked Sendable {
     // @unchecked: `continuation` is guarded by `lock`.
     private let lock = NSLock()
     private var continuation: CheckedContinuation<Value, any Error>?

@@ -33,13 +33,13 @@ extension Process {
         let stopwatch = Stopwatch()
         let name = executableURL?.lastPathComponent ?? "a process"
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            let ended = OnceResumed(continuation)
-            terminationHandler = { _ in ended.resume() }
+            let ended = FirstOutcome(continuation)
+            terminationHandler = { _ in ended.resume(with: .success(())) }
             do {
                 try startAlone()
             } catch {
                 terminationHandler = nil
-                ended.resume(throwing: error)
+                ended.resume(with: .failure(error))
                 return
             }
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
@@ -49,7 +49,8 @@ extension Process {
                 // A process whose exit Foundation never reports (another child holding the end of its socket pair)
                 // fails the test rather than hanging it.
                 DispatchQueue.global().asyncAfter(deadline: .now() + 10) {
-                    ended.resume(throwing: WaitGaveUp(description: "\(name) was killed, and its exit never reported"))
+                    ended.resume(
+                        with: .failure(WaitGaveUp(description: "\(name) was killed, and its exit never reported")))
                 }
             }
         }
@@ -59,25 +60,6 @@ extension Process {
                 description: "\(executableURL?.lastPathComponent ?? "a process") ran past \(seconds) s and was killed")
         }
         return ran
-    }
-
-    /// A continuation resumed once, by whichever comes first: the exit, or the deadline's failure.
-    private final class OnceResumed: @unchecked Sendable {
-        // @unchecked: `continuation` is guarded by `lock`.
-        private let lock = NSLock()
-        private var continuation: CheckedContinuation<Void, any Error>?
-
-        init(_ continuation: CheckedContinuation<Void, any Error>) {
-            self.continuation = continuation
-        }
-
-        func resume(throwing error: (any Error)? = nil) {
-            let continuation = lock.withLock {
-                defer { self.continuation = nil }
-                return self.continuation
-            }
-            if let error { continuation?.resume(throwing: error) } else { continuation?.resume() }
-        }
     }
 
     /// How many processes ``runToExit(upTo:)`` runs at once.
