@@ -8,6 +8,13 @@ import Testing
 /// `multipart -C -` against servers that each speak one interop version of the draft (`Peers/draft-server.py`), as
 /// a user types it: the version found, the draft's rules of that version, and what a saved upload keeps of it.
 extension CommandLineTests {
+    /// Reads the saved state `file`, changes it as the clock or a hand would, and writes it back sealed.
+    private func changeSavedState(_ file: URL, _ change: (inout SavedUpload) throws -> Void) throws {
+        var record = try SavedUpload.decoder.decode(SavedUpload.self, from: Data(contentsOf: file))
+        try change(&record)
+        try SavedUpload.encoder.encode(record.sealed()).write(to: file)
+    }
+
     /// A 3 MB file, and the form `multipart` sends of it with `boundary`.
     private func blobForm(boundary: String, seed: UInt64) async throws -> (bytes: Int, sha256: String) {
         var generator = SeededGenerator(seed: seed)
@@ -150,12 +157,10 @@ extension CommandLineTests {
         ]
         #expect(try await run(arguments).status == 4)
         let state = try #require(savedStates().first)
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        var record = try decoder.decode(SavedUpload.self, from: Data(contentsOf: state))
-        #expect(record.interopVersion == 7)
-        record.updated = Date().addingTimeInterval(-savedSecondsAgo)
-        try SavedUpload.encoder.encode(record.sealed()).write(to: state)
+        try changeSavedState(state) { record in
+            #expect(record.interopVersion == 7)
+            record.updated = Date().addingTimeInterval(-savedSecondsAgo)
+        }
         let firstRun = try server.log().count
         let second = try await run(arguments)
         #expect(second.status == 0, "\(second.stderr)")
@@ -177,14 +182,12 @@ extension CommandLineTests {
         ]
         #expect(try await run(arguments).status == 4)
         let state = try #require(savedStates().first)
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        var record = try decoder.decode(SavedUpload.self, from: Data(contentsOf: state))
-        let expires = try #require(record.expires).timeIntervalSinceNow
-        #expect((3_500...3_600).contains(expires), "max-age=3600 from the server's answer: \(expires)")
-        // An hour and a second later, as the clock would have it.
-        record.expires = Date().addingTimeInterval(-1)
-        try SavedUpload.encoder.encode(record.sealed()).write(to: state)
+        try changeSavedState(state) { record in
+            let expires = try #require(record.expires).timeIntervalSinceNow
+            #expect((3_500...3_600).contains(expires), "max-age=3600 from the server's answer: \(expires)")
+            // An hour and a second later, as the clock would have it.
+            record.expires = Date().addingTimeInterval(-1)
+        }
         let firstRun = try server.log().count
         // The new upload meets the same 503 after half, which a retry mends.
         var retrying = arguments

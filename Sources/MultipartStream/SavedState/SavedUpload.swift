@@ -66,6 +66,13 @@ struct SavedUpload: Codable, Equatable, Sendable {
         return encoder
     }
 
+    /// How a record is read: dates as ``encoder`` writes them.
+    static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
     /// Why this record cannot be the upload's state, or `nil` when it can be: every field is checked, since the
     /// file is read back from disk and trusted no more than a server's answer. `interopVersions` are the ones the
     /// client speaks.

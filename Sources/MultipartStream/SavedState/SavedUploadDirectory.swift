@@ -70,11 +70,9 @@ struct SavedUploadDirectory: Sendable {
             if !error.missing { ignored(file, error.reason) }
             return nil
         }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
         let record: SavedUpload
         do {
-            record = try decoder.decode(SavedUpload.self, from: data)
+            record = try SavedUpload.decoder.decode(SavedUpload.self, from: data)
         } catch {
             ignored(file, "it is not a saved upload (corrupt or truncated)")
             return nil
