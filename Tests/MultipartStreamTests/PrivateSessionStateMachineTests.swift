@@ -33,6 +33,7 @@ import Testing
             func waitingForConnectivity(task: URLSessionTask) {}
         #endif
         func taskCompleted(_ task: URLSessionTask, error: (any Error)?) {}
+        func cancel(handedOut task: URLSessionTask) -> Bool { false }
     }
 
     private let second: UInt64 = 1_000_000_000
@@ -48,6 +49,20 @@ import Testing
     private func isIdle(_ machine: Machine, since expected: UInt64) -> Bool {
         if case .idle(_, let since) = machine.state { return since == expected }
         return false
+    }
+
+    /// A caller's cancel of a task it was handed finds the task's upload while the task runs, and none once it ended
+    /// (nor for an identifier the session never made), without starting or idling anything.
+    @Test func aHandedOutTasksUploadIsFoundUntilItsEnd() {
+        var machine = inUse()
+        #expect(machine.uploadOf(task: 1) === upload)
+        #expect(machine.uploadOf(task: 2) == nil)
+        guard case .inUse = machine.state else {
+            Issue.record("\(machine.state)")
+            return
+        }
+        _ = machine.taskEnded(1, callerGone: false, now: 5)
+        #expect(machine.uploadOf(task: 1) == nil)
     }
 
     @Test func theLastStartedTaskEndingMakesTheSessionIdleAndWatched() {

@@ -37,6 +37,9 @@ extension MultipartBodyStream {
 /// platforms redirects and challenges get URLSession's default handling, which resends the body with a new stream.
 /// Everywhere, a redirect to another origin loses the `Authorization`, `Cookie` and `Proxy-Authorization` headers.
 ///
+/// Stop a task with `session.cancelMultipartUpload(task)` (or ``cancel(_:)``), never its own `cancel()`, which on
+/// Linux traps the process when it meets the task's end.
+///
 /// A task fails with the stream's ``MultipartError`` when a part failed while streaming, and with
 /// ``MultipartError/Reason/answeredBeforeBodySent(statusCode:bytesSent:contentLength:)`` when a 2xx arrived before
 /// the whole body was handed out: such a server never read the form.
@@ -53,6 +56,10 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     private let credentialsToOtherOrigins: Bool
     private let lock = Lock()
     private var tasks: [ObjectIdentifier: Exchange] = [:]
+    /// The gates every cancel of a task passes through, this delegate's and the caller's (``cancel(_:)``): kept
+    /// apart from the exchanges, since a cancel may come before a task's first event, and kept past the task's end
+    /// until URLSession has marked it completed, when a cancel can no longer race it.
+    private var gates: [ObjectIdentifier: (task: WeakTask, gate: CancelGate)] = [:]
 
     /// What one task has shown so far. Its decisions are the request machine's, as for every other way to send
     /// (``UploadRequest/StateMachine``, in the role of a task handed to the caller); this delegate keeps only what
@@ -209,12 +216,37 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
     /// Collects the answer's body, up to its bound: past it, the task stops (or, for an answer another may follow,
     /// the rest is dropped).
     public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        if case .stop = modify(dataTask, { $0.machine.received(data) }) { dataTask.cancel() }
+        if case .stop = modify(dataTask, { $0.machine.received(data) }) { gate(for: dataTask).cancel(dataTask) }
+    }
+
+    /// Cancels `task`, one of this delegate's session, without ever trapping the process: call it in place of the
+    /// task's own `cancel()`, which on Linux traps when it meets the task's natural end (see <doc:LinuxNotes>).
+    /// `URLSession.cancelMultipartUpload(_:)` calls it for a session whose delegate this is.
+    ///
+    /// The task ends as a cancelled one does (`URLError(.cancelled)` to `completion`), or, when it had already
+    /// ended, as it ended.
+    public func cancel(_ task: URLSessionTask) {
+        gate(for: task).cancel(task)
+    }
+
+    /// The gate of `task`, made at its first use; the gates of tasks URLSession has marked completed are dropped
+    /// meanwhile.
+    private func gate(for task: URLSessionTask) -> CancelGate {
+        lock.withLock {
+            let id = ObjectIdentifier(task)
+            if let (known, gate) = gates[id], known.task === task { return gate }
+            gates = gates.filter { _, entry in entry.task.task.map { $0.state != .completed } ?? false }
+            let gate = CancelGate()
+            gates[id] = (WeakTask(task: task), gate)
+            return gate
+        }
     }
 
     /// Hands the task's outcome to `completion`, judged as every upload's request is: a failed
     /// part's ``MultipartError`` before URLSession's own error, and a 2xx that came before the whole body a failure.
     public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        // First, while URLSession still holds the task: a cancel under way then ends before URLSession lets it go.
+        gate(for: task).taskEnded(task)
         let stream = modify(task) { $0.stream }
         let count = count(of: stream)
         let (ended, progress) = lock.withLock { () -> (UploadRequest.StateMachine.EndAction?, ProgressCoalescer?) in
@@ -231,4 +263,9 @@ public final class MultipartStreamedUploadDelegate: NSObject, URLSessionDataDele
         case .failure(let failure): completion(task, nil, task.response, failure)
         }
     }
+}
+
+/// A task the delegate does not keep alive.
+private struct WeakTask {
+    weak var task: URLSessionTask?
 }

@@ -213,7 +213,9 @@ extension URLSession {
     /// `upload(_:with:strategy:headers:credentialsToOtherOrigins:acceptableStatusCodes:responseBody:progress:)` (with
     /// a closure), and this session's delegate is asked on its `delegateQueue` as there, with the same rule for
     /// credentials on redirects.
-    /// Cancelling the task stops reading at once and closes any open file. A task never resumed keeps neither this
+    /// Stop the task with ``cancelMultipartUpload(_:)``, which stops reading at once and closes any open file, and
+    /// never traps: on Linux, the task's own `cancel()` traps the process when it meets the task's end (see
+    /// <doc:LinuxNotes>). A task never resumed keeps neither this
     /// session nor its connections alive. A task is made before its first byte and cannot be replaced: it cannot
     /// resume, nor refresh its headers, and on Linux a 307/308 redirect fails it with
     /// ``MultipartError/Reason/redirectNotFollowed(statusCode:location:)``. A form holding a stream of unknown length

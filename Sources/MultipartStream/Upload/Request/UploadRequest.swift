@@ -40,6 +40,8 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     private var streams: [MultipartBodyStream] = []
     /// The current task: the machine holds values, and only knows that it exists.
     private var task: URLSessionTask?
+    /// What every cancel of the current task passes through, so that none races its end.
+    private var gate = CancelGate()
     /// The current task's redirect, waiting for its answer. Linux URLSession traps ("Received callback for HTTP
     /// redirection, but we're not waiting for it") when that answer comes after a cancel stopped the task, so it is
     /// given at most once, under the lock, and a cancel while it waits refuses it in place of cancelling the task.
@@ -125,6 +127,7 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         }
         let made = lock.withLock {
             self.task = task
+            gate = CancelGate()
             (redirectAnswer, taskCancelled, taskRefused) = (nil, false, false)
             return machine.taskMade()
         }
@@ -165,6 +168,12 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
         // Still counted: how far they reached bounds what the server may say it has.
         closeStreams(forgetting: false)
         if hasTask { cancelOffQueue(task) }
+    }
+
+    func cancel(handedOut task: URLSessionTask) -> Bool {
+        guard lock.withLock({ task === self.task }) else { return false }
+        cancel()
+        return true
     }
 
     // MARK: Body
@@ -266,26 +275,25 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
     /// Cancels `task` from another thread: Linux URLSession cancels on its own thread, which may be waiting for the
     /// delegate queue (``PacedDelegateQueue``) or held by a caller stream blocked in `read`.
     private func cancelOffQueue(_ task: URLSessionTask?) {
-        guard let task, needsCancel(task) else { return }
-        DispatchQueue.global().async { task.cancel() }
+        guard let task, let gate = needsCancel(task) else { return }
+        DispatchQueue.global().async { gate.cancel(task) }
     }
 
     private func cancelTask(_ task: URLSessionTask) {
-        if needsCancel(task) { task.cancel() }
+        needsCancel(task)?.cancel(task)
     }
 
-    /// Stops `task` as far as the upload can without cancelling it, and says whether it must still be cancelled:
-    /// not when it is no longer the current task (whose end was heard, since only that makes the next), nor when its
-    /// redirect waits for its answer or was refused. Linux URLSession ends a task at once when its redirect is
-    /// refused (the 3xx becomes its answer, which a cancelled upload does not take), and traps when a cancel comes
-    /// as that end is under way ("Trying to access a behaviour for a task that in not in the registry"), or when a
+    /// Stops `task` as far as the upload can without cancelling it, and returns the gate to cancel it through when
+    /// it must still be: not when it is no longer the current task (whose end was heard, since only that makes the
+    /// next), nor when its redirect waits for its answer or was refused. Linux URLSession ends a task at once when
+    /// its redirect is refused (the 3xx becomes its answer, which a cancelled upload does not take), and traps when a
     /// redirect's answer comes after a cancel.
-    private func needsCancel(_ task: URLSessionTask) -> Bool {
+    private func needsCancel(_ task: URLSessionTask) -> CancelGate? {
         lock.withLock {
-            guard task === self.task else { return false }
+            guard task === self.task else { return nil }
             giveRedirectAnswer(nil)
             taskCancelled = true
-            return !taskRefused
+            return taskRefused ? nil : gate
         }
     }
 
@@ -402,6 +410,8 @@ final class UploadRequest: UploadTaskEvents, @unchecked Sendable {
 
     /// The task ended: send the form again, or tell the caller, as the machine says.
     func taskCompleted(_ task: URLSessionTask, error: (any Error)?) {
+        // First, while URLSession still holds the task: a cancel under way then ends before URLSession lets it go.
+        lock.withLock { task === self.task ? gate : nil }?.taskEnded(task)
         let count = bodyCount()
         switch modify({ $0.taskEnded(error: error, response: task.response, body: count) }) {
         case .resend(let request):

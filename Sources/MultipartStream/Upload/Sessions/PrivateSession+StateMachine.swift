@@ -99,6 +99,11 @@ extension PrivateSession {
             return (tasks.uploads[id], began)
         }
 
+        /// The upload of task `id`, while the task has not ended.
+        func uploadOf(task id: Int) -> (any UploadTaskEvents)? {
+            tasks.uploads[id]
+        }
+
         /// Task `id` ended. `callerGone`: the caller's session no longer exists, so an idle session closes now.
         mutating func taskEnded(_ id: Int, callerGone: Bool, now: UInt64) -> Action {
             var tasks = tasks

@@ -43,7 +43,12 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
         super.init()
         // A background configuration only reaches here for a task whose body fails when resumed, saying why; such a
         // session cannot carry stream uploads.
-        let configuration = callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
+        let callers = callerSession.configuration.identifier == nil ? callerSession.configuration : .ephemeral
+        // No cache: an upload's answers (the form's, an offset, a completion) are never to be taken from one, and on
+        // Linux a task of a session with one waits for it on a thread of the lowest priority before it starts, which
+        // also delays the second step of a cancel past the task's end (``CancelGate`` waits for it all the same).
+        let configuration = (callers.copy() as? URLSessionConfiguration) ?? callers
+        if configuration !== callers { configuration.urlCache = nil }
         #if canImport(FoundationNetworking)
             let queue: OperationQueue? = PacedDelegateQueue()
         #else
@@ -98,6 +103,12 @@ final class PrivateSession: NSObject, URLSessionDataDelegate, @unchecked Sendabl
     /// The caller's session is gone: closes now if idle, else once its last task ends.
     func callerGone() {
         act(on: modify { $0.callerGone() })
+    }
+
+    /// Cancels the upload of `task`, which the caller was handed, as its upload cancels: `false` when `task` is not
+    /// one of this session's.
+    func cancel(handedOut task: URLSessionTask) -> Bool {
+        modify { $0.uploadOf(task: task.taskIdentifier) }?.cancel(handedOut: task) ?? false
     }
 
     /// Tests shorten the idle timeout of sessions already open.

@@ -86,6 +86,12 @@ final class PrivateSessions: @unchecked Sendable {
         modify { $0.listed(for: callerSession) }
     }
 
+    /// Cancels the upload of `task`, a task handed to the caller of `callerSession`: `false` when it is none of
+    /// them.
+    func cancel(handedOut task: URLSessionTask, of callerSession: URLSession) -> Bool {
+        privateSession(of: callerSession)?.cancel(handedOut: task) ?? false
+    }
+
     /// Whether `callerSession` has a shared private session open now.
     func isOpen(for callerSession: URLSession) -> Bool {
         privateSession(of: callerSession) != nil

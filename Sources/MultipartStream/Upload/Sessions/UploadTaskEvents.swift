@@ -35,4 +35,6 @@ protocol UploadTaskEvents: AnyObject, Sendable {
     #endif
     /// The task ended.
     func taskCompleted(_ task: URLSessionTask, error: (any Error)?)
+    /// The caller asks to cancel `task`, which it was handed: `false` when it is not this upload's task.
+    func cancel(handedOut task: URLSessionTask) -> Bool
 }

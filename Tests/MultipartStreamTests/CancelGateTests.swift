@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+
+@testable import MultipartStream
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// ``CancelGate``, event by event, on a task that only counts its cancels: what passes before the end, what the end
+/// waits for, and what comes too late.
+@Suite struct CancelGateTests {
+    /// A task that counts its cancels, and once cancelled says so in its `error`, as URLSession's second step of a
+    /// cancel does; `holding` makes `cancel()` wait until released, as one waiting for URLSession's queue does.
+    final class CountingTask: URLSessionDataTask, @unchecked Sendable {
+        // @unchecked: guarded by `lock`.
+        private let lock = NSLock()
+        private var count = 0
+        private let hold: DispatchSemaphore?
+        let entered = DispatchSemaphore(value: 0)
+
+        init(holding: Bool = false) {
+            hold = holding ? DispatchSemaphore(value: 0) : nil
+            super.init()
+        }
+
+        override func cancel() {
+            entered.signal()
+            hold?.wait()
+            lock.withLock { count += 1 }
+        }
+
+        override var error: (any Error)? {
+            lock.withLock { count > 0 ? URLError(.cancelled) : nil }
+        }
+
+        var cancels: Int { lock.withLock { count } }
+
+        func release() { hold?.signal() }
+    }
+
+    @Test func aCancelBeforeTheEndReachesTheTaskAndTheEndReturns() {
+        let gate = CancelGate()
+        let task = CountingTask()
+        gate.cancel(task)
+        gate.cancel(task)
+        #expect(task.cancels == 2)
+        gate.taskEnded(task)
+        #expect(task.cancels == 2)
+    }
+
+    @Test func aCancelAfterTheEndDoesNothing() {
+        let gate = CancelGate()
+        let task = CountingTask()
+        gate.taskEnded(task)
+        gate.cancel(task)
+        #expect(task.cancels == 0)
+    }
+
+    @Test func anEndWithNoCancelReturnsAtOnce() {
+        let gate = CancelGate()
+        let task = CountingTask()
+        let stopwatch = Date()
+        gate.taskEnded(task)
+        // Its error is nil, which an end after a cancel would wait on: no cancel passed, so nothing is waited for.
+        #expect(Date().timeIntervalSince(stopwatch) < 1)
+    }
+
+    @Test func theEndWaitsForACancelUnderWayAndNoneStartsMeanwhile() async throws {
+        let gate = CancelGate()
+        let task = CountingTask(holding: true)
+        let ended = Flag()
+        DispatchQueue.global().async { gate.cancel(task) }
+        task.entered.wait()
+        DispatchQueue.global().async {
+            gate.taskEnded(task)
+            ended.set()
+        }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(!ended.isSet, "the end returned while a cancel was under way")
+        // A cancel asked for now comes after the end was told: it does not reach the task.
+        let late = CountingTask()
+        gate.cancel(late)
+        #expect(late.cancels == 0)
+        task.release()
+        let deadline = Date(timeIntervalSinceNow: 10)
+        while !ended.isSet, Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        #expect(ended.isSet)
+        #expect(task.cancels == 1)
+    }
+
+    @Test func aTaskTheLibraryDidNotMakeIsGivenItsOwnCancel() {
+        let task = CountingTask()
+        URLSession.shared.cancelMultipartUpload(task)
+        #expect(task.cancels == 1)
+    }
+
+    final class Flag: @unchecked Sendable {
+        // @unchecked: guarded by `lock`.
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
+    }
+}
