@@ -66,26 +66,28 @@ import Testing
         #expect(Date().timeIntervalSince(stopwatch) < 1)
     }
 
-    @Test func theEndWaitsForACancelUnderWayAndNoneStartsMeanwhile() async throws {
+    /// On threads of their own, as URLSession's: the concurrency pool, which the suite keeps busy, decides nothing.
+    @Test func theEndWaitsForACancelUnderWayAndNoneStartsMeanwhile() {
         let gate = CancelGate()
         let task = CountingTask(holding: true)
-        let ended = Flag()
-        DispatchQueue.global().async { gate.cancel(task) }
-        task.entered.wait()
-        DispatchQueue.global().async {
-            gate.taskEnded(task)
-            ended.set()
+        let (cancelReturned, ended) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        Thread.detachNewThread {
+            gate.cancel(task)
+            cancelReturned.signal()
         }
-        try await Task.sleep(nanoseconds: 100_000_000)
-        #expect(!ended.isSet, "the end returned while a cancel was under way")
+        #expect(task.entered.wait(timeout: .now() + 10) == .success, "the cancel never reached the task")
+        Thread.detachNewThread {
+            gate.taskEnded(task)
+            ended.signal()
+        }
+        #expect(ended.wait(timeout: .now() + 0.2) == .timedOut, "the end returned while a cancel was under way")
         // A cancel asked for now comes after the end was told: it does not reach the task.
         let late = CountingTask()
         gate.cancel(late)
         #expect(late.cancels == 0)
         task.release()
-        let deadline = Date(timeIntervalSinceNow: 10)
-        while !ended.isSet, Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
-        #expect(ended.isSet)
+        #expect(cancelReturned.wait(timeout: .now() + 10) == .success)
+        #expect(ended.wait(timeout: .now() + 10) == .success, "the end did not return once the cancel did")
         #expect(task.cancels == 1)
     }
 
@@ -95,11 +97,4 @@ import Testing
         #expect(task.cancels == 1)
     }
 
-    final class Flag: @unchecked Sendable {
-        // @unchecked: guarded by `lock`.
-        private let lock = NSLock()
-        private var value = false
-        func set() { lock.withLock { value = true } }
-        var isSet: Bool { lock.withLock { value } }
-    }
 }
