@@ -133,7 +133,7 @@ struct Options: Equatable {
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
         "w": "--write-out", "m": "--max-time", "s": "--silent", "S": "--show-error", "v": "--verbose", "h": "--help",
         "i": "--include", "L": "--location", "k": "--insecure", "C": "--continue-at", "Y": "--speed-limit",
-        "y": "--speed-time", "V": "--version",
+        "y": "--speed-time", "V": "--version", "f": "--fail",
     ]
 
     /// Parses the arguments after the program name, as curl does: short flags combine (`-sSL`), the last one may
@@ -335,6 +335,9 @@ struct Options: Equatable {
         case "--location-trusted":
             followRedirects = true
             trustsRedirects = true
+        // curl's way to fail on HTTP 400 and above, which the command always does (exit 4, the body still written to
+        // -o): a curl user's script that says so is taken at its word.
+        case "--fail", "--fail-with-body": break
         case "--insecure":
             throw UsageError(
                 "-k: URLSession on Linux checks certificates inside libcurl and never asks its delegate, so it cannot "

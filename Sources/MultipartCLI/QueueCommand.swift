@@ -62,7 +62,7 @@ extension Command {
         case .retry(let id):
             let upload = try upload(id)
             guard case .failed = upload.state else {
-                throw CommandFailure(status: .usage, message: "\(id) has not failed: it is \(said(upload.state))")
+                throw CommandFailure(status: .usage, message: "\(id) has not failed: it is \(upload.state)")
             }
             try await queue.retry(upload.id)
         case .remove(let id):
@@ -73,13 +73,13 @@ extension Command {
             let upload = try upload(id)
             switch upload.state {
             case .completed, .failed:
-                throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(said(upload.state))")
+                throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(upload.state)")
             default: try await queue.pause(upload.id)
             }
         case .resume(let id):
             let upload = try upload(id)
             guard upload.state == .paused else {
-                throw CommandFailure(status: .usage, message: "\(id) is not paused: it is \(said(upload.state))")
+                throw CommandFailure(status: .usage, message: "\(id) is not paused: it is \(upload.state)")
             }
             try await queue.resume(upload.id)
         }
@@ -89,7 +89,7 @@ extension Command {
     /// One upload as `--list` prints it: ID, state, length, URL, files, and how often it went again.
     static func line(_ upload: MultipartUploadQueue.Upload) -> String {
         var fields = [
-            upload.id.rawValue, said(upload.state), "\(upload.contentLength) bytes", upload.url.absoluteString,
+            upload.id.rawValue, upload.state.description, "\(upload.contentLength) bytes", upload.url.absoluteString,
         ]
         if let key = upload.key { fields.append("key \(key)") }
         if !upload.files.isEmpty { fields.append(upload.files.map(\.path).joined(separator: ", ")) }
@@ -97,18 +97,6 @@ extension Command {
         // One line an upload, whatever a reason or a path holds.
         return fields.joined(separator: "  ").replacingOccurrences(of: "\n", with: " ")
             .replacingOccurrences(of: "\r", with: " ")
-    }
-
-    /// A state in words.
-    static func said(_ state: MultipartUploadQueue.State) -> String {
-        switch state {
-        case .pending: "pending"
-        case .running: "running"
-        case .waiting(let until): "waiting until \(until)"
-        case .completed(let answer): "completed (\(answer.statusCode.map { "HTTP \($0)" } ?? "its answer lost"))"
-        case .failed(let reason): "failed (\(reason))"
-        case .paused: "paused"
-        }
     }
 
     /// Sends the queue; exit 0 when every upload completed, 4 when one failed. Ctrl-C stops it, keeping the uploads

@@ -107,6 +107,8 @@ let usage = """
       --output-body FILE                           write the encoded body to FILE (- for standard output)
                                                    instead of uploading, e.g. --output-body form.multipart
       -i, --include                                the status line and response headers before the body
+      -f, --fail, --fail-with-body                 accepted for curl's scripts: HTTP 400 and above always
+                                                   exit 4, the response body still written to -o
       -w, --write-out FORMAT                       print FORMAT on standard output at the end, with
                                                    %{http_code}, %{time_total}, %{size_upload},
                                                    %{speed_upload}, %{url_effective}, %{size_download},

@@ -104,6 +104,20 @@ extension CommandLineTests {
         #expect(result.stderr.contains("answered HTTP 500"))
     }
 
+    /// curl's `-f`, `--fail` and `--fail-with-body`, in a curl user's script: accepted, and the command does what it
+    /// always does on HTTP 400 and above (exit 4, the status said, the body still written to `-o`).
+    @Test(arguments: ["-f", "--fail", "--fail-with-body", "-fsS"])
+    func curlsFailFlagsAreWhatTheCommandAlwaysDoes(flag: String) async throws {
+        let server = try await UploadServer()
+        let output = "fail\(flag).txt"
+        let result = try await run(["-sS", flag, "-F", "a=1", "-o", output, server.url("/status/500").absoluteString])
+        #expect(result.status == 4, "\(result.stderr)")
+        #expect(try String(contentsOf: directory.path(output), encoding: .utf8) == "the server says no\nsecond line\n")
+        #expect(result.stderr.contains("answered HTTP 500"), "\(result.stderr)")
+        let success = try await run([flag, "-sS", "-F", "a=1", "-o", "/dev/null", server.url().absoluteString])
+        #expect(success.status == 0, "\(success.stderr)")
+    }
+
     @Test func versionSaysWhatItIs() async throws {
         for flag in ["--version", "-V"] {
             let result = try await run([flag])

@@ -32,8 +32,8 @@ extension MultipartUploadQueue {
         }
     }
 
-    /// Where an upload of the queue stands.
-    public enum State: Sendable, Equatable {
+    /// Where an upload of the queue stands; printed as one line (`completed (HTTP 201)`, `failed (reason)`).
+    public enum State: Sendable, Equatable, CustomStringConvertible {
         /// Waiting for its turn.
         case pending
         /// Being sent.
@@ -48,10 +48,22 @@ extension MultipartUploadQueue {
         /// The caller paused it (``MultipartUploadQueue/pause(_:)``): it stays so, in every process, until resumed,
         /// its saved state kept.
         case paused
+
+        /// One line: the answer's status, not its headers and body (read them from ``Answer``).
+        public var description: String {
+            switch self {
+            case .pending: "pending"
+            case .running: "running"
+            case .waiting(let until): "waiting until \(until)"
+            case .completed(let answer): "completed (\(answer))"
+            case .failed(let reason): "failed (\(reason))"
+            case .paused: "paused"
+            }
+        }
     }
 
-    /// The server's answer to a completed upload.
-    public struct Answer: Sendable, Equatable {
+    /// The server's answer to a completed upload; printed as its status (`HTTP 201`).
+    public struct Answer: Sendable, Equatable, CustomStringConvertible {
         /// The answer's status; `nil` when the answer was lost with its connection and the server then said it holds
         /// the whole form.
         public var statusCode: Int?
@@ -59,6 +71,9 @@ extension MultipartUploadQueue {
         public var headers: [String: String]
         /// The first 64 KiB of its body.
         public var body: Data
+
+        /// Its status, or that it was lost.
+        public var description: String { statusCode.map { "HTTP \($0)" } ?? "its answer lost" }
     }
 
     /// One upload of the queue.
