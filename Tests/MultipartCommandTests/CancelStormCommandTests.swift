@@ -11,7 +11,7 @@ extension CommandLineTests {
     }
 
     @Test(.longRun) func maxTimeAroundTheUploadsEndNeverTrapsInHundredsOfRuns() async throws {
-        try await maxTimeStorm(runs: 300, seed: 2828, straddles: true)
+        try await maxTimeStorm(runs: 150, seed: 2828, straddles: true)
     }
 
     /// `runs` runs with limits spread from 0.1 ms to past the whole run; with `straddles`, some ended whole and some
