@@ -462,7 +462,15 @@ extension URLSessionSuites {
         /// each where the server stands: every form once, none started over.
         @Test func aCancelledRunKeepsItsUploadsForTheNext() async throws {
             let server = try await DraftServer()
-            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            // The state files written: an upload whose creation the server logged but whose answer the cancel beat
+            // has no upload URL saved, and the next run rightly creates it again (the documented creation a stop
+            // can add), so the cancel waits for each to be saved too.
+            let saved = LockedValue<Set<URL>>([])
+            let queue = try MultipartUploadQueue(
+                directory: queueDirectory,
+                resumption: MultipartResumption(events: { event in
+                    if case .saved(let file) = event { saved.withLock { _ = $0.insert(file) } }
+                }))
             var forms: [MultipartFormData] = []
             for index in 0..<3 {
                 // Larger than loopback's socket buffers: the slow server has not read it all when the cancel comes.
@@ -474,7 +482,9 @@ extension URLSessionSuites {
             try await waitFor(
                 "the uploads to be under way", upTo: 120, every: 0.05,
                 seen: { "\((try? server.log().map(\.method)) ?? [])" },
-                until: { try server.log().filter { $0.method == "POST" }.count == 3 })
+                until: {
+                    try server.log().filter { $0.method == "POST" }.count == 3 && saved.withLock { $0.count } == 3
+                })
             running.cancel()
             await #expect(throws: CancellationError.self) {
                 try await within(seconds: 30, "the cancel") { try await running.value }
