@@ -20,7 +20,7 @@
 #            PIPE_RSS_MIB (80: 64 and the 16 MiB ring of two 8 MiB appends), the first body byte on the wire within
 #            1 s, at most one append (8 MiB) sent twice per cut; the same pipe to a server without the draft: spooled
 #            once, the spool gone afterwards and after Ctrl-C; and the time from a pipe over the time from a file,
-#            medians of three alternated runs (printed, and checked against PIPE_RATIO, 1.5)
+#            medians of five alternated runs (printed, and checked against PIPE_RATIO, 2)
 # Prints the time, bytes sent and resent of each. Needs `swift build` (the command) and
 # `swift build -c release --product resumable-server` here; MULTIPART_RELEASE names a release build of the command
 # for the pipe's timing. Usage: Benchmarks/resumable-check.sh
@@ -442,18 +442,24 @@ sleep 0.2
     && check "pipe, plain: Ctrl-C removes the spool" ok \
     || check "pipe, plain: Ctrl-C removes the spool" "$(ls "$work/tmp"): $(cat "$work/pipe-sigint.err")"
 
-# pipe, time: the same bytes from a pipe and from a file, alternated, medians of three.
+# pipe, time: the same bytes from a pipe and from a file, alternated, medians of five. Each run starts after a sync:
+# the server writes each gigabyte to disk, and a run that starts behind the last one's writeback was measured at up
+# to twice its neighbours' time (a CI run's file times 1.98, 1.37, 1.38 s). The line is 2: a pipe costs `cat`'s copy
+# and the pipe's, which a file part does not, and on this machine's two cores that is 1.53 times a file's wall time
+# and 1.57 its CPU (farm-bench, ten pairs), the same before and after the change that first failed 1.5; a pipe that
+# were spooled would write and read the gigabyte once more.
 head -c $((1 << 30)) "$work/pipe.bin" > "$work/file.bin"
 rm -f "$work/pipe.bin"
 timed() { # ARGS... (runs them, prints the seconds)
     local began
+    sync
     began=$(date +%s.%N)
     "$@" > /dev/null || { echo "failed: $*" >&2; return 1; }
     python3 -c "import time; print(f'{time.time() - $began:.3f}')"
 }
 pipe_times=()
 file_times=()
-for _ in 1 2 3; do
+for _ in 1 2 3 4 5; do
     pipe_times+=("$(timed bash -c 'cat "$0" | "$1" -sS -C - --boundary PipeTime -F backup=@- -o /dev/null "$2"' \
         "$work/file.bin" "$release" "http://127.0.0.1:$server_port/upload")")
     file_times+=("$(timed "$release" -sS -C - --boundary PipeTime -F "backup=@$work/file.bin;filename=-" -o /dev/null \
@@ -463,9 +469,9 @@ done
 ratio=$(python3 -c "import statistics, sys; p, f = sys.argv[1].split(), sys.argv[2].split(); print(f'{statistics.median(map(float, p)) / statistics.median(map(float, f)):.2f}')" \
     "${pipe_times[*]}" "${file_times[*]}")
 echo "pipe, time: 1 GiB from a pipe ${pipe_times[*]} s, from a file ${file_times[*]} s: ${ratio}x"
-python3 -c "import sys; sys.exit(0 if $ratio <= ${PIPE_RATIO:-1.5} else 1)" \
-    && check "pipe, time: ${ratio}x a file's <= ${PIPE_RATIO:-1.5}" ok \
-    || check "pipe, time: ${ratio}x a file's <= ${PIPE_RATIO:-1.5}" "slower"
+python3 -c "import sys; sys.exit(0 if $ratio <= ${PIPE_RATIO:-2} else 1)" \
+    && check "pipe, time: ${ratio}x a file's <= ${PIPE_RATIO:-2}" ok \
+    || check "pipe, time: ${ratio}x a file's <= ${PIPE_RATIO:-2}" "slower"
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
