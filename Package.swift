@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "MultipartForm", targets: ["MultipartForm"]),
         // URLSession uploads (async, tasks, resumable, saved state) on top of the form, which it re-exports.
         .library(name: "MultipartStream", targets: ["MultipartStream"]),
+        // `MultipartUploadQueue`: uploads kept on disk and sent through kills and outages, on top of URLSession's.
+        .library(name: "MultipartQueue", targets: ["MultipartQueue"]),
         // `swift run multipart -F name=value -F 'file=@photo.jpg' URL`: curl's -F, streaming from disk.
         .executable(name: "multipart", targets: ["MultipartCLI"]),
         // Random forms, peer parsers and loopback servers, shared by the tests and the Benchmarks package.
@@ -19,18 +21,28 @@ let package = Package(
     targets: [
         .target(name: "MultipartForm"),
         .target(name: "MultipartStream", dependencies: ["MultipartForm"]),
+        .target(
+            name: "MultipartQueue",
+            dependencies: ["MultipartStream", .target(name: "CSQLite", condition: .when(platforms: [.linux]))]
+        ),
+        // The system's SQLite on Linux (Apple platforms have the SQLite3 module): the queue's one store.
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
         .target(name: "MultipartStreamTestSupport", dependencies: ["MultipartStream"]),
-        .executableTarget(name: "MultipartCLI", dependencies: ["MultipartStream"]),
+        .executableTarget(name: "MultipartCLI", dependencies: ["MultipartStream", "MultipartQueue"]),
         // The form alone: no network, no server.
         .testTarget(name: "MultipartFormTests", dependencies: ["MultipartForm", "MultipartStreamTestSupport"]),
         .testTarget(
             name: "MultipartStreamTests",
-            dependencies: ["MultipartForm", "MultipartStream", "MultipartStreamTestSupport"]
+            dependencies: ["MultipartForm", "MultipartStream", "MultipartQueue", "MultipartStreamTestSupport"]
         ),
         // The `multipart` command, run as a process.
         .testTarget(
             name: "MultipartCommandTests",
-            dependencies: ["MultipartForm", "MultipartStream", "MultipartStreamTestSupport", "MultipartCLI"]
+            dependencies: [
+                "MultipartForm", "MultipartStream", "MultipartQueue", "MultipartStreamTestSupport", "MultipartCLI",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -69,6 +69,7 @@ let package = Package(
         .executableTarget(
             name: "queue-cost",
             dependencies: [
+                .product(name: "MultipartQueue", package: "MultipartStream"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
                 .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
             ],
@@ -82,6 +83,7 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "MultipartForm", package: "MultipartStream"),
+                .product(name: "MultipartQueue", package: "MultipartStream"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
             ],
             path: "Sources/DocSnippets",

@@ -112,7 +112,7 @@ def check_manifest(where, code, recipe):
             sys.exit(f"{where}: the recipe depends on {url} from {version}; the Benchmarks package has "
                      f"{packages.get(url, 'no such package')}")
     named = set(name for name, _ in PRODUCT_LINE.findall(text))
-    if named <= {"MultipartForm", "MultipartStream"}:
+    if named <= {"MultipartForm", "MultipartStream", "MultipartQueue"}:
         return  # this package's products alone, as the README's "Add it" shows them
     if not named <= products:
         sys.exit(f"{where}: the recipe names {sorted(named)}; DocSnippets depends on {sorted(products)}")

@@ -1,7 +1,7 @@
 // Reads what Linkage/check.sh made: for each build, the program's printed JSON, its body, its ldd lines and a copy of
 // the binary. Fails (exit 1) unless Node's multipart parser finds the field and the file (byte for byte the
 // executable) in every body, every form-only build links neither libFoundationNetworking nor libcurl, and
-// form-with-transport links both (else the check would prove nothing).
+// form-with-transport links both (else the check would prove nothing); no build links SQLite (MultipartQueue's).
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -29,6 +29,9 @@ for (const label of builds) {
   const linked = ldd.filter((line) => transport.test(line));
   if (program === 'form-only' && linked.length > 0) fail(`${label} links the transport: ${linked.join('; ')}`);
   if (label === 'form-with-transport' && linked.length < 2) fail(`${label} does not link the transport`);
+  // SQLite is the MultipartQueue product's alone: neither the form nor URLSession's uploads link it.
+  const sqlite = ldd.filter((line) => /libsqlite3/.test(line));
+  if (sqlite.length > 0) fail(`${label} links SQLite, which only MultipartQueue needs: ${sqlite.join('; ')}`);
   console.log(`${label}: ${(executable.length / 1048576).toFixed(1)} MiB, its body of ${body.length} bytes parsed by Node`);
   for (const line of ldd) console.log(`  ${line}`);
 }

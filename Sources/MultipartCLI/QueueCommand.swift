@@ -1,4 +1,5 @@
 import Foundation
+import MultipartQueue
 import MultipartStream
 
 #if canImport(FoundationNetworking)

@@ -243,6 +243,10 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// Another process runs the upload queue kept in this directory (or this one runs it already): two never run
         /// one queue at once.
         case queueInUse(URL)
+        /// The upload queue kept in this directory cannot be opened, for `reason`: its database is damaged or open to
+        /// others, or the directory holds an earlier layout of the queue (a file a record), which this version does
+        /// not read. Nothing in it was changed.
+        case queueUnreadable(URL, reason: String)
         /// A request given to an upload queue carries a credential (`Authorization`, `Cookie`,
         /// `Proxy-Authorization`, or a user and password in its URL, as named), which a queue never writes to disk:
         /// give it through the `headers` hook of the queue's `run` instead.
@@ -412,6 +416,8 @@ extension MultipartError.Reason: CustomStringConvertible {
                 + Self.bytes(acknowledged, of: contentLength, "form")
         case .queueInUse(let directory):
             "another process runs the upload queue in \(directory.path); two never run one queue at once"
+        case .queueUnreadable(let directory, let reason):
+            "the upload queue in \(directory.path) cannot be opened: \(reason)"
         case .credentialNotQueued(let credential):
             "the request carries \(credential), which an upload queue never writes to disk: give credentials through "
                 + "the headers hook of the queue's run(on:headers:) instead"
@@ -448,7 +454,7 @@ extension MultipartError.Reason {
             .chunkNotFilled:
             .stream
         case .redirectNotFollowed, .backgroundSession, .answeredBeforeBodySent, .lengthUnknown, .responseTooLarge,
-            .queueInUse, .credentialNotQueued:
+            .queueInUse, .queueUnreadable, .credentialNotQueued:
             .upload
         case .unacceptableStatus:
             .status

@@ -3,6 +3,7 @@ import MultipartStreamTestSupport
 import Testing
 
 @testable import MultipartCLI
+@testable import MultipartQueue
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)
@@ -393,8 +394,7 @@ extension CommandLineTests {
         #expect(try await run(["--queue", queue, "--list"]).stdout.isEmpty)
         let gone = try await run(["--queue", queue, "--remove", ids[2]])
         #expect(gone.status == 2 && gone.stderr.contains("no upload \(ids[2])"), "\(gone.stderr)")
-        let records = try FileManager.default.contentsOfDirectory(atPath: queue).filter { $0.hasSuffix(".json") }
-        #expect(records.isEmpty, "\(records)")
+        #expect(queueRecords(in: queue) == 0)
     }
 
     /// 30 files added each with its key by a loop of `multipart --queue DIR --key K`, killed (the loop and the add
@@ -429,8 +429,7 @@ extension CommandLineTests {
             adding.environment = environment
             try adding.startAlone()
             try waitFor("\(killedAt) adds", upTo: 120, ended: { adding.exitedWithStatus }) {
-                ((try? FileManager.default.contentsOfDirectory(atPath: queue)) ?? []).count { $0.hasSuffix(".json") }
-                    >= killedAt
+                queueRecords(in: queue) >= killedAt
             }
             // Within the next add, or the one after: its moment is random, not waited for.
             Thread.sleep(forTimeInterval: Double.random(in: 0...0.1))
@@ -541,6 +540,55 @@ extension CommandLineTests {
         #expect(try server.forms().sorted { $0.sha256 < $1.sha256 } == forms.sorted { $0.sha256 < $1.sha256 })
     }
 
+    /// Steering from another process while a run sends, one upload at a time: a paused upload and a removed one
+    /// that have not started are never started, one removed while under way stops within seconds and is deleted on
+    /// the server, and the run sends the rest. Before the queue kept one database every process shares, the run sent
+    /// the paused upload and wrote it back completed.
+    @Test func anotherProcessSteersARunningQueue() async throws {
+        let server = try await DraftServer()
+        let queue = directory.path("queue").path
+        var added: [(id: String, form: DraftServer.Form)] = []
+        for index in 0..<4 {
+            // The first takes some 6 s (64 KiB every 50 ms): the others are steered while it goes.
+            let (bytes, scenario) = index == 0 ? (8 << 20, "slow") : (10_000, "default")
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: bytes))
+            added.append(try await enqueue(index, to: server.url(scenario: scenario), queue: queue))
+        }
+        let runner = try start(["--queue", queue, "--run", "--parallel", "1"], stderr: directory.path("run.err"))
+        try await onAThreadOfItsOwn {
+            try waitFor(
+                "the first upload's creation", upTo: 60, ended: { runner.exitedWithStatus },
+                seen: { "\((try? server.log()) ?? [])" },
+                until: { try server.log().contains(where: { $0.method == "POST" }) })
+        }
+        #expect(try await run(["--queue", queue, "--pause", added[1].id]).status == 0)
+        #expect(try await run(["--queue", queue, "--remove", added[2].id]).status == 0)
+        #expect(try await run(["--queue", queue, "--remove", added[0].id]).status == 0)
+        let errors = directory.path("run.err")
+        let said = { @Sendable in (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
+        let stoppedAfter = try await onAThreadOfItsOwn {
+            let removed = Stopwatch()
+            try waitFor(
+                "the removed upload's DELETE", upTo: 60, ended: { runner.exitedWithStatus },
+                seen: { "\((try? server.log().map { "\($0.method) \($0.path)" }) ?? []) \(said())" },
+                until: { try server.log().contains(where: { $0.method == "DELETE" }) })
+            let seconds = removed.seconds
+            try waitFor("the run to end", upTo: 60) { !runner.isRunning }
+            return seconds
+        }
+        #expect(runner.terminationStatus == 0, "\(said())")
+        // The remove is looked for every half second, and the send stops as a cancel does.
+        #expect(stoppedAfter < 5, "the upload under way was deleted \(stoppedAfter) s after its remove returned")
+        #expect(try server.forms() == [added[3].form], "only the upload nobody steered completed")
+        let creations = try server.log().filter { $0.method == "POST" }.count
+        #expect(creations == 2, "the paused and the removed upload were never created")
+        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        #expect(
+            listed.contains("\(added[1].id)  paused  ") && listed.contains("\(added[3].id)  completed"), "\(listed)")
+        #expect(!listed.contains(added[0].id) && !listed.contains(added[2].id), "\(listed)")
+        print("steered from another process: the removed upload under way deleted \(stoppedAfter) s after the remove")
+    }
+
     /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.
     private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) async throws -> (Run, Date) {
         try await run(["--queue", queue, "--run"] + more, upTo: seconds)
@@ -565,4 +613,15 @@ private struct MultipartUploadQueueSnapshot: CustomStringConvertible {
     }
 
     var description: String { states.joined(separator: "\n") }
+}
+
+/// How many uploads the queue's database in `queue` holds, read as another process reads them (0 for none yet).
+func queueRecords(in queue: String) -> Int {
+    let path = URL(fileURLWithPath: queue).appendingPathComponent(QueueStore.databaseName).path
+    guard FileManager.default.fileExists(atPath: path) else { return 0 }
+    var count = 0
+    try? SQLiteDatabase(path: path).withConnection { connection throws(SQLiteDatabase.Failure) in
+        try connection.run("SELECT count(*) FROM uploads") { count = Int($0.integer(0) ?? 0) }
+    }
+    return count
 }

@@ -3,6 +3,7 @@ import MultipartStreamTestSupport
 import Testing
 
 @testable import MultipartForm
+@testable import MultipartQueue
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import MultipartQueue
 @testable import MultipartStream
 
 /// The queue's schedule, transition by transition, in virtual time: every moment is a date the test gives.

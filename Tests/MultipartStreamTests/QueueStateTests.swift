@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import MultipartQueue
 @testable import MultipartStream
 
 /// A queued upload's state prints as one line a user can read (`completed (HTTP 201)`), never the answer's headers

@@ -3,14 +3,15 @@ import MultipartStreamTestSupport
 import Testing
 
 @testable import MultipartForm
+@testable import MultipartQueue
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
 
-/// The queue's records on disk: the summary line a queue opens with, the layout an earlier version wrote, and the
-/// files it does not trust.
+/// The queue's database: what a row keeps and lists, what another connection (another process) sees of a write,
+/// and the files and layouts it refuses.
 @Suite struct QueueStoreTests {
     let directory: TemporaryDirectory
     let store: QueueStore
@@ -30,166 +31,96 @@ import Testing
             form: try QueueRecord.Form(form), contentLength: try #require(form.contentLength))
     }
 
-    @Test func aSummaryLineKeepsEveryStringWhateverItHolds() {
-        let odd = [
-            "", "%", "%41", "a\tb", "line\r\nnext", "\n", "é✓", "=", "%%0A\t", String(repeating: "k", count: 5_000),
-        ]
-        var generator = SystemRandomNumberGenerator()
-        let alphabet = Array("ab%\t\r\n=0Aé")
-        let random = (0..<300).map { _ in
-            String(
-                (0..<Int.random(in: 0...12, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
-        }
-        for text in odd + random {
-            for standing in [QueueRecord.Summary.Standing.pending, .paused, .completed, .failed(reason: text)] {
-                let summary = QueueRecord.Summary(
-                    id: text, sequence: 12, key: text, priority: -3, contentLength: .max, url: text, standing: standing)
-                let line = summary.line
-                #expect(!line.contains("\n") && !line.contains("\r"), "one line: \(line.debugDescription)")
-                #expect(QueueRecord.Summary(line: Data(line.utf8)) == summary, "\(text.debugDescription)")
-            }
-        }
-        // No key and an empty key are two things.
-        var summary = QueueRecord.Summary(
-            id: "i", sequence: 0, key: nil, priority: nil, contentLength: 0, url: "u", standing: .pending)
-        #expect(QueueRecord.Summary(line: Data(summary.line.utf8)) == summary)
-        summary.key = ""
-        #expect(QueueRecord.Summary(line: Data(summary.line.utf8))?.key == "")
-        for broken in [
-            "", "multipart-queue-record/2", "x\t1\ti\tpending\t\t0\tu\t",
-            "multipart-queue-record/2\t1\ti\tgone\t\t0\tu\t",
-            "multipart-queue-record/2\t-1\ti\tpending\t\t0\tu\t", "multipart-queue-record/2\t1\t%4\tpending\t\t0\tu\t",
-            "multipart-queue-record/2\t1\ti\tpending\t\t0\tu\tkey",
-        ] {
-            #expect(QueueRecord.Summary(line: Data(broken.utf8)) == nil, "\(broken.debugDescription)")
-        }
+    @Test func aRecordIsListedFromItsColumnsAndReadWhole() throws {
+        var keyed = try record(sequence: 3, key: "a\tb\r\nc%41 \u{0}d")
+        keyed.priority = -2
+        keyed.outcome = .failed(reason: "the server answered 400\r\nX-Injected: 1")
+        let plain = try record(sequence: 1, key: nil)
+        try store.write([keyed, plain])
+        #expect(store.summaries() == [plain.summary, keyed.summary], "in the queue's order, every string as it was")
+        let read = try store.read(keyed.id)
+        #expect(read.key == keyed.key)
+        #expect(read.form.parts.map(\.bytes) == keyed.form.parts.map(\.bytes) && read.form.boundary == "b")
+        #expect(read.request.url.absoluteString == "http://127.0.0.1:9/up?x=%25")
+        #expect(try mode(directory.path("queue")) == 0o700)
+        #expect(try mode(directory.path("queue/\(QueueStore.databaseName)")) == 0o600)
+        #expect(throws: QueueRecord.Damage.self) { try store.read("no-such-upload") }
     }
 
-    @Test func aRecordIsListedByItsFirstLineAndReadWhole() throws {
-        let records = [try record(sequence: 2), try record(sequence: 1, key: nil)]
+    @Test func aWriteAndARemovalReachAnotherConnectionAsChanges() throws {
+        let records = try (0..<5).map { try record(sequence: $0, key: "k\($0)") }
+        let other = try QueueStore(directory.path("queue"))
+        let before = other.version
         try store.write(records)
-        let listed = store.list().map { listed -> QueueRecord.Summary? in
-            if case .record(let summary) = listed { return summary }
-            return nil
-        }
-        #expect(listed == [records[1].summary, records[0].summary], "in the queue's order")
-        let read = try store.read(records[0].fileName)
-        #expect(read.summary == records[0].summary && read.added == records[0].added)
-        #expect(try read.form.rebuilt()?.encode() == records[0].form.rebuilt()?.encode())
-        let batches = try batchFiles()
-        #expect(batches.count == 1, "the call's records in one file: \(batches)")
-        #expect(try mode(store.url.appendingPathComponent(batches[0])) == 0o600)
-    }
-
-    /// A batch holds its records until each is written again (then its own file wins) or removed (then a line says
-    /// so, and it does not come back in the next process); it goes once none lives only in it.
-    @Test func aBatchHoldsItsRecordsUntilEachIsWrittenAgainOrRemoved() throws {
-        let records = try (10..<14).map { try record(sequence: $0, key: "k\($0)") }
-        try store.write(records)
-        #expect(store.summaries() == records.map(\.summary))
-        for record in records { #expect(try store.read(record.fileName).summary == record.summary) }
-
-        var paused = records[1]
+        let added = try #require(other.changes(since: before))
+        #expect(added.version == before + 1, "one transaction for the call")
+        #expect(added.written.count == 5 && added.removed.isEmpty)
+        var paused = records[2]
         paused.paused = true
-        try store.write(paused)
-        #expect(store.summaries() == [records[0].summary, paused.summary, records[2].summary, records[3].summary])
-        #expect(try QueueStore(store.url).summaries() == store.summaries(), "in the next process too")
-        #expect(try store.read(paused.fileName).paused == true)
-
-        store.removeRecord(records[2].fileName)
-        #expect(throws: QueueRecord.Damage.self) { try store.read(records[2].fileName) }
-        store.removeRecord(paused.fileName)
-        let next = try QueueStore(store.url)
-        #expect(next.summaries() == [records[0].summary, records[3].summary], "removed ones stay removed")
-        #expect(try batchFiles().count == 1)
-
-        // The last two written again: no record lives only in the batch, which goes, in this process and the next.
-        try next.write(records[0])
-        #expect(try batchFiles().count == 1)
-        try next.write(records[3])
-        #expect(try batchFiles().isEmpty)
-        #expect(try QueueStore(store.url).summaries() == [records[0].summary, records[3].summary])
-        #expect(try store.read(records[3].fileName).key == "k13", "another copy of the store reads the own file")
-    }
-
-    /// A batch that is cut, reordered or not trusted is listed as damaged, by its name; a removal cut short by a
-    /// kill is no removal.
-    @Test func aBatchThatIsDamagedOrNotTrustedIsListedSo() throws {
-        let records = try (0..<3).map { try record(sequence: $0) }
-        try store.write(records)
-        let name = try #require(try batchFiles().first)
-        let file = store.url.appendingPathComponent(name)
-        let whole = try Data(contentsOf: file)
-        try (whole + Data("multipart-queue-removed/1\t\(records[0].fileName)".utf8)).write(to: file)
-        #expect(try QueueStore(store.url).summaries() == records.map(\.summary), "a removal without its line end")
-        let lines: [Data] = whole.split(separator: UInt8(ascii: "\n")).map { Data($0) + Data("\n".utf8) }
-        let cut = lines.dropLast().concatenated()
-        let reordered = [lines[2], lines[3], lines[0], lines[1], lines[4], lines[5]].concatenated()
-        let prefixed: Data = Data("garbage\n".utf8) + whole
-        let cases: [(Data, String)] = [
-            (cut, "its last record has no JSON line"), (reordered, "out of its batch's order"),
-            (prefixed, "is not a record's summary"),
-        ]
-        for (damaged, why) in cases {
-            try damaged.write(to: file)
-            #expect(try QueueStore(store.url).damage(of: name)?.contains(why) == true, "\(why)")
-        }
-        try whole.write(to: file)
-        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: file.path)
-        #expect(try QueueStore(store.url).damage(of: name)?.contains("others may write") == true)
-        // Removing what is listed removes the file.
-        store.removeRecord(name)
-        #expect(try batchFiles().isEmpty)
-    }
-
-    private func batchFiles() throws -> [String] {
-        try FileManager.default.contentsOfDirectory(atPath: store.url.path).filter { $0.hasSuffix(".records") }
-    }
-
-    @Test func aRecordAnEarlierVersionWroteIsListedAndRead() throws {
-        let old = try record()
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        // The layout before the summary line: the record alone, in JSON.
-        let file = store.url.appendingPathComponent(old.fileName)
-        try encoder.encode(old).write(to: file)
-        guard case .record(let summary) = store.list().first else {
-            Issue.record("\(store.list())")
+        try store.write(paused, syncing: false)
+        store.removeRecords([records[0].id, records[4].id])
+        let steered = try #require(other.changes(since: added.version))
+        #expect(steered.version == added.version + 2)
+        #expect(steered.written.count == 1 && steered.removed.sorted() == [records[0].id, records[4].id].sorted())
+        guard case .record(let summary)? = steered.written.first else {
+            Issue.record("\(steered.written)")
             return
         }
-        #expect(summary == old.summary)
-        #expect(try store.read(old.fileName).key == old.key)
-        // Written again, it has the summary line.
-        try store.write(try store.read(old.fileName))
-        #expect(try Data(contentsOf: file).starts(with: Data("multipart-queue-record/2\t".utf8)))
+        #expect(summary.standing == .paused && summary.id == records[2].id)
+        #expect(other.summaries().map(\.id) == [records[1].id, records[2].id, records[3].id])
+        #expect(other.changes(since: steered.version).map { $0.written.isEmpty && $0.removed.isEmpty } == true)
+        // Written again, a removed upload is no longer removed.
+        try store.write(records[0])
+        #expect(other.changes(since: steered.version)?.removed == [])
     }
 
-    @Test func aRecordWhosePartsDisagreeOrThatIsNotTrustedIsDamaged() throws {
-        let good = try record()
-        try store.write(good)
-        let file = store.url.appendingPathComponent(good.fileName)
-        // The summary says completed, the record does not.
-        let text = try #require(String(data: try Data(contentsOf: file), encoding: .utf8))
-        try Data(text.replacingOccurrences(of: "\tpending\t", with: "\tcompleted\t").utf8).write(to: file)
-        #expect(throws: QueueRecord.Damage.self) { try store.read(good.fileName) }
-        // Under another's name.
-        try store.write(good)
-        let renamed = QueueRecord.fileName(sequence: 8, id: good.id)
-        try FileManager.default.moveItem(at: file, to: store.url.appendingPathComponent(renamed))
-        #expect(damage(of: renamed)?.contains("its own name") == true)
-        // Checked as saved state is: a link is not followed, nor a file others may write read.
-        let elsewhere = directory.path("elsewhere.json")
-        try FileManager.default.moveItem(at: store.url.appendingPathComponent(renamed), to: elsewhere)
-        try FileManager.default.createSymbolicLink(at: file, withDestinationURL: elsewhere)
-        #expect(damage(of: good.fileName)?.contains("cannot be opened") == true)
-        try FileManager.default.removeItem(at: file)
-        try store.write(good)
-        try FileManager.default.setAttributes([.posixPermissions: 0o666], ofItemAtPath: file.path)
-        #expect(damage(of: good.fileName)?.contains("others may write") == true)
-        #expect(throws: QueueRecord.Damage.self) { try store.read(good.fileName) }
+    @Test func anEarlierLayoutIsRefusedAndLeftAsItIs() throws {
+        let earlier = directory.path("earlier")
+        try FileManager.default.createDirectory(at: earlier, withIntermediateDirectories: false)
+        let record = earlier.appendingPathComponent("000000000001-3f2a.json")
+        try Data("{}".utf8).write(to: record)
+        do {
+            _ = try QueueStore(earlier)
+            Issue.record("an earlier layout was opened")
+        } catch {
+            guard case .queueUnreadable(let url, let reason) = error.reason else { throw error }
+            #expect(url == earlier && reason.contains("000000000001-3f2a.json"), "\(reason)")
+            #expect(error.description.contains(earlier.path), "\(error)")
+        }
+        #expect(FileManager.default.fileExists(atPath: record.path))
+        #expect(!FileManager.default.fileExists(atPath: earlier.appendingPathComponent(QueueStore.databaseName).path))
     }
 
-    private func damage(of name: String) -> String? { store.damage(of: name) }
+    @Test func aDatabaseOthersMayReadOrThatIsALinkIsRefused() throws {
+        let database = directory.path("queue/\(QueueStore.databaseName)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: database.path)
+        #expect(throws: MultipartError.self) { try QueueStore(directory.path("queue")) }
+        let linked = directory.path("linked")
+        try FileManager.default.createDirectory(at: linked, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: linked.path)
+        try FileManager.default.createSymbolicLink(
+            at: linked.appendingPathComponent(QueueStore.databaseName), withDestinationURL: database)
+        #expect(throws: MultipartError.self) { try QueueStore(linked) }
+    }
+
+    @Test func aDamagedRowIsListedSoAndItsRecordFailsToRead() throws {
+        let (good, bad, worse) = (try record(sequence: 1), try record(sequence: 2), try record(sequence: 3))
+        try store.write([good, bad, worse])
+        // Another writer, as another process or a hand with the sqlite3 command would be.
+        let other = try SQLiteDatabase(path: directory.path("queue/\(QueueStore.databaseName)").path)
+        try other.withConnection { connection throws(SQLiteDatabase.Failure) in
+            try connection.run("UPDATE uploads SET standing = 'lost' WHERE id = ?", [.text(bad.id)])
+            try connection.run("UPDATE records SET record = x'7b00' WHERE id = ?", [.text(worse.id)])
+        }
+        let listed = store.list()
+        #expect(listed.count == 3)
+        for case .damaged(let id, let reason) in listed {
+            #expect(id == bad.id && reason.contains("not a record"), "\(reason)")
+        }
+        #expect(store.summaries().map(\.id) == [good.id, worse.id])
+        #expect(throws: QueueRecord.Damage.self) { try store.read(worse.id) }
+        #expect(try store.read(good.id).id == good.id)
+    }
 
     private func mode(_ url: URL) throws -> Int {
         try (FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? Int) ?? -1
@@ -197,16 +128,11 @@ import Testing
 }
 
 extension QueueStore {
-    /// Every record as listing finds it, in the order of their names.
+    /// Every record as listing finds it, in the queue's order.
     func list() -> [Listed] {
-        var all: [(name: String, listed: Listed)] = []
-        forEachRecord { listed in
-            switch listed {
-            case .record(let summary): all.append((summary.fileName, listed))
-            case .damaged(let name, _): all.append((name, listed))
-            }
-        }
-        return all.sorted { $0.name < $1.name }.map(\.listed)
+        var all: [Listed] = []
+        forEachRecord { all.append($0) }
+        return all
     }
 
     /// The summary of every record listing finds, in the queue's order.
@@ -215,11 +141,5 @@ extension QueueStore {
             if case .record(let summary) = listed { return summary }
             return nil
         }
-    }
-
-    /// Why listing finds the file `name` damaged; `nil` where it is a record.
-    func damage(of name: String) -> String? {
-        for case .damaged(name, let reason) in list() { return reason }
-        return nil
     }
 }

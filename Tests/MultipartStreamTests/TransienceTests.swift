@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import MultipartQueue
 @testable import MultipartStream
 
 #if canImport(FoundationNetworking)

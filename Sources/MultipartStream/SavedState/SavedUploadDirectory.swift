@@ -14,8 +14,8 @@ import Foundation
 /// renamed), so a crash leaves the old one or the new one, never half of one. A file that is not a regular file of
 /// this user's, not writable by others, small, and a record whose every field checks out is ignored, with the
 /// reason given to `ignored`.
-struct SavedUploadDirectory: Sendable {
-    let url: URL
+package struct SavedUploadDirectory: Sendable {
+    package let url: URL
     /// The resumable-upload draft's interop versions a record may name: the ones the client speaks.
     let interopVersions: Set<Int>
     /// The user whose files are trusted: this process's.
@@ -24,7 +24,7 @@ struct SavedUploadDirectory: Sendable {
     /// The largest state file read: a record is a few hundred bytes.
     private static let largestFile = 64 << 10
 
-    init(_ url: URL, interopVersions: Set<Int>, owner: uid_t = geteuid()) {
+    package init(_ url: URL, interopVersions: Set<Int>, owner: uid_t = geteuid()) {
         self.url = url
         self.interopVersions = interopVersions
         self.owner = owner
@@ -35,7 +35,7 @@ struct SavedUploadDirectory: Sendable {
     }
 
     /// Makes the directory (and its missing parents) `0700` if it does not exist; refuses one that others may write.
-    func prepare() throws(MultipartError) {
+    package func prepare() throws(MultipartError) {
         let path = url.path
         let info: stat
         do throws(POSIX.Failure) {
@@ -85,16 +85,16 @@ struct SavedUploadDirectory: Sendable {
     }
 
     /// Why a file of the directory is not read.
-    struct Distrust: Error {
-        var reason: String
+    package struct Distrust: Error {
+        package var reason: String
         /// Whether there is no such file, which is no fault.
-        var missing = false
+        package var missing = false
     }
 
     /// The bytes of the file at `path`, in this directory, if it can be trusted: a regular file of this user's that others may
     /// not write, opened without following a link, of at most `largest` bytes; its first `prefix` bytes where fewer
     /// are asked for.
-    func readTrusted(_ path: String, atMost largest: Int, prefix: Int? = nil) throws(Distrust) -> Data {
+    package func readTrusted(_ path: String, atMost largest: Int, prefix: Int? = nil) throws(Distrust) -> Data {
         let (descriptor, size) = try openTrusted(path, atMost: largest)
         defer { POSIX.close(descriptor) }
         // One byte past the size it had, so that a file that grew meanwhile is read to the bound and no further.
@@ -104,7 +104,7 @@ struct SavedUploadDirectory: Sendable {
     }
 
     /// The bytes `range` of the file at `path`, checked as ``readTrusted(_:atMost:prefix:)`` checks it (of any size).
-    func readTrusted(_ path: String, range: Range<Int>) throws(Distrust) -> Data {
+    package func readTrusted(_ path: String, range: Range<Int>) throws(Distrust) -> Data {
         let (descriptor, size) = try openTrusted(path, atMost: .max)
         defer { POSIX.close(descriptor) }
         guard range.upperBound <= size, (try? POSIX.seek(descriptor, to: UInt64(range.lowerBound))) != nil else {
@@ -117,7 +117,7 @@ struct SavedUploadDirectory: Sendable {
 
     /// The file at `path`, open to read, and its size, where it can be trusted (see
     /// ``readTrusted(_:atMost:prefix:)``).
-    func openTrusted(_ path: String, atMost largest: Int) throws(Distrust) -> (descriptor: Int32, size: Int) {
+    package func openTrusted(_ path: String, atMost largest: Int) throws(Distrust) -> (descriptor: Int32, size: Int) {
         let descriptor: Int32
         do throws(POSIX.Failure) {
             descriptor = try POSIX.open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
@@ -166,7 +166,7 @@ struct SavedUploadDirectory: Sendable {
     /// Replaces `file`, in this directory, with `data` whole: written to a temporary file, renamed over the old one,
     /// so that a kill at any moment leaves the old file or the new one; `syncing` both to disk first, so that a
     /// crash of the system does too.
-    func replace(_ file: URL, with data: Data, syncing: Bool = true) throws(MultipartError) {
+    package func replace(_ file: URL, with data: Data, syncing: Bool = true) throws(MultipartError) {
         let name = file.lastPathComponent
         let temporary = url.appendingPathComponent(".\(name).\(getpid()).\(UInt32.random(in: .min ... .max)).tmp")
         let descriptor: Int32
@@ -201,7 +201,7 @@ struct SavedUploadDirectory: Sendable {
 
     /// Makes every file written into the directory unsynced durable, with their renames, in one flush of the file
     /// system.
-    func syncEverything() throws(MultipartError) {
+    package func syncEverything() throws(MultipartError) {
         do throws(POSIX.Failure) {
             let descriptor = try POSIX.open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             defer { POSIX.close(descriptor) }
@@ -220,7 +220,7 @@ struct SavedUploadDirectory: Sendable {
 
     /// Takes the lock of `key`'s upload without waiting: two processes never send the same upload at once.
     /// - Throws: ``MultipartError/Reason/uploadInProgress(_:)`` when another holds it.
-    func lock(_ key: String) throws(MultipartError) -> SavedUploadLock {
+    package func lock(_ key: String) throws(MultipartError) -> SavedUploadLock {
         let path = url.appendingPathComponent("\(key).lock").path
         // The holder removes the lock file when it is done: a lock taken on a file already removed is taken again.
         while true {

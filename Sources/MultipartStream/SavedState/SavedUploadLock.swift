@@ -1,5 +1,5 @@
 /// A held lock of a saved upload; ``release()`` ends it, as the process's end does.
-final class SavedUploadLock: Sendable {
+package final class SavedUploadLock: Sendable {
     private let descriptor: Int32
     private let path: String
 
@@ -10,7 +10,7 @@ final class SavedUploadLock: Sendable {
     }
 
     /// Removes the lock file, then lets go of it: a process that opened it before sees it gone and opens anew.
-    func release() {
+    package func release() {
         try? POSIX.unlink(path)
         POSIX.close(descriptor)
     }

@@ -82,7 +82,7 @@ extension URLSession {
     }
 
     /// The upload above, as one of an upload queue's: `membership` is what the queue tells a resumable upload.
-    func upload(
+    package func upload(
         _ form: MultipartFormData,
         with request: URLRequest,
         strategy: MultipartUploadStrategy,

@@ -5,7 +5,7 @@ import Foundation
 /// rather than each probing on its own. The server's first answer, whatever its status, ends the outage and releases
 /// them all; a prober that ends hands the probe to one of them. A busy server's answer (a 503) is each upload's own to
 /// wait out, and does not pass through here.
-final class OutageGate: Sendable {
+package final class OutageGate: Sendable {
     private struct State {
         /// Whether an upload failed and none has been answered since.
         var isOut = false
@@ -32,28 +32,28 @@ final class OutageGate: Sendable {
     /// Told when an outage ends.
     private let ended: @Sendable () -> Void
 
-    init(ended: @escaping @Sendable () -> Void = {}) {
+    package init(ended: @escaping @Sendable () -> Void = {}) {
         self.ended = ended
     }
 
     /// Whether an upload failed and none has been answered since.
-    var isOut: Bool { state.withLock { $0.isOut } }
+    package var isOut: Bool { state.withLock { $0.isOut } }
 
     /// How many uploads wait for the prober.
     var parked: Int { state.withLock { $0.parked.count } }
 
     /// A place at the gate for one upload.
-    func pass() -> Pass {
+    package func pass() -> Pass {
         Pass(gate: self, number: state.withLock { $0.number() })
     }
 
     /// Marks an outage that ended an upload: none is under way to probe it.
-    func markOut() {
+    package func markOut() {
         state.withLock { $0.isOut = true }
     }
 
     /// The server answered: the outage is over, and every waiting upload goes on.
-    func answered() {
+    package func answered() {
         let (wasOut, parked) = state.withLock { state in
             defer { (state.isOut, state.prober) = (false, nil) }
             return (state.isOut, state.takeParked())
@@ -63,7 +63,7 @@ final class OutageGate: Sendable {
     }
 
     /// One upload's place at the gate.
-    final class Pass: Sendable {
+    package final class Pass: Sendable {
         let gate: OutageGate
         let number: Int
 
@@ -94,7 +94,7 @@ final class OutageGate: Sendable {
         }
 
         /// The upload ended: a probe it held goes to the first upload waiting.
-        func leave() {
+        package func leave() {
             let next = gate.state.withLock { state -> CheckedContinuation<Void, Never>? in
                 guard state.prober == number else { return nil }
                 state.prober = nil

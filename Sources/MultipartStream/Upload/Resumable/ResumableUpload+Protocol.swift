@@ -49,13 +49,13 @@ extension ResumableUpload {
     }
 
     /// The draft's header names.
-    enum Header {
+    package enum Header {
         static let interopVersion = "Upload-Draft-Interop-Version"
         static let complete = "Upload-Complete"
         /// The field of interop versions before 5, meaning the opposite; `NIOResumableUpload` 1.35.2 still puts
         /// `Upload-Incomplete: ?0` on the application's answer to a version 6 append.
         static let incomplete = "Upload-Incomplete"
-        static let offset = "Upload-Offset"
+        package static let offset = "Upload-Offset"
         static let length = "Upload-Length"
         static let limit = "Upload-Limit"
         static let location = "Location"
@@ -66,7 +66,7 @@ extension ResumableUpload {
         /// that a server that honours it takes the same creation, or the same whole form, once however often it is
         /// sent. It names that one request: the other steps go without it, or such a server would take an append, an
         /// offset asked or a `DELETE` for the creation again.
-        static let idempotencyKey = "Idempotency-Key"
+        package static let idempotencyKey = "Idempotency-Key"
     }
 
     /// `Upload-Limit`: what the server takes, a structured-field dictionary (`max-size=1000, max-age=3600`); keys

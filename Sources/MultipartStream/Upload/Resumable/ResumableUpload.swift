@@ -11,7 +11,7 @@ import Foundation
 /// resource exists deletes that resource, so that the server keeps no part of a form that will not complete; unless
 /// its state is saved for another process to resume (``SavedState``), which keeps it through every failure but the
 /// server's word, a breach, the form's own and the time limit.
-struct ResumableUpload {
+package struct ResumableUpload {
     var form: MultipartFormData
     let request: URLRequest
     let session: URLSession

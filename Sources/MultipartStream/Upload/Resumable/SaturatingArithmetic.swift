@@ -8,7 +8,7 @@ extension UInt64 {
     }
 
     /// `self - other`, or 0 where that is negative.
-    func subtractingSaturated(_ other: UInt64) -> UInt64 {
+    package func subtractingSaturated(_ other: UInt64) -> UInt64 {
         self > other ? self - other : 0
     }
 

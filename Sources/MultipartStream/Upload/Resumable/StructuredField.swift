@@ -6,9 +6,9 @@ import Foundation
 
 /// The structured-field items (RFC 9651) the draft's headers carry: booleans and integers, with parameters
 /// ignored, as the RFC lets a recipient that does not know them; and the strings `Idempotency-Key` carries.
-enum StructuredField {
+package enum StructuredField {
     /// `value` as a string item: quoted, with `"` and `\` escaped. `value` holds printable ASCII only (an upload's ID).
-    static func string(_ value: String) -> String {
+    package static func string(_ value: String) -> String {
         "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 

@@ -157,7 +157,7 @@ public struct MultipartResumption: Sendable {
     static let longestWait: Double = 3_600
 
     /// `seconds` as a wait: finite, from 0 to ``longestWait``, and at most ``maximumDelay`` (bounded the same way).
-    func wait(_ seconds: Double) -> Double {
+    package func wait(_ seconds: Double) -> Double {
         min(Self.bounded(seconds), max(Self.bounded(maximumDelay), Self.bounded(initialDelay)))
     }
 

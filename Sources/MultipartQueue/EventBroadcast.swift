@@ -1,3 +1,5 @@
+import MultipartStream
+
 /// Hands each event to every stream made so far: a view and a logger each read all of them, where one `AsyncStream`
 /// would split them between its readers.
 final class EventBroadcast<Event: Sendable>: Sendable {

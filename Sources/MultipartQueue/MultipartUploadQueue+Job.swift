@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStream
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -131,7 +132,8 @@ extension MultipartUploadQueue {
         private func recordCompleted(_ answer: Answer, in record: inout QueueRecord) -> Bool {
             var completed = record
             completed.outcome = .completed(answer.stored)
-            guard (try? store.write(completed)) != nil else { return false }
+            // Not synced: a power cut that loses it sends the form again, under the same key, and counts it.
+            guard (try? store.write(completed, syncing: false)) != nil else { return false }
             record = completed
             store.removeState(of: id.rawValue)
             return true

@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStream
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

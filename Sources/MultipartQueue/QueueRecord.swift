@@ -1,12 +1,13 @@
 import Foundation
+import MultipartStream
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
 
-/// One queued upload as its file in the queue's directory holds it: what rebuilds the form byte for byte and the
-/// request without credentials, and how far the upload got. Written whole to a temporary file, flushed, and renamed
-/// over the last version, so that a kill at any moment leaves the last whole record.
+/// One queued upload as the queue's database holds it: what rebuilds the form byte for byte and the request without
+/// credentials, and how far the upload got. Written whole in one transaction, so that a kill at any moment leaves the
+/// last whole record.
 struct QueueRecord: Codable, Sendable {
     /// The record's format, for a later version to read an older one.
     var format = 1
@@ -15,6 +16,9 @@ struct QueueRecord: Codable, Sendable {
     var key: String?
     /// Whether the caller paused the upload: it stays as it is, in every process, until resumed. `nil` for not.
     var paused: Bool?
+    /// Whether another process asked for the upload's removal while this one ran the queue: the run stops it and
+    /// removes it, as its own ``MultipartUploadQueue/remove(_:on:headers:)`` would. `nil` for not.
+    var removing: Bool?
     /// Where the caller moved the upload: the highest goes first, then the rest in ``sequence``'s order. `nil` for
     /// never moved.
     var priority: Int?
@@ -149,18 +153,15 @@ struct QueueRecord: Codable, Sendable {
 }
 
 extension QueueRecord {
-    /// The record's file name: its place in the queue, then its ID, so that a listing in name order is the queue's.
-    var fileName: String { Self.fileName(sequence: sequence, id: id) }
-
-    static func fileName(sequence: Int, id: String) -> String { String(format: "%012d-", sequence) + id + ".json" }
-
-    /// Why a record file cannot be read.
+    /// Why a record cannot be read.
     struct Damage: Error {
         var reason: String
+        /// Whether the record is not there at all: another process removed it.
+        var gone = false
     }
 
-    /// What the queue's schedule needs of an upload, which its record's first line holds, so that a queue of a
-    /// hundred thousand opens without reading a form: the rest of the file is the record whole.
+    /// What the queue's schedule needs of an upload, which the store keeps in columns of its own beside the record,
+    /// so that a queue of a hundred thousand opens without reading a form.
     struct Summary: Equatable, Sendable {
         var id: String
         var sequence: Int
@@ -173,16 +174,15 @@ extension QueueRecord {
 
         /// Where the upload stands on disk.
         enum Standing: Equatable, Sendable {
-            case pending, paused, completed
+            case pending, paused, completed, removing
             case failed(reason: String)
         }
-
-        var fileName: String { QueueRecord.fileName(sequence: sequence, id: id) }
     }
 
     var summary: Summary {
         let standing: Summary.Standing =
             switch outcome {
+            case _ where removing == true: .removing
             case .completed?: .completed
             case .failed(let reason)?: .failed(reason: reason)
             case nil: paused == true ? .paused : .pending
@@ -192,128 +192,26 @@ extension QueueRecord {
             url: request.url.absoluteString, standing: standing)
     }
 
-    /// The record as its file holds it: the summary line, then the record whole in JSON.
+    /// The record whole, in JSON.
     func encoded() throws(MultipartError) -> Data {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
         guard let body = try? encoder.encode(self) else {
-            throw MultipartError(.stateUnwritable(URL(fileURLWithPath: fileName), errno: EINVAL))
+            throw MultipartError(.stateUnwritable(URL(fileURLWithPath: id), errno: EINVAL))
         }
-        return Data((summary.line + "\n").utf8) + body
+        return body
     }
 
-    /// The record a file holds whole, checked against its name; one of an earlier version, which has no summary
-    /// line, too.
-    static func decoded(_ data: Data, name: String) throws(Damage) -> QueueRecord {
-        let body: Data
-        var summary: Summary?
-        if data.first == UInt8(ascii: "{") {
-            body = data
-        } else {
-            guard let end = data.firstIndex(of: UInt8(ascii: "\n")) else {
-                throw Damage(reason: "it is not a whole queue record")
-            }
-            summary = Summary(line: data[..<end])
-            guard summary != nil else { throw Damage(reason: "its first line is not a record's summary") }
-            body = data[(end + 1)...]
-        }
+    /// The record `data` holds, checked against its ID.
+    static func decoded(_ data: Data, id: String) throws(Damage) -> QueueRecord {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        guard let record = try? decoder.decode(QueueRecord.self, from: body) else {
+        guard let record = try? decoder.decode(QueueRecord.self, from: data) else {
             throw Damage(reason: "it is not a whole queue record")
         }
-        guard record.format == 1, record.fileName == name else {
-            throw Damage(reason: "it is not a record this version reads, or not under its own name")
-        }
-        if let summary, summary != record.summary {
-            throw Damage(reason: "its summary line says other than the record")
+        guard record.format == 1, record.id == id else {
+            throw Damage(reason: "it is not a record this version reads, or not under its own ID")
         }
         return record
-    }
-}
-
-extension QueueRecord.Summary {
-    /// The line's first field: what the file is, and the layout's version.
-    private static let magic = "multipart-queue-record/2"
-
-    /// The summary as a record's first line: tab-separated fields, each string with `%`, tab, CR and LF
-    /// percent-encoded.
-    var line: String {
-        let state =
-            switch standing {
-            case .pending: "pending"
-            case .paused: "paused"
-            case .completed: "completed"
-            case .failed(let reason): "failed:" + Self.escaped(reason)
-            }
-        return [
-            Self.magic, String(sequence), Self.escaped(id), state, priority.map(String.init) ?? "",
-            String(contentLength), Self.escaped(url), key.map { "=" + Self.escaped($0) } ?? "",
-        ].joined(separator: "\t")
-    }
-
-    /// The summary a record's first line holds; `nil` for a line that is not one.
-    init?(line: Data) {
-        let fields = line.split(separator: UInt8(ascii: "\t"), omittingEmptySubsequences: false).map {
-            String(decoding: $0, as: UTF8.self)
-        }
-        guard fields.count == 8, fields[0] == Self.magic, let sequence = Int(fields[1]), sequence >= 0,
-            let id = Self.unescaped(fields[2]), let length = UInt64(fields[5]), let url = Self.unescaped(fields[6])
-        else { return nil }
-        let standing: Standing
-        switch fields[3] {
-        case "pending": standing = .pending
-        case "paused": standing = .paused
-        case "completed": standing = .completed
-        case let failed where failed.hasPrefix("failed:"):
-            guard let reason = Self.unescaped(String(failed.dropFirst("failed:".count))) else { return nil }
-            standing = .failed(reason: reason)
-        default: return nil
-        }
-        var priority: Int?
-        if !fields[4].isEmpty {
-            guard let value = Int(fields[4]) else { return nil }
-            priority = value
-        }
-        var key: String?
-        if !fields[7].isEmpty {
-            guard fields[7].hasPrefix("="), let value = Self.unescaped(String(fields[7].dropFirst())) else {
-                return nil
-            }
-            key = value
-        }
-        self.init(
-            id: id, sequence: sequence, key: key, priority: priority, contentLength: length, url: url,
-            standing: standing)
-    }
-
-    static func escaped(_ text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 0x25 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) else { return text }
-        var bytes: [UInt8] = []
-        for byte in text.utf8 {
-            switch byte {
-            case 0x25, 0x09, 0x0A, 0x0D: bytes += Array(String(format: "%%%02X", byte).utf8)
-            default: bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// The text `escaped` made; `nil` for a `%` not followed by two hexadecimal digits.
-    static func unescaped(_ text: String) -> String? {
-        guard text.utf8.contains(0x25) else { return text }
-        var bytes: [UInt8] = []
-        var rest = text.utf8[...]
-        while let byte = rest.popFirst() {
-            guard byte == 0x25 else {
-                bytes.append(byte)
-                continue
-            }
-            guard rest.count >= 2, let value = UInt8(String(decoding: rest.prefix(2), as: UTF8.self), radix: 16)
-            else { return nil }
-            bytes.append(value)
-            rest = rest.dropFirst(2)
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

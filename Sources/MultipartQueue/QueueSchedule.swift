@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStream
 
 /// Which upload of a queue goes next, and when: the order (the caller's moves, then the order added), keys, pauses,
 /// the uploads in flight, their waits and the servers that are out. A value with no I/O: every event that depends on

@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStream
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -50,7 +51,9 @@ public actor MultipartUploadQueue {
     /// The bytes handed out by uploads that have not completed.
     private var inFlightBytes: UInt64 = 0
     private var nextSequence = 0
-    private var isRunning = false
+    private var isRunning: Bool { running != nil }
+    /// The session and headers of the run under way.
+    private var running: (URLSession, MultipartHeaders?)?
     /// The bytes of uploads that completed or were removed, which progress never takes back.
     private var endedBytes: UInt64 = 0
     /// The run's sleep, which ends early when its alarm rings (a server is back, the caller moved an upload, an upload
@@ -58,6 +61,10 @@ public actor MultipartUploadQueue {
     private var sleep: (alarm: Alarm, until: Date)?
     /// How many times the run slept: a few for each wait, never a loop.
     private(set) var sleeps = 0
+    /// The store's version this queue has seen: what other processes wrote since is looked for while it runs.
+    private var seenVersion: Int64
+    /// How often a run looks for what other processes changed.
+    static let lookAgain: Duration = .milliseconds(500)
 
     /// The queue kept in `directory`, made if it does not exist (owned by this user, not writable by others), with
     /// every upload an earlier process added. A record that cannot be read is listed as a failed upload.
@@ -67,9 +74,9 @@ public actor MultipartUploadQueue {
     ///     `$XDG_STATE_HOME`).
     ///   - maximumConcurrentUploads: How many uploads go at once: 3 unless set, at least 1.
     ///   - resumption: How each upload retries before it waits in the queue (the defaults wait out 3 minutes at
-    ///     least), and a stall; its state directory is the queue's own, and its `events` hear every upload's. Its ``MultipartResumption/maximumDelay``
+    ///     least), and a stall; its state directory is the queue's own, and its `events` hear every upload's. Its ``MultipartStream/MultipartResumption/maximumDelay``
     ///     is also how often the queue probes a server whose outage outlasted those retries.
-    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` for a directory that cannot be made or is
+    /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` for a directory that cannot be made or is
     ///   another user's.
     public init(
         directory: URL, maximumConcurrentUploads: Int = 3, resumption: MultipartResumption = MultipartResumption()
@@ -78,6 +85,8 @@ public actor MultipartUploadQueue {
         self.maximumConcurrentUploads = max(1, maximumConcurrentUploads)
         self.resumption = resumption
         store = try QueueStore(directory)
+        // Before the listing: what is written meanwhile comes again as a change, which changes nothing twice.
+        seenVersion = store.version
         var schedule = QueueSchedule(
             limit: maximumConcurrentUploads, probeInterval: max(1, resumption.wait(.infinity)))
         // Most queues send to one URL or a few: each is parsed once.
@@ -92,10 +101,10 @@ public actor MultipartUploadQueue {
                 upload =
                     schedule.uploads[ID(rawValue: summary.id)] == nil
                     ? Self.upload(summary, origin: origins[summary.url] ?? nil)
-                    : Self.damaged(summary.fileName, reason: "another record has its ID")
+                    : Self.damaged(summary.id, reason: "another record has its ID")
                 nextSequence = max(nextSequence, summary.sequence + 1)
-            case .damaged(let name, let reason):
-                upload = Self.damaged(name, reason: reason)
+            case .damaged(let id, let reason):
+                upload = Self.damaged(id, reason: reason)
             }
             // A damaged record's name may be another's ID: the first keeps it.
             guard schedule.uploads[upload.id] == nil else { return }
@@ -119,7 +128,8 @@ public actor MultipartUploadQueue {
     private static func upload(_ summary: QueueRecord.Summary, origin: Origin?) -> QueueSchedule.Upload {
         let state: QueueSchedule.State =
             switch summary.standing {
-            case .pending: .pending
+            // One whose removal another process asked for is removed as the run starts it.
+            case .pending, .removing: .pending
             case .paused: .paused
             case .completed: .completed
             case .failed(let reason): .failed(reason: reason)
@@ -129,26 +139,17 @@ public actor MultipartUploadQueue {
             priority: summary.priority ?? 0, origin: origin, state: state, contentLength: summary.contentLength)
     }
 
-    /// The file `name` that is no record, listed as failed.
-    private static func damaged(_ name: String, reason: String) -> QueueSchedule.Upload {
+    /// The row `id` that is no record, listed as failed.
+    private static func damaged(_ id: String, reason: String) -> QueueSchedule.Upload {
         QueueSchedule.Upload(
-            id: ID(rawValue: name.hasSuffix(".json") ? String(name.dropLast(".json".count)) : name), sequence: nil,
-            key: nil, origin: nil,
-            state: .failed(reason: "its record \(name) is damaged: \(reason)"), contentLength: 0)
-    }
-
-    /// The record file of `upload`.
-    private static func fileName(_ upload: QueueSchedule.Upload) -> String {
-        let id = upload.id.rawValue
-        // A damaged batch is named whole, so that removing it removes its file.
-        return upload.sequence.map { QueueRecord.fileName(sequence: $0, id: id) }
-            ?? (id.hasSuffix(QueueBatch.fileExtension) ? id : id + ".json")
+            id: ID(rawValue: id), sequence: nil, key: nil, origin: nil,
+            state: .failed(reason: "its record is damaged: \(reason)"), contentLength: 0)
     }
 
     /// The record of `upload`, whole; a damaged one has none.
     private func record(of upload: QueueSchedule.Upload) throws(QueueRecord.Damage) -> QueueRecord {
         guard upload.sequence != nil else { throw QueueRecord.Damage(reason: "it is no record") }
-        return try store.read(Self.fileName(upload))
+        return try store.read(upload.id.rawValue)
     }
 
     /// Every upload of the queue, in its order, each read from its record: a listing of a hundred thousand takes
@@ -163,7 +164,6 @@ public actor MultipartUploadQueue {
     }
 
     private func listed(_ upload: QueueSchedule.Upload) -> Upload {
-        let file = Self.fileName(upload)
         let record = try? record(of: upload)
         let state: State =
             switch upload.state {
@@ -181,7 +181,7 @@ public actor MultipartUploadQueue {
             }
         return Upload(
             id: upload.id, key: upload.key, files: record?.files ?? [], state: state,
-            url: record?.request.url ?? store.url.appendingPathComponent(file),
+            url: record?.request.url ?? store.url.appendingPathComponent(QueueStore.databaseName),
             added: record?.added ?? .distantPast, contentLength: upload.contentLength,
             sentAgain: record?.sentAgain ?? 0)
     }
@@ -201,11 +201,11 @@ public actor MultipartUploadQueue {
     ///     ``run(on:headers:)``).
     ///   - key: What identifies the upload for the caller (a file's path, a photo's identifier); `nil` adds every
     ///     time.
-    /// - Throws: ``MultipartError/Reason/streamNotQueued`` naming a stream part, which cannot outlive the process;
-    ///   ``MultipartError/Reason/credentialNotQueued(_:)`` for a request that carries `Authorization`, `Cookie`,
+    /// - Throws: ``MultipartStream/MultipartError/Reason/streamNotQueued`` naming a stream part, which cannot outlive the process;
+    ///   ``MultipartStream/MultipartError/Reason/credentialNotQueued(_:)`` for a request that carries `Authorization`, `Cookie`,
     ///   `Proxy-Authorization` or a user and password in its URL (give them through the `headers` hook of
-    ///   ``run(on:headers:)``); the form's ``MultipartFormData/appendError``;
-    ///   ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written (a full disk): then
+    ///   ``run(on:headers:)``); the form's ``MultipartStream/MultipartFormData/appendError``;
+    ///   ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written (a full disk): then
     ///   nothing was added.
     public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
         if let key, let existing = schedule.id(forKey: key) { return existing }
@@ -214,9 +214,9 @@ public actor MultipartUploadQueue {
         return enter(record)
     }
 
-    /// Adds many uploads to the end of the queue, in their order, all on disk before it returns, in one file
-    /// written and synced for the whole call rather than a file an upload: a library of photos is added a thousand at
-    /// a time. Each upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing
+    /// Adds many uploads to the end of the queue, in their order, all on disk before it returns, in one transaction
+    /// written and synced for the whole call rather than one an upload: a library of photos is added a thousand at a
+    /// time. Each upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing
     /// and gives that upload's ID.
     ///
     /// - Throws: What ``add(_:with:key:)`` throws, for the first upload that cannot be queued: then none of the call
@@ -236,7 +236,7 @@ public actor MultipartUploadQueue {
             made.append(record)
             ids.append(id)
         }
-        // Unsynced, then the file system flushed once: none of the call stays where a write failed.
+        // One transaction: none of the call stays where a write failed.
         try store.write(made)
         for record in made { _ = enter(record) }
         return ids
@@ -274,12 +274,12 @@ public actor MultipartUploadQueue {
     /// - Parameters:
     ///   - session: The session the uploads go through.
     ///   - headers: Fresh headers for each request, credentials included, which the queue never writes.
-    /// - Throws: ``MultipartError/Reason/queueInUse(_:)`` when another process (or another `run` of this queue)
+    /// - Throws: ``MultipartStream/MultipartError/Reason/queueInUse(_:)`` when another process (or another `run` of this queue)
     ///   runs it; `CancellationError` when cancelled. An upload's own failure is its state, never thrown.
     public func run(on session: URLSession = .shared, headers: MultipartHeaders? = nil) async throws {
         guard !isRunning else { throw MultipartError(.queueInUse(directory)) }
         let lock = try store.lock()
-        isRunning = true
+        running = (session, headers)
         var failure: (any Error)?
         do {
             try await drive(session: session, headers: headers)
@@ -287,7 +287,7 @@ public actor MultipartUploadQueue {
             failure = error
         }
         lock.release()
-        isRunning = false
+        running = nil
         // Uploads stopped by a cancel are pending again (paused, where the caller paused them): their saved state
         // resumes them.
         schedule.runEnded()
@@ -298,6 +298,14 @@ public actor MultipartUploadQueue {
     /// Starts uploads while there is room and one to start, and records each as it ends, until none is left.
     private func drive(session: URLSession, headers: MultipartHeaders?) async throws {
         try await withThrowingTaskGroup(of: Finished?.self) { group in
+            // What other processes say (an add, a pause, a removal) reaches the run within `lookAgain`.
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: Self.lookAgain)
+                    await self.applyChanges()
+                }
+                return nil
+            }
             // The one task that sleeps until the next upload's time comes, or a server is back.
             var sleeping: (alarm: Alarm, until: Date)?
             while true {
@@ -324,6 +332,7 @@ public actor MultipartUploadQueue {
                     // An earlier time came up, or nothing is left to wait for: the sleep ends, to begin again.
                     if time.map({ $0 < until }) ?? (inFlight == 0) { alarm.ring() }
                 } else if inFlight == 0 {
+                    group.cancelAll()
                     try Task.checkCancellation()
                     return
                 }
@@ -402,8 +411,8 @@ public actor MultipartUploadQueue {
     /// old file (its saved state says where) before it sends the new one. An upload that has not failed is left as it
     /// is.
     ///
-    /// - Throws: The file's error, naming the part (``MultipartError/Reason/fileNotFound(_:)`` for one still
-    ///   missing), and the upload stays failed; ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record
+    /// - Throws: The file's error, naming the part (``MultipartStream/MultipartError/Reason/fileNotFound(_:)`` for one still
+    ///   missing), and the upload stays failed; ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record
     ///   cannot be written.
     public func retry(_ id: ID) throws {
         guard let upload = schedule.uploads[id], case .failed = upload.state, var record = try? record(of: upload)
@@ -422,7 +431,7 @@ public actor MultipartUploadQueue {
         }
         if changed {
             guard let length = try record.form.rebuilt()?.contentLength else {
-                throw MultipartError(.stateUnwritable(store.url.appendingPathComponent(record.fileName), errno: EINVAL))
+                throw MultipartError(.stateUnwritable(store.url.appendingPathComponent(record.id), errno: EINVAL))
             }
             progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: record.contentLength)
             let sent = min(upload.sent, length.subtractingSaturated(1))
@@ -442,20 +451,43 @@ public actor MultipartUploadQueue {
 
     /// Removes an upload from the queue and its record from disk. One that has not completed is given up: cancelled
     /// if it runs, and its upload resource on the server deleted (through `session`, with `headers`).
+    ///
+    /// While another process runs the queue, that run stops and deletes the upload, as its own remove would, and this
+    /// returns once it has (within a few seconds).
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async {
         guard let upload = schedule.uploads[id] else { return }
         if schedule.stop(id, for: .remove) {
             cancels[id]?.cancel()
             return
         }
-        await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
+        if isRunning {
+            await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
+            return
+        }
+        // No run starts here while this one removes.
+        if let lock = try? store.lock() {
+            await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
+            lock.release()
+            return
+        }
+        // Another process runs the queue: it may be sending this upload, with its saved state.
+        guard (try? change(upload, { $0.removing = true })) != nil else { return }
+        let deadline = Date().addingTimeInterval(Self.removalWait)
+        while Date() < deadline, (try? store.read(id.rawValue)) != nil {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        if let upload = schedule.remove(id) { ended(upload) }
     }
+
+    /// How long a remove waits for another process's run to stop and delete the upload: its look for changes, a
+    /// cancel, and the server's `DELETE`.
+    static let removalWait: TimeInterval = 10
 
     /// Pauses an upload that has not ended: it stays as it is, in this process and the next, until ``resume(_:)``;
     /// one that runs is stopped, its saved state kept for the resume. A ``run(on:headers:)`` returns once every
     /// upload is completed, failed or paused.
     ///
-    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
+    /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
     ///   changed.
     public func pause(_ id: ID) throws {
         guard let upload = schedule.uploads[id] else { return }
@@ -469,13 +501,13 @@ public actor MultipartUploadQueue {
 
     /// Reads the record of `upload`, changes it, and writes it.
     private func change(_ upload: QueueSchedule.Upload, _ change: (inout QueueRecord) -> Void) throws {
-        let file = Self.fileName(upload)
         var record: QueueRecord
         do {
             record = try self.record(of: upload)
         } catch {
             throw MultipartError(
-                .stateUnwritable(store.url.appendingPathComponent(file), errno: EINVAL), underlying: error)
+                .stateUnwritable(store.url.appendingPathComponent(QueueStore.databaseName), errno: EINVAL),
+                underlying: error)
         }
         change(&record)
         try store.write(record)
@@ -484,7 +516,7 @@ public actor MultipartUploadQueue {
     /// Resumes a paused upload: it goes again in its place in the queue, from where the server stands, at once if
     /// the queue runs.
     ///
-    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
+    /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func resume(_ id: ID) throws {
         // A pause that has not yet stopped the upload is taken back too, on disk as here.
         guard let upload = schedule.uploads[id], schedule.isPaused(id) else { return }
@@ -495,7 +527,7 @@ public actor MultipartUploadQueue {
     /// Moves an upload to the front of the queue, in this process and the next: it is the next to start (an upload
     /// moved later goes before it).
     ///
-    /// - Throws: ``MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
+    /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func prioritize(_ id: ID) throws {
         guard let upload = schedule.uploads[id], upload.sequence != nil else { return }
         let priority = schedule.frontPriority
@@ -509,7 +541,7 @@ public actor MultipartUploadQueue {
     public func removeCompleted() async {
         // One pass for all of them: a hundred thousand go at once.
         let removed = schedule.removeCompleted()
-        store.removeRecords(removed.map(Self.fileName))
+        store.removeRecords(removed.map(\.id.rawValue))
         for upload in removed { store.removeState(of: upload.id.rawValue) }
     }
 
@@ -531,12 +563,26 @@ public actor MultipartUploadQueue {
     /// The send of `id`, which the schedule marked running; `nil` when it failed instead.
     private func start(_ id: ID, session: URLSession, headers: MultipartHeaders?) -> Job? {
         guard let upload = schedule.uploads[id] else { return nil }
-        let file = Self.fileName(upload)
         var record: QueueRecord
         do throws(QueueRecord.Damage) {
             record = try self.record(of: upload)
         } catch {
-            return failing(id, because: "its record \(file) cannot be read: \(error.reason)", record: nil)
+            // Removed by another process since the queue last looked: it goes without a byte sent.
+            if error.gone { return dropping(id) }
+            return failing(id, because: "its record cannot be read: \(error.reason)", record: nil)
+        }
+        // Its removal asked for by another process since the queue last looked: removed, not started.
+        if record.removing == true {
+            _ = schedule.pause(id)
+            _ = schedule.finished(id, .stopped, sentWhole: false, at: Date())
+            Task { await self.removeAsked(id) }
+            return nil
+        }
+        // Paused by another process since the queue last looked: it stays as it is.
+        if record.paused == true {
+            _ = schedule.pause(id)
+            _ = schedule.finished(id, .stopped, sentWhole: false, at: Date())
+            return nil
         }
         let startedBefore = record.starts > 0
         record.starts += 1
@@ -578,6 +624,93 @@ public actor MultipartUploadQueue {
             session: session, headers: headers, cancel: handle,
             waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } },
             progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } })
+    }
+
+    /// An upload the schedule started whose record another process removed: gone from the queue, `nil`, for the next
+    /// to be tried. The process that removed it deleted its upload resource.
+    private func dropping(_ id: ID) -> Job? {
+        _ = schedule.stop(id, for: .remove)
+        _ = schedule.finished(id, .stopped, sentWhole: false, at: Date())
+        if let upload = schedule.remove(id) { ended(upload) }
+        return nil
+    }
+
+    /// An upload gone from the queue counts as done: the caller gave it up.
+    private func ended(_ upload: QueueSchedule.Upload) {
+        if upload.state != .completed {
+            inFlightBytes -= min(inFlightBytes, upload.sent)
+            endedBytes += upload.contentLength
+        }
+        report()
+    }
+
+    /// Applies what other processes wrote since the queue last looked, as their calls here would have: an added
+    /// upload joins, a paused or removed one that has not started never starts and one under way is stopped (a
+    /// removed one is deleted on the server as it ends), a resumed, retried or moved one goes as it says. What this
+    /// process wrote comes back too, and changes nothing.
+    func applyChanges() async {
+        guard let (version, written, removed) = store.changes(since: seenVersion) else { return }
+        seenVersion = version
+        for case .record(let summary) in written { await apply(summary) }
+        for id in removed.map(ID.init(rawValue:)) {
+            guard schedule.uploads[id] != nil else { continue }
+            if schedule.stop(id, for: .remove) {
+                cancels[id]?.cancel()
+            } else if let upload = schedule.remove(id) {
+                ended(upload)
+            }
+        }
+    }
+
+    private func apply(_ summary: QueueRecord.Summary) async {
+        let id = ID(rawValue: summary.id)
+        guard let upload = schedule.uploads[id] else {
+            let added = Self.upload(summary, origin: Origin(URL(string: summary.url)))
+            nextSequence = max(nextSequence, summary.sequence + 1)
+            schedule.add(added)
+            progress.totalUnitCount += Int64(clamping: added.contentLength)
+            if added.state == .completed { endedBytes += added.contentLength }
+            eventSink.yield(.added(id))
+            wake()
+            return
+        }
+        if (summary.priority ?? 0) > upload.rank.priority {
+            schedule.prioritize(id)
+            wake()
+        }
+        switch summary.standing {
+        case .removing:
+            if schedule.stop(id, for: .remove) {
+                cancels[id]?.cancel()
+            } else {
+                await removeAsked(id)
+            }
+        case .paused:
+            if !schedule.isPaused(id), schedule.pause(id) { cancels[id]?.cancel() }
+        case .pending where upload.isInFlight:
+            // Its own send's write, or a resume of a pause not yet taken: the send's end decides.
+            break
+        case .pending:
+            if schedule.isPaused(id) {
+                if schedule.resume(id) { wake() }
+            } else if case .failed = upload.state {
+                let length = summary.contentLength
+                progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: upload.contentLength)
+                schedule.update(id) {
+                    ($0.sent, $0.contentLength) = (min($0.sent, length.subtractingSaturated(1)), length)
+                }
+                schedule.retry(id)
+                wake()
+            }
+        case .completed, .failed:
+            break
+        }
+    }
+
+    /// Removes the upload `id`, not in flight, whose removal another process asked for, as its remove would have.
+    private func removeAsked(_ id: ID) async {
+        guard let upload = schedule.uploads[id], !upload.isInFlight, let (session, headers) = running else { return }
+        await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
     }
 
     /// An upload the schedule started fails before its send: `nil`, for the next to be tried.
@@ -650,7 +783,8 @@ public actor MultipartUploadQueue {
         let gate = upload.origin.flatMap { gates[$0] }
         switch ending {
         case .forget:
-            await forget(upload, session: session, headers: headers, givingUp: true)
+            // Its record as the send had it: another process's remove took the one on disk.
+            await forget(upload, session: session, headers: headers, givingUp: true, record: finished.record)
         case .paused:
             // Its saved state kept: the server's word, and its own, come at the resume.
             record.paused = true
@@ -703,13 +837,13 @@ public actor MultipartUploadQueue {
 
     /// Removes `upload`'s record and state; `givingUp` an upload that has not completed deletes its upload resource.
     private func forget(
-        _ upload: QueueSchedule.Upload, session: URLSession, headers: MultipartHeaders?, givingUp: Bool
+        _ upload: QueueSchedule.Upload, session: URLSession, headers: MultipartHeaders?, givingUp: Bool,
+        record known: QueueRecord? = nil
     ) async {
-        let file = Self.fileName(upload)
-        let record = givingUp ? try? record(of: upload) : nil
+        let record = givingUp ? known ?? (try? record(of: upload)) : nil
         schedule.remove(upload.id)
         if upload.state != .completed { inFlightBytes -= min(inFlightBytes, upload.sent) }
-        store.removeRecord(file)
+        store.removeRecord(upload.id.rawValue)
         if let record, let form = try? record.form.rebuilt() {
             var policy = MultipartResumption()
             policy.stateDirectory = store.stateDirectory(of: upload.id.rawValue)

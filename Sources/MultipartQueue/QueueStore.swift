@@ -1,0 +1,296 @@
+import Foundation
+import MultipartStream
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The queue's directory on disk, and the one place that lists, reads, writes and removes the records of its uploads:
+/// one SQLite database, `queue.sqlite`, in write-ahead-log mode, that every process of the queue shares. The
+/// directory is this user's and `0700`, the database `0600`, opened without following a link; an upload's saved state
+/// is a directory of its own beside it.
+///
+/// A row of `uploads` holds what the schedule needs (its place, key, priority, length, URL and standing), which the
+/// queue lists by index without reading a form; `records` holds each record whole, in JSON, apart, so that the list is
+/// a small table. A write is one transaction, synced to
+/// disk unless it says otherwise; every transaction bumps the database's `version`, which each row it wrote, and each
+/// removal, carries, so that a process finds what the others changed since it last looked.
+struct QueueStore: Sendable {
+    let url: URL
+    private let files: SavedUploadDirectory
+    private let database: SQLiteDatabase
+
+    /// The database's file name in the queue's directory.
+    static let databaseName = "queue.sqlite"
+
+    /// The directory, made `0700` if it does not exist, and its database, made if it does not exist. A directory
+    /// that others may write, or another user's, is refused, and so are a database file that is not this user's
+    /// regular file with no permission for others, and a directory that holds an earlier layout of the queue (a file
+    /// a record): this version does not read it.
+    init(_ url: URL) throws(MultipartError) {
+        self.url = url
+        files = SavedUploadDirectory(url, interopVersions: [])
+        try files.prepare()
+        let path = url.appendingPathComponent(Self.databaseName).path
+        var earlier: String?
+        try? POSIX.forEachName(inDirectory: url.path) { name in
+            if earlier == nil, !name.hasPrefix("."), name.hasSuffix(".json") || name.hasSuffix(".records") {
+                earlier = name
+            }
+        }
+        if let earlier {
+            throw MultipartError(
+                .queueUnreadable(
+                    url,
+                    reason:
+                        "it holds \(earlier), a record of an earlier layout of files, which this version does not read")
+            )
+        }
+        try Self.checkFile(path, in: url)
+        do throws(SQLiteDatabase.Failure) {
+            database = try SQLiteDatabase(path: path)
+            try database.withConnection { connection throws(SQLiteDatabase.Failure) in
+                // A commit is on disk when it returns (FULL); the log lets readers in other processes go on while
+                // one writes.
+                try connection.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL")
+                try connection.execute(Self.schema)
+            }
+        } catch {
+            throw MultipartError(.queueUnreadable(url, reason: "its database \(path) cannot be opened: \(error)"))
+        }
+    }
+
+    private static let schema = """
+        CREATE TABLE IF NOT EXISTS uploads (
+            id TEXT PRIMARY KEY NOT NULL,
+            sequence INTEGER NOT NULL,
+            key TEXT,
+            priority INTEGER,
+            content_length INTEGER NOT NULL,
+            url TEXT NOT NULL,
+            standing TEXT NOT NULL,
+            reason TEXT,
+            version INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS records (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL);
+        CREATE INDEX IF NOT EXISTS uploads_by_sequence ON uploads (sequence, id);
+        CREATE INDEX IF NOT EXISTS uploads_by_key ON uploads (key) WHERE key IS NOT NULL;
+        CREATE INDEX IF NOT EXISTS uploads_by_version ON uploads (version);
+        CREATE TABLE IF NOT EXISTS removals (id TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS removals_by_version ON removals (version);
+        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT OR IGNORE INTO meta (name, value) VALUES ('version', 0);
+        """
+
+    /// Makes the database file `0600` where it does not exist, and refuses one that is a link, not a regular file,
+    /// another user's, or open to others: the queue's records name its files and its server.
+    private static func checkFile(_ path: String, in url: URL) throws(MultipartError) {
+        let descriptor: Int32
+        do throws(POSIX.Failure) {
+            descriptor = try POSIX.open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode: 0o600)
+        } catch {
+            throw MultipartError(.stateUnwritable(URL(fileURLWithPath: path), errno: error.code))
+        }
+        defer { POSIX.close(descriptor) }
+        guard let info = try? POSIX.status(of: descriptor), info.st_mode & S_IFMT == S_IFREG,
+            info.st_uid == geteuid(), info.st_mode & 0o077 == 0
+        else {
+            throw MultipartError(
+                .queueUnreadable(url, reason: "its database \(path) is not this user's file alone (0600)"))
+        }
+    }
+
+    /// One upload as listing the database finds it.
+    enum Listed {
+        case record(QueueRecord.Summary)
+        /// A row that is not a record this version reads, named by its ID, with why.
+        case damaged(id: String, reason: String)
+    }
+
+    /// Calls `each` with every record's summary in the queue's order, reading no form: a queue of a hundred thousand
+    /// is never held twice.
+    func forEachRecord(_ each: (Listed) -> Void) {
+        try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            try connection.run(
+                "SELECT id, sequence, key, priority, content_length, url, standing, reason FROM uploads"
+                    + " ORDER BY sequence, id"
+            ) { row in each(Self.listed(row)) }
+        }
+    }
+
+    /// What changed since `version`, as another process or this one wrote it: each upload written since, and the IDs
+    /// of those removed since, with the database's version now.
+    func changes(since version: Int64) -> (version: Int64, written: [Listed], removed: [String])? {
+        try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            var now: Int64 = 0
+            try connection.run("SELECT value FROM meta WHERE name = 'version'") { now = $0.integer(0) ?? 0 }
+            guard now != version else { return (now, [], []) }
+            var written: [Listed] = []
+            try connection.run(
+                "SELECT id, sequence, key, priority, content_length, url, standing, reason FROM uploads"
+                    + " WHERE version > ? ORDER BY sequence, id", [.integer(version)]
+            ) { written.append(Self.listed($0)) }
+            var removed: [String] = []
+            try connection.run("SELECT id FROM removals WHERE version > ?", [.integer(version)]) { row in
+                if let id = row.text(0) { removed.append(id) }
+            }
+            return (now, written, removed)
+        }
+    }
+
+    /// The database's version: every transaction that writes adds one.
+    var version: Int64 {
+        (try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            var now: Int64 = 0
+            try connection.run("SELECT value FROM meta WHERE name = 'version'") { now = $0.integer(0) ?? 0 }
+            return now
+        }) ?? 0
+    }
+
+    private static func listed(_ row: SQLiteDatabase.Row) -> Listed {
+        let id = row.text(0) ?? ""
+        let standing: QueueRecord.Summary.Standing? =
+            switch row.text(6) {
+            case "pending": .pending
+            case "paused": .paused
+            case "completed": .completed
+            case "removing": .removing
+            case "failed": .failed(reason: row.text(7) ?? "")
+            default: nil
+            }
+        guard let sequence = row.integer(1), sequence >= 0, let length = row.integer(4), length >= 0,
+            let url = row.text(5), let standing
+        else { return .damaged(id: id, reason: "its row is not a record this version reads") }
+        return .record(
+            QueueRecord.Summary(
+                id: id, sequence: Int(sequence), key: row.text(2), priority: row.integer(3).map { Int($0) },
+                contentLength: UInt64(length), url: url, standing: standing))
+    }
+
+    /// The record of the upload `id`, whole.
+    func read(_ id: String) throws(QueueRecord.Damage) -> QueueRecord {
+        let data: Data?
+        do throws(SQLiteDatabase.Failure) {
+            data = try database.withConnection { connection throws(SQLiteDatabase.Failure) in
+                var found: Data?
+                try connection.run("SELECT record FROM records WHERE id = ?", [.text(id)]) { found = $0.blob(0) }
+                return found
+            }
+        } catch {
+            throw QueueRecord.Damage(reason: "it cannot be read: \(error)")
+        }
+        guard let data else { throw QueueRecord.Damage(reason: "it is gone", gone: true) }
+        return try QueueRecord.decoded(data, id: id)
+    }
+
+    /// Writes `record` whole over its last version, in one transaction, `syncing` it to disk before it returns (else
+    /// it outlives a kill of the process, not of the system).
+    func write(_ record: QueueRecord, syncing: Bool = true) throws(MultipartError) {
+        try write([record], syncing: syncing)
+    }
+
+    /// Writes every record in one transaction, synced once: where it cannot be written, none of them is.
+    func write(_ records: [QueueRecord], syncing: Bool = true) throws(MultipartError) {
+        guard !records.isEmpty else { return }
+        var rows: [([SQLiteDatabase.Value], SQLiteDatabase.Value)] = []
+        for record in records { rows.append((Self.row(record), .blob(try record.encoded()))) }
+        do throws(SQLiteDatabase.Failure) {
+            try changing(syncing: syncing) { connection, version throws(SQLiteDatabase.Failure) in
+                for (row, record) in rows {
+                    try connection.run(
+                        "INSERT OR REPLACE INTO uploads"
+                            + " (id, sequence, key, priority, content_length, url, standing, reason, version)"
+                            + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row + [.integer(version)])
+                    try connection.run("INSERT OR REPLACE INTO records (id, record) VALUES (?, ?)", [row[0], record])
+                    try connection.run("DELETE FROM removals WHERE id = ?", [row[0]])
+                }
+            }
+        } catch {
+            throw MultipartError(.stateUnwritable(url.appendingPathComponent(Self.databaseName), errno: EIO))
+        }
+    }
+
+    /// Removes the records of the uploads `ids`, in one transaction, leaving each ID's removal for other processes
+    /// to find.
+    func removeRecords(_ ids: [String]) {
+        guard !ids.isEmpty else { return }
+        try? changing(syncing: true) { connection, version throws(SQLiteDatabase.Failure) in
+            for id in ids {
+                try connection.run("DELETE FROM uploads WHERE id = ?", [.text(id)])
+                try connection.run("DELETE FROM records WHERE id = ?", [.text(id)])
+                try connection.run(
+                    "INSERT OR REPLACE INTO removals (id, version) VALUES (?, ?)", [.text(id), .integer(version)])
+            }
+        }
+    }
+
+    /// Removes the record of the upload `id`, if it is there.
+    func removeRecord(_ id: String) {
+        removeRecords([id])
+    }
+
+    /// Runs `body` in a transaction that bumps the database's version, with that version.
+    private func changing(
+        syncing: Bool, _ body: (SQLiteDatabase.Connection, Int64) throws(SQLiteDatabase.Failure) -> Void
+    ) throws(SQLiteDatabase.Failure) {
+        try database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            // A write that may be lost with the system (not with the process) skips the sync of its commit.
+            if !syncing { try connection.execute("PRAGMA synchronous = NORMAL") }
+            defer { if !syncing { try? connection.execute("PRAGMA synchronous = FULL") } }
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(SQLiteDatabase.Failure) {
+                var version: Int64 = 0
+                try connection.run("UPDATE meta SET value = value + 1 WHERE name = 'version' RETURNING value") {
+                    version = $0.integer(0) ?? 0
+                }
+                try body(connection, version)
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    /// The row of `record`: its summary's columns.
+    private static func row(_ record: QueueRecord) -> [SQLiteDatabase.Value] {
+        let summary = record.summary
+        let (standing, reason): (String, String?) =
+            switch summary.standing {
+            case .pending: ("pending", nil)
+            case .paused: ("paused", nil)
+            case .completed: ("completed", nil)
+            case .removing: ("removing", nil)
+            case .failed(let reason): ("failed", reason)
+            }
+        return [
+            .text(summary.id), .integer(Int64(summary.sequence)), .optional(summary.key), .optional(summary.priority),
+            .integer(Int64(clamping: summary.contentLength)), .text(summary.url), .text(standing), .optional(reason),
+        ]
+    }
+
+    /// Where an upload keeps its saved state: a directory of its own, so that two uploads of the same form never
+    /// share one.
+    func stateDirectory(of id: String) -> URL {
+        url.appendingPathComponent("state", isDirectory: true).appendingPathComponent(id)
+    }
+
+    /// Removes an upload's saved state.
+    func removeState(of id: String) {
+        try? FileManager.default.removeItem(at: stateDirectory(of: id))
+    }
+
+    /// The queue's lock, which one process at a time holds while it runs the queue.
+    func lock() throws(MultipartError) -> SavedUploadLock {
+        do {
+            return try files.lock("queue")
+        } catch {
+            if case .uploadInProgress = error.reason { throw MultipartError(.queueInUse(url)) }
+            throw error
+        }
+    }
+}
