@@ -69,14 +69,15 @@ struct Options: Equatable {
     var parallel: Int?
     /// `--key K`: with `--queue DIR`, add the form only if no upload of the queue has this key.
     var queueKey: String?
-    /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`, `--pause ID`, `--resume ID`: with `--queue DIR`,
-    /// look at or steer the queue.
+    /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`, `--pause ID`, `--resume ID`, `--prioritize ID`:
+    /// with `--queue DIR`, look at or steer the queue.
     var queueChange: QueueChange?
     /// `--retry`'s value as given: a number of retries, or with `--queue DIR` the upload to retry.
     private var retryArgument: String?
 
     private static let oneQueueChange = UsageError(
-        "one of --list, --retry ID, --remove ID, --remove-completed, --pause ID, --resume ID at a time")
+        "one of --list, --retry ID, --remove ID, --remove-completed, --pause ID, --resume ID, --prioritize ID at a time"
+    )
 
     /// What `--queue DIR` does besides adding and running.
     enum QueueChange: Equatable {
@@ -92,6 +93,8 @@ struct Options: Equatable {
         case pause(String)
         /// `--resume ID`: a paused upload goes again at the next run.
         case resume(String)
+        /// `--prioritize ID`: the upload is the next to start, in this run and the next.
+        case prioritize(String)
     }
 
     /// Where `-C -` keeps its state: `--state-dir`, else `$XDG_STATE_HOME/multipart` or `~/.local/state/multipart`.
@@ -127,7 +130,7 @@ struct Options: Equatable {
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
         "--retry-delay", "--retry-max-time", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
-        "--queue", "--parallel", "--key", "--remove", "--pause", "--resume",
+        "--queue", "--parallel", "--key", "--remove", "--pause", "--resume", "--prioritize",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
@@ -226,13 +229,13 @@ struct Options: Equatable {
     private func validateQueue() throws(UsageError) {
         guard queue != nil else {
             throw UsageError(
-                "--run, --parallel, --key, --list, --remove, --remove-completed, --pause and --resume are about an "
+                "--run, --parallel, --key, --list, --remove, --remove-completed, --pause, --resume and --prioritize are about an "
                     + "upload queue: give it with --queue DIR")
         }
         if queueChange != nil {
             guard !runsQueue, url == nil, fields.isEmpty, queueKey == nil, parallel == nil else {
                 throw UsageError(
-                    "--list, --retry, --remove, --remove-completed, --pause and --resume show or change the queue: leave out --run, "
+                    "--list, --retry, --remove, --remove-completed, --pause, --resume and --prioritize show or change the queue: leave out --run, "
                         + "--parallel, --key, -F and the URL")
             }
         } else if runsQueue {
@@ -300,9 +303,15 @@ struct Options: Equatable {
         case "--key":
             guard !value.isEmpty else { throw UsageError("--key needs a key") }
             queueKey = value
-        case "--remove", "--pause", "--resume":
+        case "--remove", "--pause", "--resume", "--prioritize":
             guard queueChange == nil else { throw Self.oneQueueChange }
-            queueChange = name == "--remove" ? .remove(value) : name == "--pause" ? .pause(value) : .resume(value)
+            queueChange =
+                switch name {
+                case "--remove": .remove(value)
+                case "--pause": .pause(value)
+                case "--resume": .resume(value)
+                default: .prioritize(value)
+                }
         case "--parallel":
             guard let count = Int(value), (1...64).contains(count) else {
                 throw UsageError("--parallel \(value): expected a number of uploads at once from 1 to 64")

@@ -50,48 +50,54 @@ extension Command {
     private static func change(
         _ queue: MultipartUploadQueue, _ change: Options.QueueChange, headers fields: [String: String]
     ) async throws -> ExitStatus {
-        let uploads = await queue.uploads
-        func upload(_ id: String) throws -> MultipartUploadQueue.Upload {
-            guard let upload = uploads.first(where: { $0.id.rawValue == id }) else {
+        func upload(_ id: String) async throws -> MultipartUploadQueue.Upload {
+            guard let upload = await queue.upload(MultipartUploadQueue.ID(rawValue: id)) else {
                 throw CommandFailure(status: .usage, message: "no upload \(id) in the queue (--queue DIR --list)")
             }
             return upload
         }
         switch change {
         case .list:
-            for upload in uploads { print(line(upload)) }
+            // One line at a time: a hundred thousand are never held at once.
+            await queue.forEachUpload { print(line($0)) }
         case .retry(let id):
-            let upload = try upload(id)
+            let upload = try await upload(id)
             guard case .failed = upload.state else {
                 throw CommandFailure(status: .usage, message: "\(id) has not failed: it is \(upload.state)")
             }
             try await queue.retry(upload.id)
         case .remove(let id):
-            await queue.remove(try upload(id).id, headers: .fresh { _ in fields })
+            await queue.remove(try await upload(id).id, headers: .fresh { _ in fields })
         case .removeCompleted:
             await queue.removeCompleted()
         case .pause(let id):
-            let upload = try upload(id)
+            let upload = try await upload(id)
             switch upload.state {
             case .completed, .failed:
                 throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(upload.state)")
             default: try await queue.pause(upload.id)
             }
         case .resume(let id):
-            let upload = try upload(id)
+            let upload = try await upload(id)
             guard upload.state == .paused else {
                 throw CommandFailure(status: .usage, message: "\(id) is not paused: it is \(upload.state)")
             }
             try await queue.resume(upload.id)
+        case .prioritize(let id):
+            let upload = try await upload(id)
+            switch upload.state {
+            case .completed, .failed:
+                throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(upload.state)")
+            default: try await queue.prioritize(upload.id)
+            }
         }
         return .success
     }
 
     /// One upload as `--list` prints it: ID, state, length, URL, files, and how often it went again.
     static func line(_ upload: MultipartUploadQueue.Upload) -> String {
-        var fields = [
-            upload.id.rawValue, upload.state.description, "\(upload.contentLength) bytes", upload.url.absoluteString,
-        ]
+        let state = upload.runner.map { "\(upload.state) (process \($0))" } ?? upload.state.description
+        var fields = [upload.id.rawValue, state, "\(upload.contentLength) bytes", upload.url.absoluteString]
         if let key = upload.key { fields.append("key \(key)") }
         if !upload.files.isEmpty { fields.append(upload.files.map(\.path).joined(separator: ", ")) }
         if upload.sentAgain > 0 { fields.append("sent again \(upload.sentAgain)") }

@@ -79,6 +79,8 @@ let usage = """
       --remove-completed                           with --queue DIR: take every completed upload out
       --pause ID, --resume ID                      with --queue DIR: keep the upload ID out of every --run (one
                                                    under way stops, its saved state kept) until it is resumed
+      --prioritize ID                              with --queue DIR: make the upload ID the next to start, in a
+                                                   --run under way (in any process) and the next
       --speed-limit BYTES, -Y                      with --speed-time: an attempt slower than BYTES a second
       --speed-time S, -y                           for S seconds has stalled (defaults 1 and 30 when only one
                                                    is given): exit 4, or with -C - a resume, e.g. -y 10

@@ -132,6 +132,7 @@ extension MultipartUploadQueue {
         private func recordCompleted(_ answer: Answer, in record: inout QueueRecord) -> Bool {
             var completed = record
             completed.outcome = .completed(answer.stored)
+            completed.runner = nil
             // Not synced: a power cut that loses it sends the form again, under the same key, and counts it.
             guard (try? store.write(completed, syncing: false)) != nil else { return false }
             record = completed

@@ -8,8 +8,13 @@ import MultipartStream
 extension MultipartUploadQueue {
     /// An upload's identity in its queue, kept in its record: the same in every process that runs the queue.
     public struct ID: Hashable, Sendable, CustomStringConvertible {
-        /// The ID as its record's file name holds it.
+        /// The ID as text, as its record holds it.
         public let rawValue: String
+
+        /// The ID `rawValue` says, as ``description`` printed it (a command line's, a log's).
+        public init(rawValue: String) {
+            self.rawValue = rawValue
+        }
 
         /// The ID as text.
         public var description: String { rawValue }
@@ -99,6 +104,9 @@ extension MultipartUploadQueue {
         /// that a kill cannot hide a copy: a count may stand for a send that a kill stopped before it reached the
         /// server.
         public var sentAgain: Int
+        /// The process that is sending it (its process ID), this one or another: `nil` while none is. An upload
+        /// another process sends is ``State/running`` in this process's listing too.
+        public var runner: Int32?
     }
 
     /// What happens in the queue, as ``events`` tells it.

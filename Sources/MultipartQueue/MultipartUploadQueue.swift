@@ -152,10 +152,16 @@ public actor MultipartUploadQueue {
         return try store.read(upload.id.rawValue)
     }
 
-    /// Every upload of the queue, in its order, each read from its record: a listing of a hundred thousand takes
-    /// seconds (``upload(_:)`` reads one).
+    /// Every upload of the queue, in its order, each read from its row's columns without its form (``upload(_:)``
+    /// reads one, ``forEachUpload(_:)`` one at a time).
     public var uploads: [Upload] {
         schedule.ordered.map(listed)
+    }
+
+    /// Calls `body` with every upload of the queue, in its order, one at a time: a listing of a hundred thousand
+    /// holds one of them at a time, where ``uploads`` holds them all.
+    public func forEachUpload(_ body: @Sendable (Upload) -> Void) {
+        for upload in schedule.ordered { body(listed(upload)) }
     }
 
     /// The upload `id`, read from its record; `nil` for one the queue does not hold.
@@ -164,26 +170,29 @@ public actor MultipartUploadQueue {
     }
 
     private func listed(_ upload: QueueSchedule.Upload) -> Upload {
-        let record = try? record(of: upload)
+        // Its row's columns, not its record: a listing of a hundred thousand decodes no form.
+        let listing = upload.sequence == nil ? nil : store.listing(of: upload.id.rawValue)
+        // Another process's run names itself in the record while it sends; one killed names a process gone.
+        // This process knows what it sends: its own name in a record is a send that ended.
+        let runner =
+            upload.state == .running
+            ? getpid() : listing?.runner.flatMap { $0 != getpid() && kill($0, 0) == 0 ? $0 : nil }
         let state: State =
             switch upload.state {
+            case .pending where runner != nil: .running
             case .pending: .pending
             case .running: .running
             case .waiting(let until): .waiting(until: until)
             case .paused: .paused
             case .failed(let reason): .failed(reason: reason)
             case .completed:
-                if case .completed(let answer)? = record?.outcome {
-                    .completed(Answer(answer))
-                } else {
-                    .completed(Answer(statusCode: nil, headers: [:], body: Data()))
-                }
+                .completed(listing?.answer.map(Answer.init) ?? Answer(statusCode: nil, headers: [:], body: Data()))
             }
         return Upload(
-            id: upload.id, key: upload.key, files: record?.files ?? [], state: state,
-            url: record?.request.url ?? store.url.appendingPathComponent(QueueStore.databaseName),
-            added: record?.added ?? .distantPast, contentLength: upload.contentLength,
-            sentAgain: record?.sentAgain ?? 0)
+            id: upload.id, key: upload.key, files: listing?.files.map { URL(fileURLWithPath: $0) } ?? [], state: state,
+            url: listing?.url ?? store.url.appendingPathComponent(QueueStore.databaseName),
+            added: listing?.added ?? .distantPast, contentLength: upload.contentLength,
+            sentAgain: listing?.sentAgain ?? 0, runner: runner)
     }
 
     // MARK: Adding
@@ -586,6 +595,7 @@ public actor MultipartUploadQueue {
         }
         let startedBefore = record.starts > 0
         record.starts += 1
+        record.runner = getpid()
         let knownNotResumable = schedule.isPlain(upload.origin)
         if knownNotResumable {
             // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
@@ -777,6 +787,7 @@ public actor MultipartUploadQueue {
             case .stopped: .stopped
             }
         var record = finished.record
+        record.runner = nil
         guard let ending = schedule.finished(finished.id, outcome, sentWhole: finished.sentWhole, at: Date()) else {
             return
         }
@@ -805,7 +816,12 @@ public actor MultipartUploadQueue {
             try? store.write(record)
             eventSink.yield(.waiting(finished.id, until: until))
         case .pending:
-            break
+            // Stopped by a cancel: its record no longer names this process (read again: the caller may have moved
+            // it meanwhile).
+            if var current = try? self.record(of: upload), current.runner != nil {
+                current.runner = nil
+                try? store.write(current, syncing: false)
+            }
         }
     }
 
@@ -830,6 +846,7 @@ public actor MultipartUploadQueue {
             var record = record ?? (try? self.record(of: upload))
         {
             record.outcome = .failed(reason: reason)
+            record.runner = nil
             try? store.write(record)
         }
         eventSink.yield(.failed(id, reason: reason))

@@ -16,6 +16,9 @@ struct QueueRecord: Codable, Sendable {
     var key: String?
     /// Whether the caller paused the upload: it stays as it is, in every process, until resumed. `nil` for not.
     var paused: Bool?
+    /// The process that is sending the upload, written as its send starts and taken away as it ends: another
+    /// process's listing says so. A kill leaves it, naming a process that is gone. `nil` for none.
+    var runner: Int32?
     /// Whether another process asked for the upload's removal while this one ran the queue: the run stops it and
     /// removes it, as its own ``MultipartUploadQueue/remove(_:on:headers:)`` would. `nil` for not.
     var removing: Bool?

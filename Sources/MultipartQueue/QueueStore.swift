@@ -74,6 +74,13 @@ struct QueueStore: Sendable {
             url TEXT NOT NULL,
             standing TEXT NOT NULL,
             reason TEXT,
+            added REAL NOT NULL,
+            sent_again INTEGER NOT NULL,
+            files BLOB NOT NULL,
+            answer_status INTEGER,
+            answer_headers BLOB,
+            answer_body BLOB,
+            runner INTEGER,
             version INTEGER NOT NULL
         ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS records (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL);
@@ -171,6 +178,61 @@ struct QueueStore: Sendable {
                 contentLength: UInt64(length), url: url, standing: standing))
     }
 
+    /// What a listing says of an upload beside the schedule's state, read without its form: `nil` for none.
+    func listing(of id: String) -> Listing? {
+        try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            var found: Listing?
+            try connection.run(
+                "SELECT url, added, sent_again, files, answer_status, answer_headers, answer_body, runner"
+                    + " FROM uploads WHERE id = ?", [.text(id)]
+            ) { row in
+                var answer: QueueRecord.Answer?
+                if let body = row.blob(6) {
+                    let fields = Listing.split(row.blob(5) ?? Data())
+                    var headers: [String: String] = [:]
+                    for pair in stride(from: 0, to: fields.count - 1, by: 2) {
+                        headers[fields[pair]] = fields[pair + 1]
+                    }
+                    answer = QueueRecord.Answer(
+                        statusCode: row.integer(4).map { Int($0) }, headers: headers, body: body)
+                }
+                found = Listing(
+                    url: URL(string: row.text(0) ?? ""), added: Date(timeIntervalSince1970: row.real(1) ?? 0),
+                    sentAgain: Int(row.integer(2) ?? 0), files: Listing.split(row.blob(3) ?? Data()), answer: answer,
+                    runner: row.integer(7).flatMap { Int32(exactly: $0) })
+            }
+            return found
+        }
+    }
+
+    /// What a listing shows of an upload.
+    struct Listing {
+        var url: URL?
+        var added: Date
+        var sentAgain: Int
+        var files: [String]
+        /// A completed upload's answer.
+        var answer: QueueRecord.Answer?
+        /// The process sending it, as its record says.
+        var runner: Int32?
+
+        /// Strings one after another, each ended by a NUL, which no path or header holds.
+        static func joined(_ strings: [String]) -> Data {
+            var data = Data()
+            for string in strings {
+                data.append(contentsOf: string.utf8)
+                data.append(0)
+            }
+            return data
+        }
+
+        static func split(_ data: Data) -> [String] {
+            data.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
+                String(decoding: $0, as: UTF8.self)
+            }
+        }
+    }
+
     /// The record of the upload `id`, whole.
     func read(_ id: String) throws(QueueRecord.Damage) -> QueueRecord {
         let data: Data?
@@ -202,9 +264,10 @@ struct QueueStore: Sendable {
             try changing(syncing: syncing) { connection, version throws(SQLiteDatabase.Failure) in
                 for (row, record) in rows {
                     try connection.run(
-                        "INSERT OR REPLACE INTO uploads"
-                            + " (id, sequence, key, priority, content_length, url, standing, reason, version)"
-                            + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row + [.integer(version)])
+                        "INSERT OR REPLACE INTO uploads (id, sequence, key, priority, content_length, url, standing,"
+                            + " reason, added, sent_again, files, answer_status, answer_headers, answer_body, runner,"
+                            + " version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        row + [.integer(version)])
                     try connection.run("INSERT OR REPLACE INTO records (id, record) VALUES (?, ?)", [row[0], record])
                     try connection.run("DELETE FROM removals WHERE id = ?", [row[0]])
                 }
@@ -256,8 +319,10 @@ struct QueueStore: Sendable {
         }
     }
 
-    /// The row of `record`: its summary's columns.
+    /// The row of `record`: its summary's columns, then its listing's.
     private static func row(_ record: QueueRecord) -> [SQLiteDatabase.Value] {
+        var answer: QueueRecord.Answer?
+        if case .completed(let completed)? = record.outcome { answer = completed }
         let summary = record.summary
         let (standing, reason): (String, String?) =
             switch summary.standing {
@@ -270,6 +335,11 @@ struct QueueStore: Sendable {
         return [
             .text(summary.id), .integer(Int64(summary.sequence)), .optional(summary.key), .optional(summary.priority),
             .integer(Int64(clamping: summary.contentLength)), .text(summary.url), .text(standing), .optional(reason),
+            .real(record.added.timeIntervalSince1970), .integer(Int64(record.sentAgain)),
+            .blob(Listing.joined(record.files.map(\.path))), .optional(answer?.statusCode),
+            answer.map { .blob(Listing.joined($0.headers.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] })) }
+                ?? .null,
+            answer.map { .blob($0.body) } ?? .null, record.runner.map { .integer(Int64($0)) } ?? .null,
         ]
     }
 

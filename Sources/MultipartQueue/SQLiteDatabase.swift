@@ -77,6 +77,7 @@ final class SQLiteDatabase: @unchecked Sendable {
                 switch value {
                 case .null: code = sqlite3_bind_null(statement, place)
                 case .integer(let number): code = sqlite3_bind_int64(statement, place, number)
+                case .real(let number): code = sqlite3_bind_double(statement, place, number)
                 case .text(let text):
                     // By its length: a NUL inside is kept, not an end.
                     var text = text
@@ -117,6 +118,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     enum Value {
         case null
         case integer(Int64)
+        case real(Double)
         case text(String)
         case blob(Data)
 
@@ -130,6 +132,10 @@ final class SQLiteDatabase: @unchecked Sendable {
 
         func integer(_ column: Int32) -> Int64? {
             sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+        }
+
+        func real(_ column: Int32) -> Double? {
+            sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_double(statement, column)
         }
 
         func text(_ column: Int32) -> String? {

@@ -22,6 +22,7 @@ import Testing
         #expect(try Options(parsing: ["--queue", "q", "--remove-completed"]).queueChange == .removeCompleted)
         #expect(try Options(parsing: ["--queue", "q", "--pause", "3f2a"]).queueChange == .pause("3f2a"))
         #expect(try Options(parsing: ["--queue", "q", "--resume", "3f2a"]).queueChange == .resume("3f2a"))
+        #expect(try Options(parsing: ["--queue", "q", "--prioritize", "3f2a"]).queueChange == .prioritize("3f2a"))
         let keyed = try Options(parsing: ["--queue", "q", "--key", "k", "-F", "a=1", "http://a.example/"])
         #expect(keyed.queueKey == "k" && keyed.queueChange == nil)
         // curl's --retry N, without a queue, is still a number of retries.
@@ -93,6 +94,8 @@ extension CommandLineTests {
         let moments = (0..<6).map { _ in Double.random(in: 0.2...2.5, using: &generator) }
         // The server log's entries each killed run made: where a creation the kill left unused may be.
         let killed = LockedValue<[Range<Int>]>([])
+        // What SQLite's integrity check says of the database after each kill.
+        let integrity = LockedValue<[String]>([])
         try await onAThreadOfItsOwn { [self] in
             for (round, moment) in moments.enumerated() {
                 let first = try server.log().count
@@ -111,10 +114,12 @@ extension CommandLineTests {
                 Thread.sleep(forTimeInterval: moment)
                 kill(process.processIdentifier, SIGKILL)
                 process.waitUntilExit()
+                integrity.withLock { $0.append(queueIntegrity(in: queue)) }
                 let end = try server.log().count
                 killed.withLock { $0.append(first..<end) }
             }
         }
+        #expect(integrity.withLock { $0.allSatisfy { $0 == "ok" } }, "\(integrity.withLock { $0 })")
         let (last, _) = try await runQueue(queue, upTo: 240)
         #expect(last.status == 4, "one failed: \(last.stderr)")
 
@@ -272,6 +277,7 @@ extension CommandLineTests {
             }
             try server.setHostile(seed: generator.next())
             let moments = (0..<3).map { _ in Double.random(in: 0.05...1.5, using: &generator) }
+            let integrity = LockedValue<[String]>([])
             try await onAThreadOfItsOwn { [self] in
                 for (round, moment) in moments.enumerated() {
                     let process = try start(
@@ -279,8 +285,10 @@ extension CommandLineTests {
                     Thread.sleep(forTimeInterval: moment)
                     kill(process.processIdentifier, SIGKILL)
                     process.waitUntilExit()
+                    integrity.withLock { $0.append(queueIntegrity(in: queue)) }
                 }
             }
+            #expect(integrity.withLock { $0.allSatisfy { $0 == "ok" } }, "trial \(trial): \(integrity.withLock { $0 })")
             try server.setHostile(seed: nil)
             let (last, _) = try await runQueue(queue, upTo: 120)
             #expect([0, 4].contains(last.status), "trial \(trial): \(last.stderr)")
@@ -436,6 +444,7 @@ extension CommandLineTests {
             kill(-adding.processIdentifier, SIGKILL)
             adding.waitUntilExit()
         }
+        #expect(queueIntegrity(in: queue) == "ok", "killed after \(killedAt) adds")
         for round in 0..<2 {
             let again = try await run([], shell: loop)
             #expect(again.status == 0, "round \(round): \(again.stderr)")
@@ -542,15 +551,15 @@ extension CommandLineTests {
 
     /// Steering from another process while a run sends, one upload at a time: a paused upload and a removed one
     /// that have not started are never started, one removed while under way stops within seconds and is deleted on
-    /// the server, and the run sends the rest. Before the queue kept one database every process shares, the run sent
+    /// the server, one moved to the front goes next, and the run sends the rest. Before the queue kept one database every process shares, the run sent
     /// the paused upload and wrote it back completed.
     @Test func anotherProcessSteersARunningQueue() async throws {
         let server = try await DraftServer()
         let queue = directory.path("queue").path
         var added: [(id: String, form: DraftServer.Form)] = []
-        for index in 0..<4 {
+        for index in 0..<5 {
             // The first takes some 6 s (64 KiB every 50 ms): the others are steered while it goes.
-            let (bytes, scenario) = index == 0 ? (8 << 20, "slow") : (10_000, "default")
+            let (bytes, scenario) = index == 0 ? (8 << 20, "slow") : (10_000 + index, "default")
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: bytes))
             added.append(try await enqueue(index, to: server.url(scenario: scenario), queue: queue))
         }
@@ -561,8 +570,13 @@ extension CommandLineTests {
                 seen: { "\((try? server.log()) ?? [])" },
                 until: { try server.log().contains(where: { $0.method == "POST" }) })
         }
+        let sending = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        #expect(
+            sending.contains("\(added[0].id)  running (process \(runner.processIdentifier))  "),
+            "another process's listing says who sends what: \(sending)")
         #expect(try await run(["--queue", queue, "--pause", added[1].id]).status == 0)
         #expect(try await run(["--queue", queue, "--remove", added[2].id]).status == 0)
+        #expect(try await run(["--queue", queue, "--prioritize", added[4].id]).status == 0)
         #expect(try await run(["--queue", queue, "--remove", added[0].id]).status == 0)
         let errors = directory.path("run.err")
         let said = { @Sendable in (try? String(contentsOf: errors, encoding: .utf8)) ?? "" }
@@ -579,12 +593,13 @@ extension CommandLineTests {
         #expect(runner.terminationStatus == 0, "\(said())")
         // The remove is looked for every half second, and the send stops as a cancel does.
         #expect(stoppedAfter < 5, "the upload under way was deleted \(stoppedAfter) s after its remove returned")
-        #expect(try server.forms() == [added[3].form], "only the upload nobody steered completed")
+        #expect(try server.forms() == [added[4].form, added[3].form], "the one moved first, then the one not steered")
         let creations = try server.log().filter { $0.method == "POST" }.count
-        #expect(creations == 2, "the paused and the removed upload were never created")
+        #expect(creations == 3, "the paused and the removed upload were never created")
         let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
         #expect(
             listed.contains("\(added[1].id)  paused  ") && listed.contains("\(added[3].id)  completed"), "\(listed)")
+        #expect(listed.contains("\(added[4].id)  completed"), "\(listed)")
         #expect(!listed.contains(added[0].id) && !listed.contains(added[2].id), "\(listed)")
         print("steered from another process: the removed upload under way deleted \(stoppedAfter) s after the remove")
     }
@@ -624,4 +639,19 @@ func queueRecords(in queue: String) -> Int {
         try connection.run("SELECT count(*) FROM uploads") { count = Int($0.integer(0) ?? 0) }
     }
     return count
+}
+
+/// What SQLite's `PRAGMA integrity_check` says of the queue's database in `queue`: "ok" for a whole one.
+func queueIntegrity(in queue: String) -> String {
+    let path = URL(fileURLWithPath: queue).appendingPathComponent(QueueStore.databaseName).path
+    guard FileManager.default.fileExists(atPath: path) else { return "no database at \(path)" }
+    var lines: [String] = []
+    do {
+        try SQLiteDatabase(path: path).withConnection { connection throws(SQLiteDatabase.Failure) in
+            try connection.run("PRAGMA integrity_check") { lines.append($0.text(0) ?? "") }
+        }
+    } catch {
+        return "\(error)"
+    }
+    return lines.joined(separator: "; ")
 }

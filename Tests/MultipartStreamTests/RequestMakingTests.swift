@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Every request the library sends is made in one place, ``RequestMaker``: a request built or changed anywhere else in
-/// the module's sources fails here, so that a rule (the origin rule, the draft's fields after the hook's, the form's
+/// the module's sources, or the queue's (MultipartQueue), fails here, so that a rule (the origin rule, the draft's fields after the hook's, the form's
 /// framing) cannot be skipped by a new path. The drivers and policies hand it values instead.
 @Suite struct RequestMakingTests {
     /// Where a request may be built or changed outside ``RequestMaker``, and why: the caller's own request, before
@@ -11,8 +11,10 @@ import Testing
         "Upload/Request/RequestMaker.swift": "the one place",
         "URLRequest+Body.swift": "the body's header helpers the maker and the public request builder call",
         "Upload/API/URLRequest+Multipart.swift": "the public API that builds the caller's own request",
-        "Queue/QueueRecord.swift": "a queued upload's request as the caller gave it, read back from its record",
-        "Queue/MultipartUploadQueue+Job.swift": "the queue as the caller: its Idempotency-Key on its own request",
+        "MultipartQueue/QueueRecord.swift":
+            "a queued upload's request as the caller gave it, read back from its record",
+        "MultipartQueue/MultipartUploadQueue+Job.swift":
+            "the queue as the caller: its Idempotency-Key on its own request",
     ]
 
     /// The lines of `code` that build or change a `URLRequest`: a property of one assigned (with a receiver, or bare
@@ -58,7 +60,11 @@ import Testing
     @Test func noRequestIsMadeOutsideTheRequestMaker() throws {
         var outside: [String] = []
         var seenAllowed: Set<String> = []
-        for (folder, url) in try LayeringTests.files() {
+        let queue = LayeringTests.sources.deletingLastPathComponent().appendingPathComponent("MultipartQueue")
+        let queueFiles = try FileManager.default.contentsOfDirectory(at: queue, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "swift" }
+        #expect(queueFiles.count > 5, "the queue's sources were not found at \(queue.path)")
+        for (folder, url) in try LayeringTests.files() + queueFiles.map({ ("MultipartQueue", $0) }) {
             let file = folder == "." ? url.lastPathComponent : "\(folder)/\(url.lastPathComponent)"
             let changes = Self.changes(in: try LayeringTests.code(of: url))
             if Self.allowed[file] != nil {

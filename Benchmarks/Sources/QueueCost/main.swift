@@ -26,6 +26,11 @@ var maxKB: Double?
 var maxAddSeconds: Double?
 var maxOpenSeconds: Double?
 var maxOpenMiB: Double?
+var maxListSeconds: Double?
+// The `multipart` command whose `--queue DIR --list` of the many is timed, with its bounds.
+var listCommand: String?
+var maxCommandSeconds: Double?
+var maxCommandMiB: Double?
 var runsMany = true
 var arguments = CommandLine.arguments.dropFirst()
 while let option = arguments.popFirst() {
@@ -42,11 +47,16 @@ while let option = arguments.popFirst() {
     case ("--max-add-seconds", let value?) where Double(value) != nil: maxAddSeconds = Double(value)
     case ("--max-open-seconds", let value?) where Double(value) != nil: maxOpenSeconds = Double(value)
     case ("--max-open-mib", let value?) where Double(value) != nil: maxOpenMiB = Double(value)
+    case ("--max-list-seconds", let value?) where Double(value) != nil: maxListSeconds = Double(value)
+    case ("--list-command", let value?): listCommand = value
+    case ("--max-command-seconds", let value?) where Double(value) != nil: maxCommandSeconds = Double(value)
+    case ("--max-command-mib", let value?) where Double(value) != nil: maxCommandMiB = Double(value)
     default:
         FileHandle.standardError.write(
             Data(
                 ("usage: queue-cost [--uploads N] [--rounds R] [--queued N] [--no-run] [--max-ratio X] [--max-kb KB] "
-                    + "[--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M]\n").utf8))
+                    + "[--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M] [--max-list-seconds S] "
+                    + "[--list-command MULTIPART [--max-command-seconds S] [--max-command-mib M]]\n").utf8))
         exit(2)
     }
 }
@@ -166,10 +176,25 @@ let openSeconds = Double(DispatchTime.now().uptimeNanoseconds - openStart) / 1e9
 let loaded = ProcessDescriptors.residentBytes() - memory
 // What opening took at its height, above what the process held before: the names and summaries read at once.
 let openPeak = ProcessDescriptors.peakResidentBytes() - memory
-// Listing reads every record: what a view of every upload costs, apart from opening.
+// Listing reads every upload's row: what a view of every upload costs, apart from opening.
 let listStart = DispatchTime.now().uptimeNanoseconds
 let listed = await reopened.uploads.count
 let listSeconds = Double(DispatchTime.now().uptimeNanoseconds - listStart) / 1e9
+// The command's `--list` of the same queue, in a process of its own: its time and its peak resident memory.
+var command: (seconds: Double, mib: Double)?
+if let listCommand {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: listCommand)
+    process.arguments = ["--queue", many.path, "--list"]
+    process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+    let commandStart = DispatchTime.now().uptimeNanoseconds
+    try process.run()
+    process.waitUntilExit()
+    var usage = rusage()
+    getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+    guard process.terminationStatus == 0 else { fail("the command's --list exited \(process.terminationStatus)") }
+    command = (Double(DispatchTime.now().uptimeNanoseconds - commandStart) / 1e9, Double(usage.ru_maxrss) / 1024)
+}
 memory = ProcessDescriptors.residentBytes()
 let runStart = DispatchTime.now().uptimeNanoseconds
 if runsMany { try await reopened.run(on: session) }
@@ -187,7 +212,22 @@ print(
         queued, addSeconds, perUpload(added), openSeconds, perUpload(loaded), Double(loaded) / 1_048_576,
         Double(openPeak) / 1_048_576, listSeconds, runSeconds, perUpload(ran),
         Double(ProcessDescriptors.residentBytes()) / 1_048_576))
+if let command {
+    print(String(format: "the command's --list of %d: %.2f s, %.0f MiB resident", queued, command.seconds, command.mib))
+}
 var failed = false
+if let maxListSeconds, listSeconds > maxListSeconds {
+    print(String(format: "FAIL: listing took %.2f s, more than %.2f", listSeconds, maxListSeconds))
+    failed = true
+}
+if let command, let maxCommandSeconds, command.seconds > maxCommandSeconds {
+    print(String(format: "FAIL: the command's --list took %.2f s, more than %.2f", command.seconds, maxCommandSeconds))
+    failed = true
+}
+if let command, let maxCommandMiB, command.mib > maxCommandMiB {
+    print(String(format: "FAIL: the command's --list took %.0f MiB, more than %.0f", command.mib, maxCommandMiB))
+    failed = true
+}
 if let maxRatio, ratio > maxRatio {
     print(String(format: "FAIL: %.3f is over %.2f", ratio, maxRatio))
     failed = true
