@@ -558,8 +558,8 @@ extension CommandLineTests {
         let queue = directory.path("queue").path
         var added: [(id: String, form: DraftServer.Form)] = []
         for index in 0..<5 {
-            // The first takes some 6 s (64 KiB every 50 ms): the others are steered while it goes.
-            let (bytes, scenario) = index == 0 ? (8 << 20, "slow") : (10_000 + index, "default")
+            // The first takes some 25 s (64 KiB every 50 ms): the others are steered while it goes.
+            let (bytes, scenario) = index == 0 ? (32 << 20, "slow") : (10_000 + index, "default")
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: bytes))
             added.append(try await enqueue(index, to: server.url(scenario: scenario), queue: queue))
         }

@@ -137,6 +137,11 @@ extension URLSessionSuites {
             }
         }
 
+        /// The longest a cancel may take to return: the promise's 0.5 s, and under a sanitizer (CI names it in
+        /// MULTIPART_SANITIZER) 2.5 s, where the pass is for races and traps and every step runs many times slower (a
+        /// ThreadSanitizer pass beside a test of many processes measured 1.34 s).
+        static let longestCancel = ProcessInfo.processInfo.environment["MULTIPART_SANITIZER"] == nil ? 0.5 : 2.5
+
         /// Storms of each size on `way`, `counts[i]` cancels for `sizes[i]`, then what is left once idle.
         static func storms(_ way: Way, counts: [Int], seed: UInt64) async throws -> Figures {
             let saved = PrivateSessions.shared.idleTimeout
@@ -147,7 +152,7 @@ extension URLSessionSuites {
             var total = Figures()
             for (size, count) in zip(sizes, counts) {
                 let figures = try await storm(way, size: size, count: count, seed: seed, in: directory)
-                #expect(figures.slowest < 0.5, "\(way), \(size) bytes: \(figures)")
+                #expect(figures.slowest < Self.longestCancel, "\(way), \(size) bytes: \(figures)")
                 total.add(figures)
             }
             // Around the end: some cancels came before it and some after.
