@@ -101,9 +101,11 @@ extension Command {
         if let key = upload.key { fields.append("key \(key)") }
         if !upload.files.isEmpty { fields.append(upload.files.map(\.path).joined(separator: ", ")) }
         if upload.sentAgain > 0 { fields.append("sent again \(upload.sentAgain)") }
-        // One line an upload, whatever a reason or a path holds.
-        return fields.joined(separator: "  ").replacingOccurrences(of: "\n", with: " ")
-            .replacingOccurrences(of: "\r", with: " ")
+        // One line an upload, whatever a reason or a path holds: each CR and LF a space, byte by byte (UTF-8 has
+        // them in no other character, and a CR LF is one Character), over the line's bytes once.
+        let line = fields.joined(separator: "  ")
+        guard line.utf8.contains(where: { $0 == 10 || $0 == 13 }) else { return line }
+        return String(decoding: line.utf8.map { $0 == 10 || $0 == 13 ? 32 : $0 }, as: UTF8.self)
     }
 
     /// Sends the queue; exit 0 when every upload completed, 4 when one failed. Ctrl-C stops it, keeping the uploads

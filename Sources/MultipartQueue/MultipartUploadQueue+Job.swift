@@ -130,11 +130,14 @@ extension MultipartUploadQueue {
         /// upload completed, so that a kill in between resumes it, and the server says it has the form. `false` when
         /// the record could not be written (the state is kept: the next run finds the upload completed).
         private func recordCompleted(_ answer: Answer, in record: inout QueueRecord) -> Bool {
-            var completed = record
-            completed.outcome = .completed(answer.stored)
-            completed.runner = nil
             // Not synced: a power cut that loses it sends the form again, under the same key, and counts it.
-            guard (try? store.write(completed, syncing: false)) != nil else { return false }
+            let completed = try? store.update(id.rawValue, syncing: false) {
+                $0.outcome = .completed(answer.stored)
+                $0.runner = nil
+                // A pause that came as it completed has nothing left to pause.
+                $0.paused = nil
+            }
+            guard let completed = completed ?? nil else { return false }
             record = completed
             store.removeState(of: id.rawValue)
             return true
@@ -172,9 +175,12 @@ extension MultipartUploadQueue {
     /// a run that sent the form whole. At most one count a send.
     final class Notes: Sendable {
         private struct Seen {
+            /// The record as this send last wrote it.
             var record: QueueRecord
             var whole = false
             var counted = false
+            /// Whether the record says the form went whole.
+            var noted = false
             var answer = Data()
         }
         private let seen: LockedValue<Seen>
@@ -188,7 +194,8 @@ extension MultipartUploadQueue {
         private let wentWholeAtStart: Bool
 
         init(record: QueueRecord, store: QueueStore, startedBefore: Bool, wentWholeAtStart: Bool) {
-            seen = LockedValue(Seen(record: record, counted: wentWholeAtStart && startedBefore))
+            seen = LockedValue(
+                Seen(record: record, counted: wentWholeAtStart && startedBefore, noted: wentWholeAtStart))
             self.store = store
             self.startedBefore = startedBefore
             self.wentWholeAtStart = wentWholeAtStart
@@ -199,11 +206,7 @@ extension MultipartUploadQueue {
             switch event {
             case .notResumable:
                 // The whole form goes next, in one request.
-                let noted = wentWholeAtStart
-                note(again: startedBefore) {
-                    $0.whole = true
-                    if !noted { $0.record.sentWhole = Date() }
-                }
+                note(again: startedBefore, whole: true)
             case .startedOver(.uploadGone):
                 note(again: startedBefore)
             case .requestSent("PATCH", _, let fields) where fields[ResumableUpload.Header.offset] == "0":
@@ -212,16 +215,24 @@ extension MultipartUploadQueue {
             }
         }
 
-        /// Counts a send again where `again` says so and none was counted yet, applies `change`, and writes the
-        /// record when it changed. Not synced, as a start's write: it outlives a kill, the failure it is for.
-        private func note(again: Bool, _ change: (inout Seen) -> Void = { _ in }) {
-            let changed = seen.withLock { seen -> QueueRecord? in
-                let before = (seen.record.sentAgain, seen.record.sentWhole)
-                if again, !seen.counted { (seen.record.sentAgain, seen.counted) = (seen.record.sentAgain + 1, true) }
-                change(&seen)
-                return before == (seen.record.sentAgain, seen.record.sentWhole) ? nil : seen.record
+        /// Counts a send again where `again` says so and none was counted yet, and says that the form goes `whole`,
+        /// in the record as it stands on disk (another process may have paused it meanwhile). Not synced, as a
+        /// start's write: it outlives a kill, the failure it is for.
+        private func note(again: Bool, whole: Bool = false) {
+            let (count, say) = seen.withLock { seen -> (Bool, Bool) in
+                let count = again && !seen.counted
+                let say = whole && !seen.noted
+                seen.counted = seen.counted || count
+                seen.noted = seen.noted || say
+                seen.whole = seen.whole || whole
+                return (count, say)
             }
-            if let changed { try? store.write(changed, syncing: false) }
+            guard count || say else { return }
+            let written = try? store.update(seen.withLock { $0.record.id }, syncing: false) {
+                if count { $0.sentAgain += 1 }
+                if say { $0.sentWhole = Date() }
+            }
+            if let written = written ?? nil { seen.withLock { $0.record = written } }
         }
 
         func keep(_ data: Data) {

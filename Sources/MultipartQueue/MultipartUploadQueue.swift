@@ -155,23 +155,43 @@ public actor MultipartUploadQueue {
     /// Every upload of the queue, in its order, each read from its row's columns without its form (``upload(_:)``
     /// reads one, ``forEachUpload(_:)`` one at a time).
     public var uploads: [Upload] {
-        schedule.ordered.map(listed)
+        var all: [Upload] = []
+        all.reserveCapacity(schedule.uploads.values.count)
+        eachUpload { all.append($0) }
+        return all
     }
 
     /// Calls `body` with every upload of the queue, in its order, one at a time: a listing of a hundred thousand
     /// holds one of them at a time, where ``uploads`` holds them all.
     public func forEachUpload(_ body: @Sendable (Upload) -> Void) {
-        for upload in schedule.ordered { body(listed(upload)) }
+        eachUpload(body)
     }
 
-    /// The upload `id`, read from its record; `nil` for one the queue does not hold.
+    private func eachUpload(_ body: (Upload) -> Void) {
+        // One pass of the database's index of the order, which is the schedule's: no sorted copy of the queue.
+        var damaged: [QueueSchedule.Upload] = []
+        store.forEachListing { row, listing in
+            let id: String
+            switch row {
+            case .record(let summary): id = summary.id
+            case .damaged(let damaged, _): id = damaged
+            }
+            // A row another process wrote since this one last looked is listed once it is applied.
+            guard let upload = schedule.uploads[ID(rawValue: id)] else { return }
+            guard upload.sequence != nil else { return damaged.append(upload) }
+            body(listed(upload, listing: listing))
+        }
+        // A row that is no record has no place in the order: last, as the schedule ranks it.
+        for upload in damaged.sorted(by: { $0.rank < $1.rank }) { body(listed(upload, listing: nil)) }
+    }
+
+    /// The upload `id`, read from its row's columns; `nil` for one the queue does not hold.
     public func upload(_ id: ID) -> Upload? {
-        schedule.uploads[id].map(listed)
+        schedule.uploads[id].map { listed($0, listing: $0.sequence == nil ? nil : store.listing(of: id.rawValue)) }
     }
 
-    private func listed(_ upload: QueueSchedule.Upload) -> Upload {
-        // Its row's columns, not its record: a listing of a hundred thousand decodes no form.
-        let listing = upload.sequence == nil ? nil : store.listing(of: upload.id.rawValue)
+    /// `upload` as the schedule has it and its row's columns say: a listing of a hundred thousand decodes no form.
+    private func listed(_ upload: QueueSchedule.Upload, listing: QueueStore.Listing?) -> Upload {
         // Another process's run names itself in the record while it sends; one killed names a process gone.
         // This process knows what it sends: its own name in a record is a send that ended.
         let runner =
@@ -258,9 +278,47 @@ public actor MultipartUploadQueue {
         if let appendError = upload.form.appendError { throw appendError }
         guard let length = upload.form.contentLength else { throw MultipartError(.streamNotQueued) }
         return QueueRecord(
-            id: UUID().uuidString.lowercased(), key: upload.key, sequence: sequence ?? nextSequence, added: Date(),
+            id: Self.newID(), key: upload.key, sequence: sequence ?? nextSequence, added: Date(),
             request: storedRequest, form: stored, contentLength: length)
     }
+
+    /// A new upload's ID: a UUID of version 7 (RFC 9562), whose first 48 bits are the time in milliseconds and next
+    /// 12 a count within it, so that the IDs a process makes sort in the order made and a hundred thousand added go
+    /// into the database's indexes at their ends rather than at random pages of them.
+    static func newID() -> String {
+        lastID.withLock { newID(at: Date(), after: &$0) }
+    }
+
+    /// The ID made at `now` after the one of time and count `last`, which it updates.
+    static func newID(at now: Date, after last: inout IDClock) -> String {
+        let time = UInt64(max(0, (now.timeIntervalSince1970 * 1_000).rounded(.down)))
+        // The same millisecond, or a clock that went back, counts on; a count used up moves to the next.
+        if time > last.milliseconds {
+            last = IDClock(milliseconds: time, count: 0)
+        } else if last.count < 0xFFF {
+            last.count += 1
+        } else {
+            last = IDClock(milliseconds: last.milliseconds + 1, count: 0)
+        }
+        var bytes = UUID().uuid
+        let (milliseconds, count) = (last.milliseconds, last.count)
+        withUnsafeMutableBytes(of: &bytes) { raw in
+            for place in 0..<6 { raw[place] = UInt8(truncatingIfNeeded: milliseconds >> (40 - 8 * UInt64(place))) }
+            raw[6] = 0x70 | UInt8(count >> 8)
+            raw[7] = UInt8(truncatingIfNeeded: count)
+            raw[8] = 0x80 | raw[8] & 0x3F
+        }
+        return UUID(uuid: bytes).uuidString.lowercased()
+    }
+
+    /// The time and count of the last ID made.
+    struct IDClock: Sendable {
+        var milliseconds: UInt64 = 0
+        var count: UInt16 = 0
+    }
+
+    /// This process's last ID.
+    private static let lastID = LockedValue(IDClock())
 
     /// Puts `record`, on disk already, at the queue's end.
     private func enter(_ record: QueueRecord) -> ID {
@@ -438,22 +496,30 @@ public actor MultipartUploadQueue {
                 throw MultipartError(error, partIndex: place, partName: part.name)
             }
         }
+        var length = record.contentLength
         if changed {
-            guard let length = try record.form.rebuilt()?.contentLength else {
+            guard let rebuilt = try record.form.rebuilt()?.contentLength else {
                 throw MultipartError(.stateUnwritable(store.url.appendingPathComponent(record.id), errno: EINVAL))
             }
+            length = rebuilt
+        }
+        // The saved state stays: it is of the old file, and the next run, finding the form changed, deletes the
+        // server's upload of it and starts over.
+        try change(upload) {
+            if changed {
+                $0.form.parts = record.form.parts
+                $0.contentLength = length
+                // Another form for the server: a key of its own.
+                $0.generation = ($0.generation ?? 0) + 1
+            }
+            $0.outcome = nil
+        }
+        if changed {
             progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: record.contentLength)
             let sent = min(upload.sent, length.subtractingSaturated(1))
             inFlightBytes -= min(inFlightBytes, upload.sent - sent)
             schedule.update(id) { ($0.sent, $0.contentLength) = (sent, length) }
-            record.contentLength = length
-            // Another form for the server: a key of its own.
-            record.generation = (record.generation ?? 0) + 1
         }
-        record.outcome = nil
-        // The saved state stays: it is of the old file, and the next run, finding the form changed, deletes the
-        // server's upload of it and starts over.
-        try store.write(record)
         schedule.retry(id)
         wake()
     }
@@ -508,18 +574,14 @@ public actor MultipartUploadQueue {
         if schedule.pause(id) { cancels[id]?.cancel() }
     }
 
-    /// Reads the record of `upload`, changes it, and writes it.
+    /// Changes the record of `upload` as it stands on disk.
     private func change(_ upload: QueueSchedule.Upload, _ change: (inout QueueRecord) -> Void) throws {
-        var record: QueueRecord
-        do {
-            record = try self.record(of: upload)
-        } catch {
-            throw MultipartError(
-                .stateUnwritable(store.url.appendingPathComponent(QueueStore.databaseName), errno: EINVAL),
-                underlying: error)
+        let unwritable = MultipartError.Reason.stateUnwritable(
+            store.url.appendingPathComponent(QueueStore.databaseName), errno: EINVAL)
+        guard upload.sequence != nil else { throw MultipartError(unwritable) }
+        guard try store.update(upload.id.rawValue, change) != nil else {
+            throw MultipartError(unwritable, underlying: QueueRecord.Damage(reason: "it is gone", gone: true))
         }
-        change(&record)
-        try store.write(record)
     }
 
     /// Resumes a paused upload: it goes again in its place in the queue, from where the server stands, at once if
@@ -578,7 +640,7 @@ public actor MultipartUploadQueue {
         } catch {
             // Removed by another process since the queue last looked: it goes without a byte sent.
             if error.gone { return dropping(id) }
-            return failing(id, because: "its record cannot be read: \(error.reason)", record: nil)
+            return failing(id, because: "its record cannot be read: \(error.reason)")
         }
         // Its removal asked for by another process since the queue last looked: removed, not started.
         if record.removing == true {
@@ -594,33 +656,36 @@ public actor MultipartUploadQueue {
             return nil
         }
         let startedBefore = record.starts > 0
-        record.starts += 1
-        record.runner = getpid()
         let knownNotResumable = schedule.isPlain(upload.origin)
-        if knownNotResumable {
-            // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
-            record.sentWhole = Date()
-            if startedBefore { record.sentAgain += 1 }
-        }
         do {
             // Not synced: it outlives a kill, and counts what a crash of the system may send again.
-            try store.write(record, syncing: false)
+            let started = try store.update(id.rawValue, syncing: false) {
+                $0.starts += 1
+                $0.runner = getpid()
+                if knownNotResumable {
+                    // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
+                    $0.sentWhole = Date()
+                    if startedBefore { $0.sentAgain += 1 }
+                }
+            }
+            guard let started else { return dropping(id) }
+            record = started
         } catch {
-            return failing(id, because: "its record cannot be written: \(error)", record: record)
+            return failing(id, because: "its record cannot be written: \(error)")
         }
         let form: MultipartFormData?
         do {
             form = try record.form.rebuilt()
         } catch {
-            return failing(id, because: "\(error)", record: record)
+            return failing(id, because: "\(error)")
         }
-        guard let form else { return failing(id, because: "its record does not make a form", record: record) }
+        guard let form else { return failing(id, because: "its record does not make a form") }
         // A file gone or changed while the upload waited fails it before it asks the server for anything. One a run
         // before started is left to its saved state, which deletes the server's upload of the old file.
         do {
             if !startedBefore { try form.checkFiles() }
         } catch {
-            return failing(id, because: "\(error)", record: record)
+            return failing(id, because: "\(error)")
         }
         let handle = CancelHandle()
         cancels[id] = handle
@@ -724,9 +789,9 @@ public actor MultipartUploadQueue {
     }
 
     /// An upload the schedule started fails before its send: `nil`, for the next to be tried.
-    private func failing(_ id: ID, because reason: String, record: QueueRecord?) -> Job? {
+    private func failing(_ id: ID, because reason: String) -> Job? {
         _ = schedule.finished(id, .failed(reason: reason), sentWhole: false, at: Date())
-        fail(id, because: reason, record: record)
+        fail(id, because: reason)
         return nil
     }
 
@@ -786,8 +851,6 @@ public actor MultipartUploadQueue {
             case .waiting(let outage): .waiting(outage: outage)
             case .stopped: .stopped
             }
-        var record = finished.record
-        record.runner = nil
         guard let ending = schedule.finished(finished.id, outcome, sentWhole: finished.sentWhole, at: Date()) else {
             return
         }
@@ -798,56 +861,54 @@ public actor MultipartUploadQueue {
             await forget(upload, session: session, headers: headers, givingUp: true, record: finished.record)
         case .paused:
             // Its saved state kept: the server's word, and its own, come at the resume.
-            record.paused = true
-            try? store.write(record)
+            _ = try? store.update(finished.id.rawValue) {
+                $0.paused = true
+                $0.runner = nil
+            }
         case .completed:
             // A server that speaks no draft says it is back this way.
             gate?.answered()
             if case .completed(let answer) = finished.outcome {
-                // It ended as a pause came: that stands.
-                if record.paused == true { record.paused = nil }
-                complete(upload, with: answer, record: record, recorded: finished.completionRecorded)
+                complete(upload, with: answer, recorded: finished.completionRecorded)
             }
         case .failed(let reason):
-            record.paused = nil
-            fail(finished.id, because: reason, record: record)
+            fail(finished.id, because: reason)
         case .waiting(let until):
             if case .waiting(outage: true) = outcome { gate?.markOut() } else { gate?.answered() }
-            try? store.write(record)
+            _ = try? store.update(finished.id.rawValue, syncing: false) { $0.runner = nil }
             eventSink.yield(.waiting(finished.id, until: until))
         case .pending:
-            // Stopped by a cancel: its record no longer names this process (read again: the caller may have moved
-            // it meanwhile).
-            if var current = try? self.record(of: upload), current.runner != nil {
-                current.runner = nil
-                try? store.write(current, syncing: false)
-            }
+            // Stopped by a cancel: its record no longer names this process.
+            _ = try? store.update(finished.id.rawValue, syncing: false) { $0.runner = nil }
         }
     }
 
-    /// The upload completed; `recorded` when its send wrote `record` so already.
-    private func complete(_ upload: QueueSchedule.Upload, with answer: Answer, record: QueueRecord, recorded: Bool) {
+    /// The upload completed; `recorded` when its send wrote its record so already.
+    private func complete(_ upload: QueueSchedule.Upload, with answer: Answer, recorded: Bool) {
         inFlightBytes -= min(inFlightBytes, upload.sent)
         if !recorded {
-            var record = record
-            record.outcome = .completed(answer.stored)
+            let written = try? store.update(upload.id.rawValue) {
+                $0.outcome = .completed(answer.stored)
+                $0.runner = nil
+                $0.paused = nil
+            }
             // The saved state goes only once the record says the upload completed (see `Job.recordCompleted`).
-            if (try? store.write(record)) != nil { store.removeState(of: upload.id.rawValue) }
+            if written != nil { store.removeState(of: upload.id.rawValue) }
         }
         endedBytes += upload.contentLength
         report()
         eventSink.yield(.completed(upload.id, answer))
     }
 
-    /// The upload failed; its `record` written so, read first where `nil` (none where it cannot be read).
-    private func fail(_ id: ID, because reason: String, record: QueueRecord?) {
+    /// The upload failed, and its record says so (where it can be read).
+    private func fail(_ id: ID, because reason: String) {
         // What it handed out stays counted, and what it did not keeps the progress short of done.
-        if let upload = schedule.uploads[id],
-            var record = record ?? (try? self.record(of: upload))
-        {
-            record.outcome = .failed(reason: reason)
-            record.runner = nil
-            try? store.write(record)
+        if schedule.uploads[id]?.sequence != nil {
+            _ = try? store.update(id.rawValue) {
+                $0.outcome = .failed(reason: reason)
+                $0.runner = nil
+                $0.paused = nil
+            }
         }
         eventSink.yield(.failed(id, reason: reason))
     }

@@ -99,6 +99,9 @@ struct QueueRecord: Codable, Sendable {
             var headers: Data
             /// Its bytes, for a field or data part.
             var bytes: Data?
+            /// How many of the record's bytes are this part's, where they are kept apart from its JSON (see
+            /// ``QueueRecord/encoded()``); `nil` in a record in memory.
+            var byteCount: Int?
             /// Its file's path, for a file part, and the file's identity when it was appended: a file changed since
             /// fails the upload, naming the part.
             var file: String?
@@ -195,23 +198,42 @@ extension QueueRecord {
             url: request.url.absoluteString, standing: standing)
     }
 
-    /// The record whole, in JSON.
-    func encoded() throws(MultipartError) -> Data {
+    /// The record whole: in JSON, but for the bytes of its field and data parts, which go one after another in a
+    /// blob of their own, as they are. A form's bytes in JSON would be base64 strings, a third larger, that the
+    /// encoder escapes a character at a time.
+    func encoded() throws(MultipartError) -> (json: Data, bytes: Data) {
+        var record = self
+        var bytes = Data()
+        for place in record.form.parts.indices {
+            guard let part = record.form.parts[place].bytes else { continue }
+            bytes.append(part)
+            (record.form.parts[place].bytes, record.form.parts[place].byteCount) = (nil, part.count)
+        }
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
-        guard let body = try? encoder.encode(self) else {
+        guard let json = try? encoder.encode(record) else {
             throw MultipartError(.stateUnwritable(URL(fileURLWithPath: id), errno: EINVAL))
         }
-        return body
+        return (json, bytes)
     }
 
-    /// The record `data` holds, checked against its ID.
-    static func decoded(_ data: Data, id: String) throws(Damage) -> QueueRecord {
+    /// The record that `json` and `bytes` hold (``encoded()``), checked against its ID.
+    static func decoded(_ json: Data, bytes: Data, id: String) throws(Damage) -> QueueRecord {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        guard let record = try? decoder.decode(QueueRecord.self, from: data) else {
+        guard var record = try? decoder.decode(QueueRecord.self, from: json) else {
             throw Damage(reason: "it is not a whole queue record")
         }
+        var start = bytes.startIndex
+        for place in record.form.parts.indices {
+            guard let count = record.form.parts[place].byteCount else { continue }
+            guard count >= 0, count <= bytes.endIndex - start, record.form.parts[place].bytes == nil else {
+                throw Damage(reason: "its parts' bytes are not all there")
+            }
+            (record.form.parts[place].bytes, record.form.parts[place].byteCount) = (bytes[start..<start + count], nil)
+            start += count
+        }
+        guard start == bytes.endIndex else { throw Damage(reason: "it holds bytes that are no part's") }
         guard record.format == 1, record.id == id else {
             throw Damage(reason: "it is not a record this version reads, or not under its own ID")
         }

@@ -74,6 +74,54 @@ import Testing
         #expect(other.changes(since: steered.version)?.removed == [])
     }
 
+    /// Two processes change one record at once: a send counts what it sent again while another process pauses and
+    /// moves the upload. Each changes the record as it stands on disk, in a transaction of its own, so that neither
+    /// writes its earlier copy over the other's change.
+    @Test func twoConnectionsChangingOneRecordAtOnceLoseNeitherChange() async throws {
+        let written = try record()
+        try store.write(written)
+        let other = try QueueStore(directory.path("queue"))
+        let rounds = 200
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [store] in
+                for _ in 0..<rounds { _ = try? store.update(written.id, syncing: false) { $0.sentAgain += 1 } }
+            }
+            group.addTask {
+                for round in 0..<rounds {
+                    _ = try? other.update(written.id, syncing: false) {
+                        $0.priority = round
+                        $0.paused = true
+                    }
+                }
+            }
+        }
+        let read = try store.read(written.id)
+        #expect(read.sentAgain == rounds, "every count of the send, against \(rounds)")
+        #expect(read.priority == rounds - 1 && read.paused == true, "the other connection's last move and its pause")
+        #expect(try store.update("no-such-upload") { $0.paused = true } == nil, "nothing made of an upload gone")
+        #expect(store.summaries().count == 1)
+    }
+
+    /// IDs made one after another sort in that order, so that adds go to the ends of the database's indexes: UUIDs
+    /// of version 7, their first 48 bits the time in milliseconds, then a count within it, the rest random. The same
+    /// millisecond, and a clock that goes back, count on.
+    @Test func newIDsAreVersion7UUIDsInTheOrderMade() throws {
+        let start = Date(timeIntervalSince1970: 4_000_000_000.123)
+        // Three a millisecond, then twice the first time again, then 5,000 in one millisecond: more than its count.
+        let times =
+            (0..<2_000).map { start.addingTimeInterval(Double($0 / 3) / 1_000) } + [start, start]
+            + Array(repeating: start, count: 5_000)
+        var clock = MultipartUploadQueue.IDClock()
+        let ids = times.map { MultipartUploadQueue.newID(at: $0, after: &clock) }
+        for (one, next) in zip(ids, ids.dropFirst()) { #expect(one < next, "\(one) before \(next)") }
+        for id in ids {
+            let uuid = try #require(UUID(uuidString: id), "\(id)")
+            #expect(id == id.lowercased() && uuid.uuid.6 >> 4 == 7 && uuid.uuid.8 >> 6 == 0b10, "\(id)")
+        }
+        #expect(ids[0].hasPrefix("03a35294-407b-7000-"), "\(ids[0]): 4,000,000,000,123 ms, count 0")
+        #expect(MultipartUploadQueue.newID() != MultipartUploadQueue.newID())
+    }
+
     @Test func anEarlierLayoutIsRefusedAndLeftAsItIs() throws {
         let earlier = directory.path("earlier")
         try FileManager.default.createDirectory(at: earlier, withIntermediateDirectories: false)
@@ -105,19 +153,34 @@ import Testing
 
     @Test func aDamagedRowIsListedSoAndItsRecordFailsToRead() throws {
         let (good, bad, worse) = (try record(sequence: 1), try record(sequence: 2), try record(sequence: 3))
-        try store.write([good, bad, worse])
+        let (short, long) = (try record(sequence: 4, key: nil), try record(sequence: 5, key: nil))
+        try store.write([good, bad, worse, short, long])
         // Another writer, as another process or a hand with the sqlite3 command would be.
         let other = try SQLiteDatabase(path: directory.path("queue/\(QueueStore.databaseName)").path)
         try other.withConnection { connection throws(SQLiteDatabase.Failure) in
             try connection.run("UPDATE uploads SET standing = 'lost' WHERE id = ?", [.text(bad.id)])
             try connection.run("UPDATE records SET record = x'7b00' WHERE id = ?", [.text(worse.id)])
+            // The parts' bytes, kept beside the JSON: one byte short of what the parts say, and one over.
+            try connection.run("UPDATE records SET bytes = substr(bytes, 2) WHERE id = ?", [.text(short.id)])
+            try connection.run("UPDATE records SET bytes = bytes || x'00' WHERE id = ?", [.text(long.id)])
+        }
+        for broken in [short, long] {
+            #expect {
+                try store.read(broken.id)
+            } throws: { error in
+                let reason = (error as? QueueRecord.Damage)?.reason ?? ""
+                return reason.contains("bytes")
+            }
+            #expect(throws: MultipartError.self, "a change reads the record first") {
+                try store.update(broken.id) { $0.paused = true }
+            }
         }
         let listed = store.list()
-        #expect(listed.count == 3)
+        #expect(listed.count == 5)
         for case .damaged(let id, let reason) in listed {
             #expect(id == bad.id && reason.contains("not a record"), "\(reason)")
         }
-        #expect(store.summaries().map(\.id) == [good.id, worse.id])
+        #expect(store.summaries().map(\.id) == [good.id, worse.id, short.id, long.id])
         #expect(throws: QueueRecord.Damage.self) { try store.read(worse.id) }
         #expect(try store.read(good.id).id == good.id)
     }
