@@ -352,6 +352,44 @@ else
         "exit $status, HEAD $gone, $(state_files) state files: $(cat "$work/abandon-2.err")"
 fi
 
+# queue: uploads queued with --queue DIR and sent by --run, as the wire carried them (before NIOResumableUpload): the
+# first upload finds what the server speaks (its OPTIONS, then POST and PATCH), and every later one, in that run and
+# the next (another process), goes in a POST and a PATCH.
+mkdir -p "$work/queued"
+start "$work/queue-server" "$server" "$work/queued" --log "$work/queue-requests"
+queue_fd=$fd
+queue_port=$port
+head -c $((1 << 20)) /dev/urandom > "$work/photo.bin"
+for index in 1 2 3 4 5; do
+    "$multipart" -sS --queue "$work/queue" -F "index=$index" -F "photo=@$work/photo.bin" \
+        "http://127.0.0.1:$queue_port/upload" > /dev/null
+done
+"$multipart" -sS --queue "$work/queue" --run --parallel 1 2> "$work/queue-1.err"
+first_run=$(wc -l < "$work/queue-requests")
+for index in 6 7; do
+    "$multipart" -sS --queue "$work/queue" -F "index=$index" -F "photo=@$work/photo.bin" \
+        "http://127.0.0.1:$queue_port/upload" > /dev/null
+done
+"$multipart" -sS --queue "$work/queue" --run --parallel 1 2> "$work/queue-2.err"
+methods=$(cut -d' ' -f1 "$work/queue-requests" | tr '\n' ' ')
+probes=$(grep -c '^OPTIONS' "$work/queue-requests" || true)
+expected=$(printf 'OPTIONS %.0s' $(seq "$probes"); printf 'POST PATCH %.0s' $(seq 7))
+queued_bodies=$(json "$(bodies "$queue_port")" '.__len__()')
+# Every form's length: one digit of index and a boundary of the same length each.
+"$multipart" -s -F index=1 -F "photo=@$work/photo.bin" --output-body "$work/queued.multipart"
+queued_length=$(stat -c %s "$work/queued.multipart")
+queued_sizes=$(python3 -c 'import json, sys; print(*sorted({b["bytes"] for b in json.loads(sys.argv[1])}))' \
+    "$(bodies "$queue_port")")
+echo "queue: 7 uploads in 2 runs, $(wc -l < "$work/queue-requests") requests ($probes OPTIONS, all the first upload's; $first_run in the first run): $methods"
+if [ "$probes" -ge 1 ] && [ "$methods" = "$expected" ] && [ "$queued_bodies" = 7 ] \
+    && [ "$queued_sizes" = "$queued_length" ]; then
+    check "queue: only the first upload asks; each goes in a POST and a PATCH" ok
+else
+    check "queue: only the first upload asks; each goes in a POST and a PATCH" \
+        "$methods; $queued_bodies bodies of $queued_sizes bytes ($queued_length each): $(cat "$work"/queue-*.err)"
+fi
+eval "exec $queue_fd>&-"
+
 # pipe: 2 GiB from a pipe, streamed with no temporary file as the appends go out.
 rm -f "$work/backup.bin" "$work/log.bin"
 head -c $((2 << 30)) /dev/urandom > "$work/pipe.bin"

@@ -47,6 +47,10 @@ extension MultipartUploadQueue {
         let startedBefore: Bool
         /// Whether an earlier upload of the queue found that the server speaks no version of the draft.
         let knownNotResumable: Bool
+        /// What an earlier upload of the queue, in this run or one before, found the server to speak.
+        let knownServer: ResumableUpload.KnownServer?
+        /// Told what this upload found the server to speak, where it asked.
+        let learned: @Sendable (ResumableUpload.KnownServer) -> Void
         /// Its place among the uploads to its server that wait out an outage together.
         let outage: OutageGate.Pass?
         let session: URLSession
@@ -87,7 +91,8 @@ extension MultipartUploadQueue {
             }
             // The record, not the answer, says when the state may go.
             let membership = ResumableUpload.Membership(
-                keepsStateAfterAnswer: true, knownNotResumable: knownNotResumable, outage: outage)
+                keepsStateAfterAnswer: true, knownNotResumable: knownNotResumable, outage: outage,
+                knownServer: knownServer, learned: learned)
             defer { outage?.leave() }
             // The same key for every send of this upload, in every process: a server that honours it creates the
             // upload resource, or takes the whole form, once. A key of the caller's own is kept.

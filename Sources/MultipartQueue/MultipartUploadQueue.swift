@@ -48,6 +48,9 @@ public actor MultipartUploadQueue {
     private var cancels: [ID: CancelHandle] = [:]
     /// Where the uploads to each server wait out an outage together: their own retries, as the queue's probes.
     private var gates: [Origin: OutageGate] = [:]
+    /// What each server was found to speak, by its origin, kept in the database for later runs: only the first
+    /// upload to a server asks it (`OPTIONS` in each version down to the one it speaks).
+    private var knownServers: [String: ResumableUpload.KnownServer]
     /// The bytes handed out by uploads that have not completed.
     private var inFlightBytes: UInt64 = 0
     private var nextSequence = 0
@@ -114,6 +117,7 @@ public actor MultipartUploadQueue {
         }
         self.schedule = schedule
         self.nextSequence = nextSequence
+        knownServers = store.knownServers()
         endedBytes = ended
         progress = Progress(totalUnitCount: Int64(clamping: total))
         progress.completedUnitCount = Int64(clamping: ended)
@@ -695,8 +699,13 @@ public actor MultipartUploadQueue {
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: store.stateDirectory(of: id.rawValue),
             resumption: resumption, startedBefore: startedBefore,
-            knownNotResumable: knownNotResumable, outage: outage,
-            session: session, headers: headers, cancel: handle,
+            knownNotResumable: knownNotResumable,
+            knownServer: upload.origin.flatMap { knownServers[$0.serialized] },
+            learned: { [weak self] server in
+                guard let origin = upload.origin else { return }
+                Task { await self?.learned(server, for: origin) }
+            },
+            outage: outage, session: session, headers: headers, cancel: handle,
             waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } },
             progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } })
     }
@@ -805,6 +814,13 @@ public actor MultipartUploadQueue {
         }
     }
 
+    /// An upload found what `origin`'s server speaks: the next uploads to it go without asking.
+    private func learned(_ server: ResumableUpload.KnownServer, for origin: Origin) {
+        guard knownServers[origin.serialized] != server else { return }
+        knownServers[origin.serialized] = server
+        store.keep(server, for: origin.serialized)
+    }
+
     /// The gate of `origin`'s uploads, made at its first upload.
     private func gate(_ origin: Origin) -> OutageGate {
         if let gate = gates[origin] { return gate }
@@ -851,6 +867,11 @@ public actor MultipartUploadQueue {
             case .waiting(let outage): .waiting(outage: outage)
             case .stopped: .stopped
             }
+        // A server that went whole speaks no draft now, whatever an earlier upload found.
+        if finished.sentWhole, let origin = upload.origin?.serialized, knownServers[origin] != nil {
+            knownServers[origin] = nil
+            store.forgetServer(origin)
+        }
         guard let ending = schedule.finished(finished.id, outcome, sentWhole: finished.sentWhole, at: Date()) else {
             return
         }

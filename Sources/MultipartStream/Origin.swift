@@ -16,6 +16,9 @@ package struct Origin: Hashable, Sendable {
         self.port = port
     }
 
+    /// The origin as RFC 6454 serializes it, with its port: what a queue keys its knowledge of a server by.
+    package var serialized: String { "\(scheme)://\(host):\(port)" }
+
     private static func defaultPort(of scheme: String) -> Int? {
         switch scheme {
         case "http", "ws": 80

@@ -72,6 +72,66 @@ import Testing
         }
     }
 
+    // MARK: A server known to speak the draft
+
+    /// What an `OPTIONS` found is told once, without the upload's own lifetime; the next upload to the server goes
+    /// straight to its creation, in that version and with those limits (a form under `min-size` goes whole).
+    @Test func aServerFoundToSpeakTheDraftIsCreatedOnAtOnceNextTime() throws {
+        var first = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
+        expect(first.start(), is: .send(.detect))
+        #expect(first.found == nil, "nothing found before the server answers")
+        let limits = ResumableUpload.Limits(maxSize: 5_000, minSize: 10, maxAppendSize: 600, maxAge: 3_600)
+        expect(first.handle(answer(200, limits: limits, version: .v8)), is: .send(.create))
+        let found = try #require(first.found)
+        #expect(found.version == .v8 && found.limits.maxAppendSize == 600 && found.limits.maxAge == nil)
+
+        var next = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, known: found, jitter: \.upperBound)
+        expect(next.start(), is: .send(.create), "no OPTIONS")
+        #expect(next.version == .v8 && next.found == nil)
+        expect(
+            next.handle(answer(201, location: location, offset: 0, complete: false)),
+            is: .send(.append(from: 0, upTo: 600)))
+
+        var small = ResumableUpload.StateMachine(contentLength: 9, policy: policy, known: found, jitter: \.upperBound)
+        expect(small.start(), is: .sendWhole, "under the server's min-size")
+        var large = ResumableUpload.StateMachine(
+            contentLength: 6_000, policy: policy, known: found, jitter: \.upperBound)
+        guard case .fail = large.start() else {
+            Issue.record("a form over the known max-size is refused before a request")
+            return
+        }
+    }
+
+    /// A server that refuses a creation made on what an earlier upload found (it changed since: a 4xx, a 2xx
+    /// without `Location`, or one that calls the bodiless creation complete) is asked again from the newest version,
+    /// once: what it says now decides, and its refusal after that is the application's answer. A transient answer is
+    /// retried as ever.
+    @Test func aKnownServerThatRefusesTheCreationIsAskedAgainOnce() {
+        let known = ResumableUpload.KnownServer(version: .v6, limits: ResumableUpload.Limits())
+        for refusal in [answer(400), answer(200), answer(201, location: location, complete: true), answer(404)] {
+            var machine = ResumableUpload.StateMachine(
+                contentLength: 1_000, policy: policy, known: known, jitter: \.upperBound)
+            expect(machine.start(), is: .send(.create))
+            expect(machine.handle(refusal), is: .send(.detect), "asked again")
+            #expect(machine.version == .newest)
+            expect(machine.handle(answer(200, limit: true)), is: .send(.create))
+            expect(machine.handle(answer(400)), is: .answer(Self.reply), "the application's answer this time")
+        }
+        var busy = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, known: known, jitter: \.upperBound)
+        _ = busy.start()
+        expect(busy.handle(answer(503)), is: .wait(seconds: 0.5, then: .create), "a busy server is waited for")
+        var gone = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: policy, known: known, jitter: \.upperBound)
+        _ = gone.start()
+        _ = gone.handle(answer(400))
+        // Asked again, the server speaks no draft at all now: the whole form goes.
+        var action = gone.handle(answer(405))
+        while case .send(.detect) = action { action = gone.handle(answer(405)) }
+        expect(action, is: .sendWhole)
+    }
+
     // MARK: Detection: nothing partial before the server says it resumes
 
     /// What a user reads when an upload gives up on a stall (the underlying error of `.resumeSaved`): a sentence,
@@ -85,7 +145,7 @@ import Testing
     }
 
     @Test func itStartsByAskingWhetherTheServerSpeaksTheDraft() {
-        let resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
+        var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         expect(resumption.start(), is: .send(.detect))
     }
 
@@ -921,7 +981,7 @@ import Testing
     }
 
     @Test func aSavedUploadStartsByAskingItsOffset() {
-        let resumption = resuming()
+        var resumption = resuming()
         expect(resumption.start(), is: .send(.askOffset))
         #expect(resumption.location == location)
     }
@@ -1182,13 +1242,13 @@ import Testing
     }
 
     @Test func aSavedUploadPastItsLifetimeStartsOverWithoutARequestToIt() {
-        let expired = ResumableUpload.StateMachine(
+        var expired = ResumableUpload.StateMachine(
             contentLength: 1_000, policy: policy, savesState: true,
             resuming: .init(location: location, acknowledged: 300), version: .v7, savedLifetime: -1,
             jitter: \.upperBound)
         expect(expired.start(), is: .startOver(.expired, deleting: nil), "not deleted: it is not to be touched")
         #expect(expired.location == nil)
-        let alive = ResumableUpload.StateMachine(
+        var alive = ResumableUpload.StateMachine(
             contentLength: 1_000, policy: policy, savesState: true,
             resuming: .init(location: location, acknowledged: 300), version: .v7, savedLifetime: 60,
             jitter: \.upperBound)

@@ -280,6 +280,61 @@ extension URLSessionSuites {
             #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
         }
 
+        /// A server found to speak the draft is asked once for a queue, in this run and the next: the first upload's
+        /// `OPTIONS` find its version, and every later upload creates its resource at once (a `POST` and its
+        /// `PATCH`), however many runs and processes later.
+        @Test func aServerFoundToSpeakTheDraftIsAskedOnce() async throws {
+            let server = try await DraftServer()
+            var forms: [MultipartFormData] = []
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            for index in 0..<4 {
+                forms.append(try form(index))
+                _ = try await queue.add(forms[index], with: URLRequest(url: server.url()))
+            }
+            try await within(seconds: 60, "the first run") { try await queue.run() }
+            let first = try server.log()
+            let probes = first.prefix { $0.method == "OPTIONS" }.count
+            #expect(probes >= 1, "the first upload asks")
+            #expect(first.filter { $0.method == "OPTIONS" }.count == probes, "\(first.map(\.method)): no other asks")
+            #expect(
+                first.dropFirst(probes).map(\.method) == Array(repeating: ["POST", "PATCH"], count: 4).flatMap { $0 })
+            // The next run, in a queue opened anew as another process would: no upload asks.
+            let reopened = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
+            for index in 4..<6 {
+                forms.append(try form(index))
+                _ = try await reopened.add(forms[index], with: URLRequest(url: server.url()))
+            }
+            try await within(seconds: 60, "the second run") { try await reopened.run() }
+            let second = try server.log().dropFirst(first.count)
+            #expect(second.map(\.method).sorted() == ["PATCH", "PATCH", "POST", "POST"], "\(second.map(\.method))")
+            #expect(Set(second.compactMap(\.version)).count == 1, "in the version the first run found")
+            #expect(try server.forms().count == 6, "each once")
+            #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
+        }
+
+        /// What the queue kept of a server that no longer speaks the draft costs one bodiless creation, refused: the
+        /// server is asked again, found to speak none, and gets every form whole; the queue forgets what it kept.
+        @Test func aServerThatStoppedSpeakingTheDraftIsAskedAgainAndGetsTheWholeForms() async throws {
+            let server = try await UploadServer()
+            let origin = try #require(Origin(server.url("/headers")))
+            let store = try QueueStore(queueDirectory)
+            store.keep(
+                ResumableUpload.KnownServer(version: .newest, limits: ResumableUpload.Limits()), for: origin.serialized)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            var forms: [MultipartFormData] = []
+            for index in 0..<3 {
+                forms.append(try form(index))
+                _ = try await queue.add(forms[index], with: URLRequest(url: server.url("/headers")))
+            }
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            let log = try await server.log()
+            let posts = log.filter { $0.method == "POST" }.map(\.bytes)
+            #expect(posts == [0] + forms.map { Int($0.contentLength!) }, "one bodiless creation, then every form whole")
+            #expect(log.first?.method == "POST" && log.dropFirst().first?.method == "OPTIONS", "\(log.map(\.method))")
+            #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
+            #expect(store.knownServers().isEmpty, "forgotten")
+        }
+
         /// A file deleted while queued, and one rewritten at the same length, fail their uploads alone, naming the
         /// part, before anything is asked of the server; the others complete.
         @Test func aDeletedFileFailsItsUploadAlone() async throws {

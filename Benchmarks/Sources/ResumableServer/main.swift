@@ -11,10 +11,11 @@ import NIOResumableUpload
 // A server for resumable uploads on 127.0.0.1: SwiftNIO's NIOResumableUpload (draft-ietf-httpbis-resumable-upload,
 // interop versions 3, 5 and 6) wrapped around a handler that records each request body whole, as one request,
 // however many connections it took. Prints its port on the first line of stdout; exits when stdin closes.
-// Usage: resumable-server DIRECTORY [--plain]
+// Usage: resumable-server DIRECTORY [--plain] [--log FILE]
 //   POST or PUT   the body goes to DIRECTORY/body-N; answers 200 {"bytes": N, "path": "…"} once it has all arrived
 //   GET /bodies   the bodies completed so far: [{"bytes": N, "path": "…"}]
 //   --plain       the same handler without NIOResumableUpload: a server that knows nothing of the draft
+//   --log FILE    a line for each request as it came, before NIOResumableUpload: its method and path
 
 /// Bodies completed so far, for `GET /bodies`.
 let completed = NIOLockedValueBox<[String]>([])
@@ -83,6 +84,26 @@ final class RecordingHandler: ChannelInboundHandler, RemovableChannelHandler {
     }
 }
 
+/// Writes a line for each request that comes in, as the client sent it: what the wire carried, which
+/// NIOResumableUpload turns into one request for the handler behind it.
+final class RequestLog: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+
+    let file: FileHandle
+
+    init(file: FileHandle) {
+        self.file = file
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head(let request) = unwrapInboundIn(data) {
+            file.write(Data("\(request.method.rawValue) \(request.path ?? "")\n".utf8))
+        }
+        context.fireChannelRead(data)
+    }
+}
+
 var arguments = CommandLine.arguments.dropFirst()
 guard let directoryPath = arguments.popFirst() else {
     FileHandle.standardError.write(Data("usage: resumable-server DIRECTORY [--plain]\n".utf8))
@@ -90,6 +111,14 @@ guard let directoryPath = arguments.popFirst() else {
 }
 let directory = URL(fileURLWithPath: directoryPath, isDirectory: true)
 let plain = arguments.contains("--plain")
+let requestLog = arguments.firstIndex(of: "--log").flatMap { at -> FileHandle? in
+    let path = arguments.index(after: at) < arguments.endIndex ? arguments[arguments.index(after: at)] : ""
+    guard FileManager.default.createFile(atPath: path, contents: nil) else {
+        FileHandle.standardError.write(Data("resumable-server: cannot write --log \(path)\n".utf8))
+        exit(2)
+    }
+    return FileHandle(forWritingAtPath: path)
+}
 /// Locations relative to the request's URL (a URI reference, as the draft allows), so that a client that came
 /// through a proxy comes back through it.
 let uploadContext = HTTPResumableUploadContext(origin: "")
@@ -102,6 +131,7 @@ let channel = try ServerBootstrap(group: group)
             let sync = channel.pipeline.syncOperations
             try sync.configureHTTPServerPipeline()
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            if let requestLog { try sync.addHandler(RequestLog(file: requestLog)) }
             let recorder = RecordingHandler(directory: directory)
             if plain {
                 try sync.addHandler(recorder)

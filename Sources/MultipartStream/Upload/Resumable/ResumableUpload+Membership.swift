@@ -11,15 +11,30 @@ extension ResumableUpload {
         /// The upload's place among the queue's uploads to its server that wait out an outage together, so that one
         /// probes the server rather than each; `nil` for an upload that waits on its own.
         var outage: OutageGate.Pass?
+        /// What an earlier upload of the queue to the same origin found the server to speak: a new upload creates
+        /// its upload resource at once, without the `OPTIONS` of each version (see ``KnownServer``).
+        var knownServer: KnownServer?
+        /// Told what this upload's `OPTIONS` found, once the server said it speaks the draft.
+        var learned: (@Sendable (KnownServer) -> Void)?
 
         package init(
-            keepsStateAfterAnswer: Bool = false, knownNotResumable: Bool = false, outage: OutageGate.Pass? = nil
+            keepsStateAfterAnswer: Bool = false, knownNotResumable: Bool = false, outage: OutageGate.Pass? = nil,
+            knownServer: KnownServer? = nil, learned: (@Sendable (KnownServer) -> Void)? = nil
         ) {
             (self.keepsStateAfterAnswer, self.knownNotResumable, self.outage) =
                 (keepsStateAfterAnswer, knownNotResumable, outage)
+            (self.knownServer, self.learned) = (knownServer, learned)
         }
 
         /// An upload on its own, as every upload but a queue's.
         static let alone = Membership()
+    }
+
+    /// What a server was found to speak: the interop version its `OPTIONS` answered in and the limits it announced
+    /// there (without a lifetime, which is each upload's own). A queue keeps it for each origin, in its database, so
+    /// that only its first upload to a server asks; a server that refuses a creation made on it is asked again.
+    package struct KnownServer: Equatable, Sendable, Codable {
+        var version: InteropVersion
+        var limits: Limits
     }
 }

@@ -9,7 +9,7 @@ import Foundation
 /// (RFC 9651).
 extension ResumableUpload {
     /// The draft's interop versions this client speaks; a server is asked for the newest first.
-    enum InteropVersion: Int, Sendable, CaseIterable, Comparable {
+    enum InteropVersion: Int, Sendable, CaseIterable, Comparable, Codable {
         /// Drafts -04 and -05, which SwiftNIO's `NIOResumableUpload` and tusd speak: the lifetime is `expires`, and
         /// an append's 2xx without `Upload-Complete` is the application's answer.
         case v6 = 6
@@ -71,7 +71,7 @@ extension ResumableUpload {
 
     /// `Upload-Limit`: what the server takes, a structured-field dictionary (`max-size=1000, max-age=3600`); keys
     /// that are unknown, or whose value is not a non-negative integer, are left out.
-    struct Limits: Equatable, Sendable {
+    struct Limits: Equatable, Sendable, Codable {
         /// The largest form the server takes.
         var maxSize: UInt64?
         /// The smallest form worth a resumable upload: a smaller one goes whole, as a plain request.

@@ -138,6 +138,9 @@ extension ResumableUpload {
             /// The saved upload's run before was interrupted moments ago: where the server stood at the last ask,
             /// and how many asks were made, until its offset stops growing.
             var settling: Settling?
+            /// The creation goes without an `OPTIONS`, on what an earlier upload to the server found: a refusal of it
+            /// asks the server again, as it may have changed since.
+            var assumed = false
         }
 
         /// Asks about a saved upload whose run was interrupted moments ago, while the server drains what was in
@@ -181,6 +184,8 @@ extension ResumableUpload {
         /// Nanoseconds on a monotonic clock, and when the upload began on it.
         private let clock: @Sendable () -> UInt64
         private let began: UInt64
+        /// What this upload's `OPTIONS` found the server to speak, for the next upload to it (``KnownServer``).
+        private(set) var found: KnownServer?
         /// The interop version the upload speaks: the newest until the server's `OPTIONS` answer says another, the
         /// saved one for a saved upload.
         private(set) var version: InteropVersion
@@ -188,7 +193,8 @@ extension ResumableUpload {
 
         /// A machine for a new upload, or for one another process saved at `resuming` in `version`, whose resource
         /// has `savedLifetime` seconds left (none left: it is not asked about, and a new one starts), and whose run
-        /// was `interruptedMomentsAgo` (its server is asked until its offset stops growing).
+        /// was `interruptedMomentsAgo` (its server is asked until its offset stops growing). A new upload to a server
+        /// `known` to speak the draft creates its resource at once, in the version and limits an earlier one found.
         init(
             contentLength: UInt64?,
             policy: MultipartResumption,
@@ -198,6 +204,7 @@ extension ResumableUpload {
             version: InteropVersion = .newest,
             savedLifetime: Double? = nil,
             interruptedMomentsAgo: Bool = false,
+            known: KnownServer? = nil,
             jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = { .random(in: $0) },
             clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
         ) {
@@ -212,7 +219,12 @@ extension ResumableUpload {
             expiredSave = saved != nil && savedLifetime.map { !($0 > 0) } == true
             var course = Course(delay: policy.wait(policy.initialDelay))
             guard let saved else {
-                state = .detecting(course)
+                if let known {
+                    (self.version, course.limits, course.assumed) = (known.version, known.limits, true)
+                    state = .creating(course)
+                } else {
+                    state = .detecting(course)
+                }
                 return
             }
             guard !expiredSave else {
@@ -234,11 +246,12 @@ extension ResumableUpload {
         /// A saved upload whose lifetime had passed, which starts over.
         private let expiredSave: Bool
 
-        /// The first action: detect support, or ask a saved upload's offset; a saved upload past its lifetime starts
-        /// over.
-        func start() -> Action {
+        /// The first action: detect support, or ask a saved upload's offset, or create the upload on a server known
+        /// to speak the draft; a saved upload past its lifetime starts over.
+        mutating func start() -> Action {
             switch state {
             case .askingOffset: .send(.askOffset)
+            case .creating(let course) where course.assumed: create(course)
             default: expiredSave ? .startOver(.expired, deleting: nil) : .send(.detect)
             }
         }
@@ -438,6 +451,16 @@ extension ResumableUpload {
                 version = other
             }
             guard supported else { return ask(in: version.older, course) }
+            // The lifetime is each upload's own.
+            var limits = course.limits
+            limits.maxAge = nil
+            found = KnownServer(version: version, limits: limits)
+            return create(course)
+        }
+
+        /// The creation request, once the server is found to speak the draft in ``version`` with `course`'s limits:
+        /// unless the form is too large for them, or their appends cannot be kept, or it is small enough to go whole.
+        private mutating func create(_ course: Course) -> Action {
             state = .creating(course)
             if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
             if let unkeepable = unkeepableLimits(course.limits) { return fail(unkeepable) }
@@ -481,6 +504,20 @@ extension ResumableUpload {
         private mutating func created(_ answer: Answer, _ reply: Reply, _ course: Course) -> Action {
             if isTransient(answer) {
                 return retry(State.creating, course, because: UnexpectedAnswer(answer, to: .create))
+            }
+            let accepted =
+                (200..<300).contains(answer.statusCode) && answer.location != nil
+                && (answer.isComplete != true || contentLength == 0)
+            if course.assumed, !accepted {
+                // Found to speak the draft by an earlier upload, the server refused it this time: it is asked again,
+                // from the newest version, and what it says now decides (a server that no longer speaks the draft
+                // gets the whole form).
+                var fresh = Course(delay: course.delay)
+                fresh.retries = course.retries
+                fresh.failingSince = course.failingSince
+                version = .newest
+                state = .detecting(fresh)
+                return .send(.detect)
             }
             guard (200..<300).contains(answer.statusCode) else {
                 // A refusal (a 4xx) is the application's answer; a redirect that was not followed is no answer.

@@ -66,12 +66,15 @@ package struct ResumableUpload {
             // Interrupted (Ctrl-C) or saved (a kill -9 leaves no mark) moments ago: the server may still be taking
             // what the last run had in flight.
             interruptedMomentsAgo: (record?.interrupted ?? record?.updated).map { -$0.timeIntervalSinceNow < 60 }
-                ?? false)
+                ?? false,
+            known: membership.knownServer)
         // A saved upload's state is on disk already.
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
         // One probe for a server, not one an upload: a queue that found it speaks no draft sends the form whole.
         var action = membership.knownNotResumable && record == nil ? .sendWhole : resumption.start()
+        // Whether the queue was told what the server speaks.
+        var told = false
         // Why the last request failed, until the upload goes on from where the server stands.
         var failure: String?
         // Whether the last request failed without an answer.
@@ -118,6 +121,11 @@ package struct ResumableUpload {
                     membership.outage?.answered()
                     unreachable = false
                     action = resumption.handle(.answered(Answer(reply.1), reply, handedOut: handedOut))
+                    // Said once, as the server is found to speak the draft.
+                    if let found = resumption.found, !told {
+                        told = true
+                        membership.learned?(found)
+                    }
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
                     action = resumption.handle(.cancelled)
