@@ -376,7 +376,7 @@ probes=$(grep -c '^OPTIONS' "$work/queue-requests" || true)
 expected=$(printf 'OPTIONS %.0s' $(seq "$probes"); printf 'POST PATCH %.0s' $(seq 7))
 queued_bodies=$(json "$(bodies "$queue_port")" '.__len__()')
 # Every form's length: one digit of index and a boundary of the same length each.
-"$multipart" -s -F index=1 -F "photo=@$work/photo.bin" --output-body "$work/queued.multipart"
+"$multipart" -s -F index=1 -F "photo=@$work/photo.bin" --output-body "$work/queued.multipart" > /dev/null
 queued_length=$(stat -c %s "$work/queued.multipart")
 queued_sizes=$(python3 -c 'import json, sys; print(*sorted({b["bytes"] for b in json.loads(sys.argv[1])}))' \
     "$(bodies "$queue_port")")

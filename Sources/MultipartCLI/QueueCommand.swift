@@ -56,6 +56,15 @@ extension Command {
             }
             return upload
         }
+        /// The upload `id`, which has not ended: a pause or a move of one that has is said, and exits 2.
+        func going(_ id: String) async throws -> MultipartUploadQueue.ID {
+            let upload = try await upload(id)
+            switch upload.state {
+            case .completed, .failed:
+                throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(upload.state)")
+            default: return upload.id
+            }
+        }
         switch change {
         case .list:
             // One line at a time: a hundred thousand are never held at once.
@@ -71,12 +80,7 @@ extension Command {
         case .removeCompleted:
             await queue.removeCompleted()
         case .pause(let id):
-            let upload = try await upload(id)
-            switch upload.state {
-            case .completed, .failed:
-                throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(upload.state)")
-            default: try await queue.pause(upload.id)
-            }
+            try await queue.pause(try await going(id))
         case .resume(let id):
             let upload = try await upload(id)
             guard upload.state == .paused else {
@@ -84,12 +88,7 @@ extension Command {
             }
             try await queue.resume(upload.id)
         case .prioritize(let id):
-            let upload = try await upload(id)
-            switch upload.state {
-            case .completed, .failed:
-                throw CommandFailure(status: .usage, message: "\(id) has ended: it is \(upload.state)")
-            default: try await queue.prioritize(upload.id)
-            }
+            try await queue.prioritize(try await going(id))
         }
         return .success
     }

@@ -539,14 +539,11 @@ public actor MultipartUploadQueue {
             cancels[id]?.cancel()
             return
         }
-        if isRunning {
+        // This process's run, or none: the lock keeps another from starting while this one removes.
+        let lock = isRunning ? nil : try? store.lock()
+        if isRunning || lock != nil {
             await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
-            return
-        }
-        // No run starts here while this one removes.
-        if let lock = try? store.lock() {
-            await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
-            lock.release()
+            lock?.release()
             return
         }
         // Another process runs the queue: it may be sending this upload, with its saved state.
