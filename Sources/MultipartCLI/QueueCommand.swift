@@ -22,7 +22,9 @@ extension Command {
             let fields = (request(to: dummy, options: options).allHTTPHeaderFields ?? [:]).filter {
                 $0.value != RequestLog.omitted
             }
-            if let change = options.queueChange { return try await self.change(queue, change, headers: fields) }
+            if let change = options.queueChange {
+                return try await self.change(queue, change, headers: fields, silent: options.silent)
+            }
             guard options.runsQueue else {
                 let form = try makeForm(options)
                 do {
@@ -48,7 +50,7 @@ extension Command {
     /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`. An ID the queue does not hold, or a retry of an
     /// upload that has not failed, is said and exits 2.
     private static func change(
-        _ queue: MultipartUploadQueue, _ change: Options.QueueChange, headers fields: [String: String]
+        _ queue: MultipartUploadQueue, _ change: Options.QueueChange, headers fields: [String: String], silent: Bool
     ) async throws -> ExitStatus {
         func upload(_ id: String) async throws -> MultipartUploadQueue.Upload {
             guard let upload = await queue.upload(MultipartUploadQueue.ID(rawValue: id)) else {
@@ -76,7 +78,20 @@ extension Command {
             }
             try await queue.retry(upload.id)
         case .remove(let id):
-            await queue.remove(try await upload(id).id, headers: .fresh { _ in fields })
+            let upload = try await upload(id)
+            let removal = await queue.remove(upload.id, headers: .fresh { _ in fields })
+            // What the remove could not undo, said (unless -s): the server took the form first, or another process's
+            // run has yet to stop it.
+            switch removal {
+            case .completed(let answer) where !silent:
+                if case .completed = upload.state { break }
+                printError(
+                    "multipart: \(id) completed (\(answer)) before the remove reached it: the server has the form")
+            case .asked where !silent:
+                printError(
+                    "multipart: \(id) is being sent by another process's run, which removes it once it stops it")
+            default: break
+            }
         case .removeCompleted:
             await queue.removeCompleted()
         case .pause(let id):

@@ -68,6 +68,21 @@ extension MultipartUploadQueue {
         }
     }
 
+    /// What ``MultipartUploadQueue/remove(_:on:headers:)`` did.
+    public enum Removal: Sendable, Equatable {
+        /// The upload is gone before the server had its form: no byte of it goes again, and its upload resource on
+        /// the server, if there was one, is deleted.
+        case removed
+        /// The upload is gone from the queue, and the server has its whole form, with this answer: it had completed,
+        /// or completed as the remove came. Nothing was deleted on the server.
+        case completed(Answer)
+        /// Another process runs the queue and had not stopped the upload within 10 s: that run removes it once it
+        /// can, and starts no send of it.
+        case asked
+        /// The queue holds no upload of that ID.
+        case notInQueue
+    }
+
     /// The server's answer to a completed upload; printed as its status (`HTTP 201`).
     public struct Answer: Sendable, Equatable, CustomStringConvertible {
         /// The answer's status; `nil` when the answer was lost with its connection and the server then said it holds

@@ -357,12 +357,22 @@ public actor MultipartUploadQueue {
         } catch {
             failure = error
         }
-        lock.release()
-        running = nil
         // Uploads stopped by a cancel are pending again (paused, where the caller paused them): their saved state
         // resumes them.
         schedule.runEnded()
         cancels.removeAll()
+        // A remove whose send's end the run did not record (none should be left) removes the upload now, before
+        // another run can start it: no remove waits forever.
+        for (id, waiting) in removers {
+            var removal = Removal.removed
+            if let upload = schedule.uploads[id] {
+                removal = await removing(upload, session: session, headers: headers)
+            }
+            for remover in waiting { remover.resume(returning: removal) }
+        }
+        removers.removeAll()
+        lock.release()
+        running = nil
         if let failure { throw failure }
     }
 
@@ -528,32 +538,58 @@ public actor MultipartUploadQueue {
         wake()
     }
 
-    /// Removes an upload from the queue and its record from disk. One that has not completed is given up: cancelled
-    /// if it runs, and its upload resource on the server deleted (through `session`, with `headers`).
+    /// Removes an upload from the queue and its record from disk, and says whether the server has its form. One that
+    /// has not completed is given up: cancelled if it runs, and its upload resource on the server deleted (through
+    /// `session`, with `headers`); this returns once its send has stopped, and no byte of it goes again. One that
+    /// completed, or completed as the remove came, is the server's: ``Removal/completed(_:)`` says so, and nothing is
+    /// deleted there.
     ///
     /// While another process runs the queue, that run stops and deletes the upload, as its own remove would, and this
-    /// returns once it has (within a few seconds).
-    public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async {
-        guard let upload = schedule.uploads[id] else { return }
+    /// returns once it has (within a few seconds; ``Removal/asked`` where it has not yet).
+    @discardableResult
+    public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async -> Removal {
+        guard let upload = schedule.uploads[id] else { return .notInQueue }
         if schedule.stop(id, for: .remove) {
             cancels[id]?.cancel()
-            return
+            // Its send's end removes it, and says how (``finish(_:session:headers:)``).
+            return await withCheckedContinuation { removers[id, default: []].append($0) }
         }
         // This process's run, or none: the lock keeps another from starting while this one removes.
         let lock = isRunning ? nil : try? store.lock()
         if isRunning || lock != nil {
-            await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
+            let removal = await removing(upload, session: session, headers: headers)
             lock?.release()
-            return
+            return removal
         }
         // Another process runs the queue: it may be sending this upload, with its saved state.
-        guard (try? change(upload, { $0.removing = true })) != nil else { return }
-        let deadline = Date().addingTimeInterval(Self.removalWait)
-        while Date() < deadline, (try? store.read(id.rawValue)) != nil {
-            try? await Task.sleep(for: .milliseconds(20))
+        if (try? change(upload, { $0.removing = true })) != nil {
+            let deadline = Date().addingTimeInterval(Self.removalWait)
+            while Date() < deadline, store.listing(of: id.rawValue) != nil {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            guard store.listing(of: id.rawValue) == nil else { return .asked }
         }
         if let upload = schedule.remove(id) { ended(upload) }
+        switch store.removal(of: id.rawValue) {
+        case .completed(let answer)?:
+            return .completed(answer.map(Answer.init) ?? Answer(statusCode: nil, headers: [:], body: Data()))
+        case .removed?, nil:
+            return .removed
+        }
     }
+
+    /// Removes `upload`, not in flight, as ``remove(_:on:headers:)`` says.
+    private func removing(
+        _ upload: QueueSchedule.Upload, session: URLSession, headers: MultipartHeaders?
+    ) async -> Removal {
+        let answer =
+            upload.state == .completed ? store.listing(of: upload.id.rawValue)?.answer.map(Answer.init) : nil
+        await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
+        return answer.map(Removal.completed) ?? .removed
+    }
+
+    /// The removes that wait for an upload's send to end, by its ID.
+    private var removers: [ID: [CheckedContinuation<Removal, Never>]] = [:]
 
     /// How long a remove waits for another process's run to stop and delete the upload: its look for changes, a
     /// cancel, and the server's `DELETE`.
@@ -875,8 +911,15 @@ public actor MultipartUploadQueue {
         let gate = upload.origin.flatMap { gates[$0] }
         switch ending {
         case .forget:
+            // A send that completed as the remove came leaves the form to the server, and the remove says so.
+            var answer: Answer?
+            if case .completed(let completed) = finished.outcome { answer = completed }
             // Its record as the send had it: another process's remove took the one on disk.
-            await forget(upload, session: session, headers: headers, givingUp: true, record: finished.record)
+            await forget(
+                upload, session: session, headers: headers, givingUp: answer == nil, record: finished.record)
+            for remover in removers.removeValue(forKey: finished.id) ?? [] {
+                remover.resume(returning: answer.map(Removal.completed) ?? .removed)
+            }
         case .paused:
             // Its saved state kept: the server's word, and its own, come at the resume.
             _ = try? store.update(finished.id.rawValue) {

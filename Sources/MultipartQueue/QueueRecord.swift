@@ -151,7 +151,7 @@ struct QueueRecord: Codable, Sendable {
 
     /// The server's answer to a completed upload: status, headers and the start of its body; no status when the
     /// answer was lost with the connection and the server said it holds the whole form.
-    struct Answer: Codable, Sendable {
+    struct Answer: Codable, Sendable, Equatable {
         var statusCode: Int?
         var headers: [String: String]
         var body: Data

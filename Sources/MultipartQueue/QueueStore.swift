@@ -89,7 +89,14 @@ struct QueueStore: Sendable {
         CREATE INDEX IF NOT EXISTS uploads_by_order ON uploads (coalesce(priority, 0) DESC, sequence, id);
         CREATE INDEX IF NOT EXISTS uploads_by_key ON uploads (key) WHERE key IS NOT NULL;
         CREATE INDEX IF NOT EXISTS uploads_by_version ON uploads (version);
-        CREATE TABLE IF NOT EXISTS removals (id TEXT PRIMARY KEY NOT NULL, version INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS removals (
+            id TEXT PRIMARY KEY NOT NULL,
+            version INTEGER NOT NULL,
+            completed INTEGER NOT NULL DEFAULT 0,
+            answer_status INTEGER,
+            answer_headers BLOB,
+            answer_body BLOB
+        ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS removals_by_version ON removals (version);
         CREATE TABLE IF NOT EXISTS servers (origin TEXT PRIMARY KEY NOT NULL, known BLOB NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
@@ -208,18 +215,19 @@ struct QueueStore: Sendable {
 
     /// The listing in `row`'s columns from `first` on (``listingColumns``).
     private static func listing(_ row: SQLiteDatabase.Row, from first: Int32) -> Listing {
-        var answer: QueueRecord.Answer?
-        if let body = row.blob(first + 6) {
-            let fields = Listing.split(row.blob(first + 5) ?? Data())
-            var headers: [String: String] = [:]
-            for pair in stride(from: 0, to: fields.count - 1, by: 2) { headers[fields[pair]] = fields[pair + 1] }
-            answer = QueueRecord.Answer(
-                statusCode: row.integer(first + 4).map { Int($0) }, headers: headers, body: body)
-        }
-        return Listing(
+        Listing(
             url: URL(string: row.text(first) ?? ""), added: Date(timeIntervalSince1970: row.real(first + 1) ?? 0),
             sentAgain: Int(row.integer(first + 2) ?? 0), files: Listing.split(row.blob(first + 3) ?? Data()),
-            answer: answer, runner: row.integer(first + 7).flatMap { Int32(exactly: $0) })
+            answer: answer(row, from: first + 4), runner: row.integer(first + 7).flatMap { Int32(exactly: $0) })
+    }
+
+    /// A completed upload's answer in `row`'s columns from `first` on: status, headers, body; `nil` for none.
+    private static func answer(_ row: SQLiteDatabase.Row, from first: Int32) -> QueueRecord.Answer? {
+        guard let body = row.blob(first + 2) else { return nil }
+        let fields = Listing.split(row.blob(first + 1) ?? Data())
+        var headers: [String: String] = [:]
+        for pair in stride(from: 0, to: fields.count - 1, by: 2) { headers[fields[pair]] = fields[pair + 1] }
+        return QueueRecord.Answer(statusCode: row.integer(first).map { Int($0) }, headers: headers, body: body)
     }
 
     /// What a listing shows of an upload.
@@ -356,12 +364,40 @@ struct QueueStore: Sendable {
         guard !ids.isEmpty else { return }
         try? changing(syncing: true) { connection, version throws(SQLiteDatabase.Failure) in
             for id in ids {
+                // A completed upload's answer stays with its removal: a process that asked for the removal says the
+                // server has the form.
+                try connection.run(
+                    "INSERT OR REPLACE INTO removals (id, version, completed, answer_status, answer_headers,"
+                        + " answer_body) SELECT ?1, ?2, 1, answer_status, answer_headers, coalesce(answer_body, x'')"
+                        + " FROM uploads WHERE id = ?1 AND answer_body IS NOT NULL"
+                        + " UNION ALL SELECT ?1, ?2, 0, NULL, NULL, NULL"
+                        + " WHERE NOT EXISTS (SELECT 1 FROM uploads WHERE id = ?1 AND answer_body IS NOT NULL)",
+                    [.text(id), .integer(version)])
                 try connection.run("DELETE FROM uploads WHERE id = ?", [.text(id)])
                 try connection.run("DELETE FROM records WHERE id = ?", [.text(id)])
-                try connection.run(
-                    "INSERT OR REPLACE INTO removals (id, version) VALUES (?, ?)", [.text(id), .integer(version)])
             }
         }
+    }
+
+    /// How the upload `id` was removed: `nil` while it has not been; else its answer where it had completed.
+    func removal(of id: String) -> Removed? {
+        try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            var found: Removed?
+            try connection.run(
+                "SELECT completed, answer_status, answer_headers, answer_body FROM removals WHERE id = ?", [.text(id)]
+            ) { row in
+                found = row.integer(0) == 1 ? .completed(Self.answer(row, from: 1)) : .removed
+            }
+            return found
+        }
+    }
+
+    /// How an upload was removed.
+    enum Removed: Equatable {
+        /// Before it completed.
+        case removed
+        /// Once the server had the form, with its answer (`nil`: a row that holds none).
+        case completed(QueueRecord.Answer?)
     }
 
     /// Removes the record of the upload `id`, if it is there.

@@ -604,6 +604,61 @@ extension CommandLineTests {
         print("steered from another process: the removed upload under way deleted \(stoppedAfter) s after the remove")
     }
 
+    /// A run steered from another process by loops of `--pause`, `--prioritize` and `--resume`, each loop killed
+    /// (SIGKILL, with the command under way) at a random moment: after every kill the database passes its integrity
+    /// check, and the run, with what a kill left paused resumed and run again, delivers every form once.
+    @Test(.longRun) func steeringKilledAtRandomMomentsLeavesAWholeQueue() async throws {
+        let server = try await DraftServer()
+        let queue = directory.path("queue").path
+        var added: [(id: String, form: DraftServer.Form)] = []
+        for index in 0..<8 {
+            // 1 MiB at 64 KiB every 50 ms: some 0.8 s each, two at a time, while the loops steer them.
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 1 << 20))
+            added.append(try await enqueue(index, to: server.url(scenario: "slow"), queue: queue))
+        }
+        let runner = try start(["--queue", queue, "--run", "--parallel", "2"], stderr: directory.path("run.err"))
+        var integrity: [String] = []
+        for _ in 0..<4 {
+            let steps = added.map(\.id).shuffled().prefix(4).flatMap { id in
+                ["--pause \(id)", "--prioritize \(id)", "--resume \(id)"]
+            }
+            // A command that finds its upload ended exits 2: the loop goes on.
+            let loop = steps.map { "'\(Self.executable.path)' --queue queue \($0) > /dev/null 2>&1" }
+                .joined(separator: "\n")
+            let killedAfter = Double.random(in: 0.05...1.5)
+            try await onAThreadOfItsOwn { [self] in
+                // A session of its own, so that the kill takes the command under way with the loop.
+                let steering = Process()
+                steering.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+                steering.arguments = ["/bin/bash", "-c", loop]
+                steering.currentDirectoryURL = directory.url
+                steering.environment = environment
+                try steering.startAlone()
+                // The kill's moment is random, not waited for: nothing here waits on a race.
+                Thread.sleep(forTimeInterval: killedAfter)
+                kill(-steering.processIdentifier, SIGKILL)
+                steering.waitUntilExit()
+            }
+            integrity.append(queueIntegrity(in: queue))
+        }
+        try await onAThreadOfItsOwn { try waitFor("the run to end", upTo: 120) { !runner.isRunning } }
+        #expect(
+            runner.terminationStatus == 0,
+            "\((try? String(contentsOf: directory.path("run.err"), encoding: .utf8)) ?? "")")
+        #expect(integrity.allSatisfy { $0 == "ok" }, "\(integrity)")
+        // What a kill between a pause and its resume left paused goes in a run of its own.
+        let listed = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        for line in listed.split(separator: "\n") where line.contains("  paused  ") {
+            let id = String(line.prefix { $0 != " " })
+            #expect(try await run(["--queue", queue, "--resume", id]).status == 0)
+        }
+        let (again, _) = try await runQueue(queue, upTo: 120)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(queueIntegrity(in: queue) == "ok")
+        let delivered = try server.forms().sorted { $0.sha256 < $1.sha256 }
+        #expect(delivered == added.map(\.form).sorted { $0.sha256 < $1.sha256 }, "each form once")
+    }
+
     /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.
     private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) async throws -> (Run, Date) {
         try await run(["--queue", queue, "--run"] + more, upTo: seconds)

@@ -335,6 +335,82 @@ extension URLSessionSuites {
             #expect(store.knownServers().isEmpty, "forgotten")
         }
 
+        /// A remove of an upload being sent returns once its send has stopped and the queue has let it go: nothing of
+        /// it is left here, and the server keeps no form and no upload resource. A remove of one that completed says
+        /// the server has it, and deletes nothing there; one never started is simply gone; an ID not held says so.
+        @Test func aRemoveSaysWhatTheServerKeeps() async throws {
+            let server = try await DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let done = try await queue.add(try form(0), with: URLRequest(url: server.url()))
+            try await within(seconds: 60, "the first run") { try await queue.run() }
+            #expect(try server.forms().count == 1)
+            let sending = try await queue.add(
+                try form(1, fileBytes: 8_000_000), with: URLRequest(url: server.url(scenario: "slow")))
+            let waiting = try await queue.add(try form(2), with: URLRequest(url: server.url()))
+            let running = Task { try await queue.run() }
+            defer { running.cancel() }
+            let started = Stopwatch()
+            while await queue.upload(sending)?.state != .running || queue.progress.completedUnitCount == 0 {
+                guard started.seconds < 30 else { throw WaitGaveUp(description: "the slow upload never started") }
+                try await Task.sleep(nanoseconds: 10_000_000)
+            }
+            // One at a time: the other waits behind the one being sent.
+            #expect(await queue.remove(waiting) == .removed, "one that never started")
+            #expect(await queue.remove(sending) == .removed)
+            // Returned once its send ended and the queue let it go, not when the cancel was asked.
+            #expect(await queue.upload(sending) == nil)
+            #expect(!records().contains(sending.rawValue))
+            try await within(seconds: 60, "the run") { try await running.value }
+            let log = try server.log()
+            #expect(try server.forms().count == 1, "the removed one's form is not on the server")
+            #expect(log.filter { $0.method == "DELETE" }.count == 1, "its upload deleted: \(log.map(\.method))")
+            #expect(log.filter { $0.method == "POST" }.count == 2, "nothing of the one never started was sent")
+            guard case .completed(let answer) = await queue.remove(done) else {
+                Issue.record("a completed upload's remove says the server has it")
+                return
+            }
+            #expect(answer.statusCode == 200 || answer.statusCode == 201, "\(answer)")
+            #expect(try server.log().count == log.count, "nothing deleted on the server for it")
+            #expect(await queue.remove(done) == .notInQueue)
+            #expect(records().isEmpty)
+        }
+
+        /// A remove from another process while this one runs the queue: of an upload being sent, it returns once the
+        /// run has stopped and deleted it; of one the run completed, it says the server has the form.
+        @Test func aRemoveFromAnotherProcessSaysWhatTheServerKeeps() async throws {
+            let server = try await DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
+            let slow = try await queue.add(
+                try form(1, fileBytes: 8_000_000), with: URLRequest(url: server.url(scenario: "slow")))
+            let quick = try await queue.add(try form(2), with: URLRequest(url: server.url()))
+            let running = Task { try await queue.run() }
+            defer { running.cancel() }
+            let started = Stopwatch()
+            func quickCompleted() async -> Bool {
+                if case .completed? = await queue.upload(quick)?.state { true } else { false }
+            }
+            while true {
+                let slowRunning = await queue.upload(slow)?.state == .running
+                if slowRunning, await quickCompleted() { break }
+                guard started.seconds < 30 else { throw WaitGaveUp(description: "the uploads never got going") }
+                try await Task.sleep(nanoseconds: 10_000_000)
+            }
+            let other = try MultipartUploadQueue(directory: queueDirectory)
+            guard case .completed(let answer) = await other.remove(quick) else {
+                Issue.record("the other process's remove of a completed upload says the server has it")
+                return
+            }
+            #expect(answer.statusCode == 200 || answer.statusCode == 201, "\(answer)")
+            #expect(await other.remove(slow) == .removed)
+            #expect(!records().contains(slow.rawValue) && !records().contains(quick.rawValue))
+            try await within(seconds: 60, "the run") { try await running.value }
+            #expect(try server.forms().count == 1, "the quick one's, alone")
+            // The server logs a request as it ends: the cancelled append's line may come after the DELETE.
+            let log = try server.log().map { "\($0.method) \($0.path)" }
+            #expect(log.filter { $0.hasPrefix("DELETE") }.count == 1, "the slow one's upload deleted: \(log)")
+            #expect(await queue.uploads.isEmpty, "the run let both go")
+        }
+
         /// A file deleted while queued, and one rewritten at the same length, fail their uploads alone, naming the
         /// part, before anything is asked of the server; the others complete.
         @Test func aDeletedFileFailsItsUploadAlone() async throws {
