@@ -429,20 +429,13 @@ extension CommandLineTests {
             """
         let killedAt = Int.random(in: 3...25)
         try await onAThreadOfItsOwn { [self] in
-            // A session of its own, so that the kill takes the add under way with the loop.
-            let adding = Process()
-            adding.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-            adding.arguments = ["/bin/bash", "-c", loop]
-            adding.currentDirectoryURL = directory.url
-            adding.environment = environment
-            try adding.startAlone()
-            try waitFor("\(killedAt) adds", upTo: 120, ended: { adding.exitedWithStatus }) {
-                queueRecords(in: queue) >= killedAt
+            try killed(loop) { adding in
+                try waitFor("\(killedAt) adds", upTo: 120, ended: { adding.exitedWithStatus }) {
+                    queueRecords(in: queue) >= killedAt
+                }
+                // Within the next add, or the one after: its moment is random, not waited for.
+                Thread.sleep(forTimeInterval: Double.random(in: 0...0.1))
             }
-            // Within the next add, or the one after: its moment is random, not waited for.
-            Thread.sleep(forTimeInterval: Double.random(in: 0...0.1))
-            kill(-adding.processIdentifier, SIGKILL)
-            adding.waitUntilExit()
         }
         #expect(queueIntegrity(in: queue) == "ok", "killed after \(killedAt) adds")
         for round in 0..<2 {
@@ -627,17 +620,8 @@ extension CommandLineTests {
                 .joined(separator: "\n")
             let killedAfter = Double.random(in: 0.05...1.5)
             try await onAThreadOfItsOwn { [self] in
-                // A session of its own, so that the kill takes the command under way with the loop.
-                let steering = Process()
-                steering.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
-                steering.arguments = ["/bin/bash", "-c", loop]
-                steering.currentDirectoryURL = directory.url
-                steering.environment = environment
-                try steering.startAlone()
                 // The kill's moment is random, not waited for: nothing here waits on a race.
-                Thread.sleep(forTimeInterval: killedAfter)
-                kill(-steering.processIdentifier, SIGKILL)
-                steering.waitUntilExit()
+                try killed(loop) { _ in Thread.sleep(forTimeInterval: killedAfter) }
             }
             integrity.append(queueIntegrity(in: queue))
         }
@@ -657,6 +641,22 @@ extension CommandLineTests {
         #expect(queueIntegrity(in: queue) == "ok")
         let delivered = try server.forms().sorted { $0.sha256 < $1.sha256 }
         #expect(delivered == added.map(\.form).sorted { $0.sha256 < $1.sha256 }, "each form once")
+    }
+
+    /// Runs the shell `loop` in a session of its own, until `moment` returns, then kills the loop and the command
+    /// under way with it (SIGKILL to the session's group), and waits for its end.
+    private func killed(_ loop: String, at moment: (Process) throws -> Void) throws {
+        let looping = Process()
+        looping.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+        looping.arguments = ["/bin/bash", "-c", loop]
+        looping.currentDirectoryURL = directory.url
+        looping.environment = environment
+        try looping.startAlone()
+        defer {
+            kill(-looping.processIdentifier, SIGKILL)
+            looping.waitUntilExit()
+        }
+        try moment(looping)
     }
 
     /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.
