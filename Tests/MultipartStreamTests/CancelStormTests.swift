@@ -46,16 +46,24 @@ extension URLSessionSuites {
             var whole = 0
             /// The longest time from a cancel to the end of its upload.
             var slowest = 0.0
+            /// The longest a cancel's call took to return, of the time above: the rest is the way back to the caller.
+            var slowestCall = 0.0
+            /// How late, at most, a task of Swift's concurrency pool woke meanwhile: a slow cancel beside a late pool
+            /// is the machine's load, one beside a pool on time is the library's.
+            var poolLate = 0.0
 
             mutating func add(_ other: Figures) {
                 cancels += other.cancels
                 cancelled += other.cancelled
                 whole += other.whole
                 slowest = max(slowest, other.slowest)
+                slowestCall = max(slowestCall, other.slowestCall)
+                poolLate = max(poolLate, other.poolLate)
             }
 
             var description: String {
-                "\(cancels) cancels, \(cancelled) cancelled, \(whole) whole, slowest \(Int(slowest * 1000)) ms"
+                "\(cancels) cancels, \(cancelled) cancelled, \(whole) whole, slowest \(Int(slowest * 1000)) ms "
+                    + "(its call \(Int(slowestCall * 1000)) ms; the pool late \(Int(poolLate * 1000)) ms at most)"
             }
         }
 
@@ -171,6 +179,8 @@ extension URLSessionSuites {
             _ way: Way, size: Int, count: Int, seed: UInt64, in directory: TemporaryDirectory
         ) async throws -> Figures {
             let sender = try await Sender(way, size: size, in: directory)
+            let pool = PoolLateness()
+            defer { pool.stop() }
             // How long an upload takes when it is not cancelled: the median of five.
             var lengths: [Double] = []
             for _ in 0..<5 {
@@ -190,10 +200,12 @@ extension URLSessionSuites {
                 try await Task.sleep(nanoseconds: delay)
                 let cancelled = DispatchTime.now().uptimeNanoseconds
                 upload.cancel()
+                let returned = DispatchTime.now().uptimeNanoseconds
                 try await upload.waitForEnd()
                 // From the cancel to the end the caller was given, as the end was given, not as this loop saw it.
                 let ended = upload.ended.time ?? cancelled
                 figures.slowest = max(figures.slowest, Double(ended &- min(ended, cancelled)) / 1e9)
+                figures.slowestCall = max(figures.slowestCall, Double(returned &- cancelled) / 1e9)
                 figures.cancels += 1
                 if upload.wasCancelled {
                     figures.cancelled += 1
@@ -204,6 +216,7 @@ extension URLSessionSuites {
                 }
             }
             try await sender.close()
+            figures.poolLate = pool.stop()
             return figures
         }
     }
@@ -374,6 +387,30 @@ private final class Sender: Sendable {
         #expect(
             ProcessDescriptors.connections(toPort: port) <= kept,
             "\(way): connections left open after \(waited.seconds) s")
+    }
+}
+
+/// How late a task of Swift's concurrency pool wakes from 5 ms sleeps, at most, until stopped.
+private final class PoolLateness: Sendable {
+    private let worst = LockedValue((late: 0.0, stopped: false))
+
+    init() {
+        Task.detached { [worst] in
+            while !worst.withLock({ $0.stopped }) {
+                let start = DispatchTime.now().uptimeNanoseconds
+                try? await Task.sleep(nanoseconds: 5_000_000)
+                let late = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 - 0.005
+                worst.withLock { $0.late = max($0.late, late) }
+            }
+        }
+    }
+
+    /// Stops the watch, and says the most it saw.
+    @discardableResult func stop() -> Double {
+        worst.withLock {
+            $0.stopped = true
+            return $0.late
+        }
     }
 }
 
