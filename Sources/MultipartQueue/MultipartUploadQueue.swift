@@ -597,12 +597,13 @@ public actor MultipartUploadQueue {
 
     /// Pauses an upload that has not ended: it stays as it is, in this process and the next, until ``resume(_:)``;
     /// one that runs is stopped, its saved state kept for the resume. A ``run(on:headers:)`` returns once every
-    /// upload is completed, failed or paused.
+    /// upload is completed, failed or paused. An upload whose ``remove(_:)`` is under way is removed all the same.
     ///
     /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
     ///   changed.
     public func pause(_ id: ID) throws {
-        guard let upload = schedule.uploads[id] else { return }
+        // One being removed stays so: its record goes, and its remover waits for the send's end.
+        guard let upload = schedule.uploads[id], upload.stopping != .remove else { return }
         switch upload.state {
         case .completed, .failed, .paused: return
         case .pending, .waiting, .running: break

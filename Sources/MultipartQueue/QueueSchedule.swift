@@ -205,9 +205,10 @@ struct QueueSchedule {
     // MARK: The caller's moves
 
     /// Pauses an upload that has not ended: `true` when it is in flight, and its send must be stopped (it is paused
-    /// when it ends, ``finished(_:_:sentWhole:at:)``).
+    /// when it ends, ``finished(_:_:sentWhole:at:)``). One whose removal is under way stays to be removed: its remover
+    /// waits for that.
     mutating func pause(_ id: ID) -> Bool {
-        guard var upload = uploads[id] else { return false }
+        guard var upload = uploads[id], upload.stopping != .remove else { return false }
         switch upload.state {
         case .completed, .failed, .paused: return false
         case .pending, .running, .waiting: break
@@ -263,10 +264,10 @@ struct QueueSchedule {
         makeReady(id)
     }
 
-    /// Asks an upload in flight to stop for `stop`; `false` for one that is not in flight.
+    /// Asks an upload in flight to stop for `stop`; `false` for one that is not in flight. A removal asked stays one.
     mutating func stop(_ id: ID, for stop: Stop) -> Bool {
         guard var upload = uploads[id], upload.isInFlight else { return false }
-        upload.stopping = stop
+        if upload.stopping != .remove { upload.stopping = stop }
         uploads[id] = upload
         return true
     }
