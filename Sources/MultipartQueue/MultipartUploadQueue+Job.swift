@@ -60,18 +60,21 @@ extension MultipartUploadQueue {
         /// that orders the reports of this send.
         let waits: @Sendable (Date?, Int) -> Void
         let progress: @Sendable (UInt64) -> Void
+        /// The queue's clock, for the times the send reports and records.
+        let clock: QueueClock
 
         /// The most of an answer's body a completed upload keeps.
         static let answerPrefix = 64 << 10
 
         func send() async -> Finished {
             let notes = Notes(
-                record: record, store: store, startedBefore: startedBefore, wentWholeAtStart: knownNotResumable)
+                record: record, store: store, startedBefore: startedBefore, wentWholeAtStart: knownNotResumable,
+                now: clock.now)
             var policy = resumption
             // A server that speaks no draft gets the whole form, and has nothing to resume.
             policy.stateDirectory = knownNotResumable ? nil : stateDirectory
             // The caller's own listener hears every event too.
-            let (heard, waits, turns) = (resumption.events, waits, LockedValue(0))
+            let (heard, waits, turns, now) = (resumption.events, waits, LockedValue(0), clock.now)
             let report = { @Sendable (until: Date?) in
                 waits(
                     until,
@@ -83,7 +86,7 @@ extension MultipartUploadQueue {
             policy.events = { event in
                 notes.record(event)
                 switch event {
-                case .retrying(_, let seconds): report(Date(timeIntervalSinceNow: seconds))
+                case .retrying(_, let seconds): report(now().addingTimeInterval(seconds))
                 case .requestSent: report(nil)
                 default: break
                 }
@@ -197,8 +200,13 @@ extension MultipartUploadQueue {
         /// Whether the send's start said in the record that the form goes whole, and counted it where it goes again:
         /// the queue knew the server speaks no draft.
         private let wentWholeAtStart: Bool
+        private let now: @Sendable () -> Date
 
-        init(record: QueueRecord, store: QueueStore, startedBefore: Bool, wentWholeAtStart: Bool) {
+        init(
+            record: QueueRecord, store: QueueStore, startedBefore: Bool, wentWholeAtStart: Bool,
+            now: @escaping @Sendable () -> Date
+        ) {
+            self.now = now
             seen = LockedValue(
                 Seen(record: record, counted: wentWholeAtStart && startedBefore, noted: wentWholeAtStart))
             self.store = store
@@ -235,7 +243,7 @@ extension MultipartUploadQueue {
             guard count || say else { return }
             let written = try? store.update(seen.withLock { $0.record.id }, syncing: false) {
                 if count { $0.sentAgain += 1 }
-                if say { $0.sentWhole = Date() }
+                if say { $0.sentWhole = now() }
             }
             if let written = written ?? nil { seen.withLock { $0.record = written } }
         }

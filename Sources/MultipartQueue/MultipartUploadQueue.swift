@@ -68,6 +68,8 @@ public actor MultipartUploadQueue {
     private var seenVersion: Int64
     /// How often a run looks for what other processes changed.
     static let lookAgain: Duration = .milliseconds(500)
+    /// Where the queue's times come from.
+    private let clock: QueueClock
 
     /// The queue kept in `directory`, made if it does not exist (owned by this user, not writable by others), with
     /// every upload an earlier process added. A record that cannot be read is listed as a failed upload.
@@ -84,6 +86,17 @@ public actor MultipartUploadQueue {
     public init(
         directory: URL, maximumConcurrentUploads: Int = 3, resumption: MultipartResumption = MultipartResumption()
     ) throws {
+        try self.init(
+            directory: directory, maximumConcurrentUploads: maximumConcurrentUploads, resumption: resumption,
+            clock: .system)
+    }
+
+    /// The queue above, its times from `clock`.
+    package init(
+        directory: URL, maximumConcurrentUploads: Int = 3, resumption: MultipartResumption = MultipartResumption(),
+        clock: QueueClock
+    ) throws {
+        self.clock = clock
         self.directory = directory
         self.maximumConcurrentUploads = max(1, maximumConcurrentUploads)
         self.resumption = resumption
@@ -282,15 +295,15 @@ public actor MultipartUploadQueue {
         if let appendError = upload.form.appendError { throw appendError }
         guard let length = upload.form.contentLength else { throw MultipartError(.streamNotQueued) }
         return QueueRecord(
-            id: Self.newID(), key: upload.key, sequence: sequence ?? nextSequence, added: Date(),
+            id: Self.newID(at: clock.now()), key: upload.key, sequence: sequence ?? nextSequence, added: clock.now(),
             request: storedRequest, form: stored, contentLength: length)
     }
 
     /// A new upload's ID: a UUID of version 7 (RFC 9562), whose first 48 bits are the time in milliseconds and next
     /// 12 a count within it, so that the IDs a process makes sort in the order made and a hundred thousand added go
     /// into the database's indexes at their ends rather than at random pages of them.
-    static func newID() -> String {
-        lastID.withLock { newID(at: Date(), after: &$0) }
+    static func newID(at now: Date = Date()) -> String {
+        lastID.withLock { newID(at: now, after: &$0) }
     }
 
     /// The ID made at `now` after the one of time and count `last`, which it updates.
@@ -391,7 +404,7 @@ public actor MultipartUploadQueue {
             var sleeping: (alarm: Alarm, until: Date)?
             while true {
                 // One moment for both questions: what may start now, and else when to look again.
-                let now = Date()
+                let now = clock.now()
                 // Cancelled, the run starts nothing more, and records how each upload in flight ended (an upload
                 // may complete as the cancel comes) before it returns.
                 while !Task.isCancelled, let job = startNext(at: now, session: session, headers: headers) {
@@ -407,7 +420,7 @@ public actor MultipartUploadQueue {
                     let alarm = Alarm()
                     (sleeping, sleep) = ((alarm, until), (alarm, until))
                     sleeps += 1
-                    group.addTask { await Self.sleep(until: until, orUntil: alarm) }
+                    group.addTask { [clock] in await Self.sleep(until: until, orUntil: alarm, on: clock) }
                 }
                 if let (alarm, until) = sleeping {
                     // An earlier time came up, or nothing is left to wait for: the sleep ends, to begin again.
@@ -429,12 +442,10 @@ public actor MultipartUploadQueue {
         }
     }
 
-    /// Sleeps until `time`, `alarm` rings, or a cancel.
-    private static func sleep(until time: Date, orUntil alarm: Alarm) async -> Finished? {
+    /// Sleeps until `time` on `clock`, `alarm` rings, or a cancel.
+    private static func sleep(until time: Date, orUntil alarm: Alarm, on clock: QueueClock) async -> Finished? {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                try? await Task.sleep(nanoseconds: UInt64(max(0, time.timeIntervalSinceNow) * 1e9) + 1_000_000)
-            }
+            group.addTask { await clock.sleep(time) }
             group.addTask { await alarm.wait() }
             await group.next()
             group.cancelAll()
@@ -563,9 +574,9 @@ public actor MultipartUploadQueue {
         }
         // Another process runs the queue: it may be sending this upload, with its saved state.
         if (try? change(upload, { $0.removing = true })) != nil {
-            let deadline = Date().addingTimeInterval(Self.removalWait)
-            while Date() < deadline, store.listing(of: id.rawValue) != nil {
-                try? await Task.sleep(for: .milliseconds(20))
+            let deadline = clock.now().addingTimeInterval(Self.removalWait)
+            while clock.now() < deadline, store.listing(of: id.rawValue) != nil {
+                await clock.sleep(min(deadline, clock.now().addingTimeInterval(0.02)))
             }
             guard store.listing(of: id.rawValue) == nil else { return .asked }
         }
@@ -683,14 +694,14 @@ public actor MultipartUploadQueue {
         // Its removal asked for by another process since the queue last looked: removed, not started.
         if record.removing == true {
             _ = schedule.pause(id)
-            _ = schedule.finished(id, .stopped, sentWhole: false, at: Date())
+            _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
             Task { await self.removeAsked(id) }
             return nil
         }
         // Paused by another process since the queue last looked: it stays as it is.
         if record.paused == true {
             _ = schedule.pause(id)
-            _ = schedule.finished(id, .stopped, sentWhole: false, at: Date())
+            _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
             return nil
         }
         let startedBefore = record.starts > 0
@@ -702,7 +713,7 @@ public actor MultipartUploadQueue {
                 $0.runner = getpid()
                 if knownNotResumable {
                     // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
-                    $0.sentWhole = Date()
+                    $0.sentWhole = clock.now()
                     if startedBefore { $0.sentAgain += 1 }
                 }
             }
@@ -741,14 +752,14 @@ public actor MultipartUploadQueue {
             },
             outage: outage, session: session, headers: headers, cancel: handle,
             waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } },
-            progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } })
+            progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } }, clock: clock)
     }
 
     /// An upload the schedule started whose record another process removed: gone from the queue, `nil`, for the next
     /// to be tried. The process that removed it deleted its upload resource.
     private func dropping(_ id: ID) -> Job? {
         _ = schedule.stop(id, for: .remove)
-        _ = schedule.finished(id, .stopped, sentWhole: false, at: Date())
+        _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
         if let upload = schedule.remove(id) { ended(upload) }
         return nil
     }
@@ -833,7 +844,7 @@ public actor MultipartUploadQueue {
 
     /// An upload the schedule started fails before its send: `nil`, for the next to be tried.
     private func failing(_ id: ID, because reason: String) -> Job? {
-        _ = schedule.finished(id, .failed(reason: reason), sentWhole: false, at: Date())
+        _ = schedule.finished(id, .failed(reason: reason), sentWhole: false, at: clock.now())
         fail(id, because: reason)
         return nil
     }
@@ -906,7 +917,8 @@ public actor MultipartUploadQueue {
             knownServers[origin] = nil
             store.forgetServer(origin)
         }
-        guard let ending = schedule.finished(finished.id, outcome, sentWhole: finished.sentWhole, at: Date()) else {
+        guard let ending = schedule.finished(finished.id, outcome, sentWhole: finished.sentWhole, at: clock.now())
+        else {
             return
         }
         let gate = upload.origin.flatMap { gates[$0] }

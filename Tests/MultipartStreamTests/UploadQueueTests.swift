@@ -932,6 +932,54 @@ extension URLSessionSuites {
             #expect(keys.count == 2 && keys[0] != keys[1] && keys.allSatisfy { $0 != nil }, "\(keys)")
         }
 
+        /// A busy server's upload waits in the queue for the time its wait says, on the queue's clock, and not a moment
+        /// less: here a virtual one, which stands still until the test moves it. Answered 503 with no retry of its own,
+        /// the upload waits `maximumDelay` (ten minutes here) from the clock's time; the run sleeps until then and
+        /// starts nothing while the clock stands still, nor a second early; at that time it goes again (answered 503
+        /// again, it waits ten minutes from the new time). Twenty minutes of waits take seconds of real time.
+        @Test func aBusyServersUploadWaitsOnTheQueuesClock() async throws {
+            let server = try await UploadServer()
+            let start = Date(timeIntervalSince1970: 2_000_000_000)
+            let clock = VirtualClock(at: start)
+            let once = MultipartResumption(maximumAttempts: 1, initialDelay: 0.01, maximumDelay: 600)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: once, clock: clock.queueClock)
+            let id = try await queue.add(
+                try form(0, fileBytes: 1_000), with: URLRequest(url: server.url("/status/503")))
+            let seen = LockedValue((starts: 0, waits: [Date]()))
+            let events = queue.events
+            let watcher = Task {
+                for await event in events {
+                    switch event {
+                    case .started(id): seen.withLock { $0.starts += 1 }
+                    case .waiting(id, let until): seen.withLock { $0.waits.append(until) }
+                    default: break
+                    }
+                }
+            }
+            defer { watcher.cancel() }
+            let real = Stopwatch()
+            let run = Task { try await queue.run() }
+            defer { run.cancel() }
+            for (round, now) in [start, start.addingTimeInterval(600)].enumerated() {
+                let until = now.addingTimeInterval(600)
+                // The upload waits, and the run sleeps until the wait's end on the clock.
+                try await Stopwatch.wait(atMost: 30, polling: 0.01) {
+                    !(seen.withLock { $0.waits.last == until } && clock.sleeps.contains(until))
+                }
+                #expect(seen.withLock { $0.waits.last } == until, "round \(round): ten minutes from the clock's time")
+                #expect(clock.sleeps.contains(until), "round \(round): the run sleeps until \(until)")
+                #expect(await queue.upload(id)?.state == .waiting(until: until))
+                #expect(seen.withLock { $0.starts } == round + 1, "round \(round): started once a round")
+                clock.advance(to: until.addingTimeInterval(-1))
+                #expect(clock.sleeps.contains(until), "round \(round): a second early, the run sleeps on")
+                #expect(seen.withLock { $0.starts } == round + 1, "round \(round): nothing started early")
+                clock.advance(to: until)
+            }
+            try await Stopwatch.wait(atMost: 30, polling: 0.01) { seen.withLock { $0.starts } < 3 }
+            #expect(seen.withLock { $0.starts } == 3, "gone again at each wait's end")
+            #expect(real.seconds < 60, "twenty minutes of waits took \(real.seconds) s")
+        }
+
         /// An outage longer than the uploads' own retries pauses the queue's uploads to that server: each waits
         /// (`waiting`, until when), no other starts, and one probes the server every `maximumDelay` (2 s here, 15 s
         /// by default); the first answer sends them all again, within that of the server's return, while the probe
