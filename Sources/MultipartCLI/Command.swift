@@ -348,11 +348,22 @@ enum Command {
         var warnings: [String] = []
         let text = report.render(format, warnings: &warnings)
         for warning in warnings { printError("multipart: \(warning)") }
-        FileHandle.standardOutput.write(Data(text.utf8))
+        write(text, to: .standardOutput)
     }
 
     static func printError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        write(text + "\n", to: .standardError)
+    }
+
+    /// A line for people on standard output (a listing).
+    static func printOut(_ text: String) {
+        write(text + "\n", to: .standardOutput)
+    }
+
+    /// Writes `text` for people to read: the one way the command does, which leaves every credential out
+    /// (``Redaction``).
+    static func write(_ text: String, to handle: FileHandle) {
+        handle.write(Data(Redaction.text(text).utf8))
     }
 }
 

@@ -49,7 +49,7 @@ final class ProgressReporter: @unchecked Sendable {
                 + Self.bar(progress, elapsed: Double(now - start) / 1e9, since: resumedAt, columns: Self.columns())
                 + Self.eraseToEndOfLine
         }
-        if let line { FileHandle.standardError.write(Data(line.utf8)) }
+        if let line { Command.write(line, to: .standardError) }
     }
 
     /// Ends the bar's line, once, before something else is written to the terminal (the answer, on standard
@@ -59,7 +59,7 @@ final class ProgressReporter: @unchecked Sendable {
             defer { (drewBar, lineEnded) = (false, true) }
             return drewBar && !lineEnded
         }
-        if ends { FileHandle.standardError.write(Data("\n".utf8)) }
+        if ends { Command.write("\n", to: .standardError) }
     }
 
     /// Prints `lines` on stderr where the bar is, which the next report draws again below them.
@@ -67,7 +67,7 @@ final class ProgressReporter: @unchecked Sendable {
         let text = lock.withLock {
             (drewBar ? "\r" + Self.eraseToEndOfLine : "") + lines.joined(separator: "\n") + "\n"
         }
-        FileHandle.standardError.write(Data(text.utf8))
+        Command.write(text, to: .standardError)
     }
 
     /// Ends the bar, and prints the summary: what was sent, how fast, and how it ended.
@@ -83,7 +83,7 @@ final class ProgressReporter: @unchecked Sendable {
         let summary =
             "multipart: sent \(Self.bytes(sent))\(resumed) in \(Self.seconds(elapsed)) s "
             + "(\(Self.bytes(Self.rate(sent, elapsed)))/s), \(outcome)\n"
-        FileHandle.standardError.write(Data(((drewBar ? "\n" : "") + summary).utf8))
+        Command.write((drewBar ? "\n" : "") + summary, to: .standardError)
     }
 
     /// ANSI "erase in line", from the cursor to the end.

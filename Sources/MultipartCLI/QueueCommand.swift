@@ -30,7 +30,7 @@ extension Command {
                 do {
                     let id = try await queue.add(
                         form, with: request(to: options.url!, options: options), key: options.queueKey)
-                    print(id)
+                    Command.printOut(id.rawValue)
                 } catch let error as MultipartError {
                     guard case .credentialNotQueued(let what) = error.reason else { throw error }
                     throw CommandFailure(
@@ -70,7 +70,7 @@ extension Command {
         switch change {
         case .list:
             // One line at a time: a hundred thousand are never held at once.
-            await queue.forEachUpload { print(line($0)) }
+            await queue.forEachUpload { Command.printOut(line($0)) }
         case .retry(let id):
             let upload = try await upload(id)
             guard case .failed = upload.state else {

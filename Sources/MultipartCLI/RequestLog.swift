@@ -45,9 +45,11 @@ enum RequestLog {
         let sent = (request.allHTTPHeaderFields ?? [:]).filter { $0.value != omitted }
         // curl's order: its own headers first, then the caller's, then the body's.
         let first = ["Authorization", "User-Agent", "Accept"]
-        for name in first { if let value = sent[name] { lines.append("> \(name): \(value)") } }
+        for name in first {
+            if let value = sent[name] { lines.append("> \(name): \(Redaction.header(name, value: value))") }
+        }
         for (name, value) in sent.sorted(by: { $0.key < $1.key }) where !first.contains(name) {
-            lines.append("> \(name):\(value.isEmpty ? "" : " " + value)")
+            lines.append("> \(name):\(value.isEmpty ? "" : " " + Redaction.header(name, value: value))")
         }
         guard !resumable else {
             lines.append(

@@ -104,6 +104,6 @@ final class ResumableUploadLog: @unchecked Sendable {
     }
 
     private static func lines(_ fields: [String: String], _ prefix: String) -> [String] {
-        fields.sorted { $0.key < $1.key }.map { "\(prefix)\($0.key): \($0.value)" }
+        fields.sorted { $0.key < $1.key }.map { "\(prefix)\($0.key): \(Redaction.header($0.key, value: $0.value))" }
     }
 }

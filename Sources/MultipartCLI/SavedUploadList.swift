@@ -12,7 +12,7 @@ extension Command {
         if uploads.isEmpty, !options.silent { printError("multipart: no saved uploads in \(directory.path)") }
         let now = Date()
         for upload in uploads {
-            print(
+            printOut(
                 "\(upload.method) \(upload.url) (interop version \(upload.interopVersion)): the server last acknowledged \(upload.bytesAcknowledged) of "
                     + "\(upload.contentLength) bytes (\(ResumableUploadLog.percent(upload.bytesAcknowledged, of: upload.contentLength))) "
                     + "when last asked (a run since may have sent more), saved \(duration(now.timeIntervalSince(upload.saved))) "

@@ -339,7 +339,7 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .chunkNotFilled(let size):
             "a chunk of the body (\(size) bytes) came back empty: make each chunk by calling fill with room for it"
         case .redirectNotFollowed(let statusCode, let location):
-            "the server redirected (\(statusCode)) to \(location?.absoluteString ?? "an unknown location"), and this "
+            "the server redirected (\(statusCode)) to \(location?.withoutUserInfo ?? "an unknown location"), and this "
                 + "platform's URLSession would resend the request with an empty body; upload to that URL instead"
         case .unacceptableStatus(let statusCode, let body):
             "the server answered \(statusCode), which the upload does not accept"
@@ -394,13 +394,13 @@ extension MultipartError.Reason: CustomStringConvertible {
                 + " when the client had sent \(Self.bytes(sent, of: contentLength, "form")) and not its last byte "
                 + "with Upload-Complete: ?1, so it cannot have the whole form; its answer was not taken"
         case .unusableUploadLocation(let url, let flaw):
-            "the server put the upload at \(url.debugDescription), which cannot be requested: \(flaw); nothing "
+            "the server put the upload at \(url.withoutUserInfo.debugDescription), which cannot be requested: \(flaw); nothing "
                 + "was sent there"
         case .uploadLengthMismatch(let serverLength, let contentLength):
             "the server's upload has \(serverLength) bytes (Upload-Length), the form \(contentLength); the upload was "
                 + "deleted"
         case .insecureUploadLocation(let url):
-            "the server put the upload at \(url), which is not https as the request is"
+            "the server put the upload at \(url.withoutUserInfo), which is not https as the request is"
         case .uploadCompleteMissing(let statusCode):
             "the server answered \(statusCode) without Upload-Complete, which its version of the draft requires: "
                 + "it did not say whether the upload is complete"

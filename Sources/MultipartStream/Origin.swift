@@ -50,16 +50,6 @@ extension URL {
 }
 
 extension URL {
-    /// This URL without its user and password.
-    var removingUserInfo: URL {
-        guard user != nil || password != nil,
-            var components = URLComponents(url: self, resolvingAgainstBaseURL: true)
-        else { return self }
-        components.user = nil
-        components.password = nil
-        return components.url ?? self
-    }
-
     /// This URL with the user and password of `other`.
     func withUserInfo(of other: URL) -> URL {
         guard var components = URLComponents(url: self, resolvingAgainstBaseURL: true),

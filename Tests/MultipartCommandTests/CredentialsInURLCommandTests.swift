@@ -2,6 +2,8 @@ import Foundation
 import MultipartStreamTestSupport
 import Testing
 
+@testable import MultipartCLI
+
 /// The same through the command, against curl 7.88: `-L`, `--location-trusted`, and `-C -`'s discovery, fallback,
 /// creation and appends.
 extension CommandLineTests {
@@ -61,5 +63,78 @@ extension CommandLineTests {
         #expect(Set(home.map(\.method)).isSuperset(of: ["OPTIONS", "POST", "PATCH"]), "\(home)")
         #expect(away.allSatisfy { $0.authorization == nil }, "\(away)")
         #expect(home.allSatisfy { $0.authorization == RedirectCases.basic }, "\(home)")
+    }
+}
+
+/// No credential in any message: the command's every way to fail, and to succeed, with a user and password in the
+/// URL and with `-u`, under `-v` and `-w '%{url_effective}'`: neither the password, nor the user beside it, nor the
+/// `Authorization` header's credentials appear in anything it writes (stderr, stdout, the listings).
+extension CommandLineTests {
+    @Test func noMessageCarriesACredential() async throws {
+        let server = try await UploadServer()
+        let draft = try await DraftServer()
+        _ = try directory.file("blob.bin", contents: Data(repeating: 7, count: 100_000))
+        _ = try FileManager.default.createDirectory(at: directory.path("adir"), withIntermediateDirectories: true)
+        /// `url` with the user and password.
+        func secret(_ url: URL) -> String {
+            url.absoluteString.replacingOccurrences(of: "http://", with: "http://ada:s3cret@")
+        }
+        // Each bounded: a resumable upload gives up after a second of retries, and no run goes past 20 s. The answer's
+        // body (which the server's echo of the request fills with its headers) is no message: it goes to a file.
+        let verbose = [
+            "-v", "-w", "%{url_effective} %{http_code}\\n", "-F", "a=1", "-F", "file=@blob.bin", "-m", "20",
+            "--retry-max-time", "1", "-o", "answer",
+        ]
+        let cases: [[String]] = [
+            // Refused connection, plain and resumable.
+            verbose + ["http://ada:s3cret@127.0.0.1:1/up"],
+            verbose + ["-C", "-", "http://ada:s3cret@127.0.0.1:1/up"],
+            // HTTP errors, plain and resumable (the application's answer, and a server without the draft).
+            verbose + [secret(server.url("/status/404"))],
+            verbose + ["-C", "-", secret(draft.url(scenario: "complete-404"))],
+            verbose + ["-C", "-", secret(server.url("/status/500"))],
+            // A redirect not followed, and one followed to nowhere.
+            verbose + [secret(server.url("/redirect/307?to=http://ada:s3cret@127.0.0.1:1/x"))],
+            verbose + ["-L", secret(server.url("/redirect/307?to=http://ada:s3cret@127.0.0.1:1/x"))],
+            // Success, and the output refused.
+            verbose + [secret(server.url("/upload"))],
+            verbose.dropLast(2) + ["-o", "adir", secret(server.url("/upload"))],
+            // -u, and a saved upload abandoned that is not there.
+            verbose + ["-u", "ada:s3cret", "http://127.0.0.1:1/up"],
+            ["-C", "-", "--abandon", "-F", "a=1", secret(server.url("/upload"))],
+            // The queue refuses the credential, and lists nothing of it.
+            ["--queue", "q", "-F", "a=1", secret(server.url("/upload"))],
+            ["--queue", "q", "--list"],
+            ["--list-saved"],
+        ]
+        let basic = Data("ada:s3cret".utf8).base64EncodedString()
+        for arguments in cases {
+            let result = try await run(arguments)
+            #expect(result.seconds < 30, "\(arguments): \(result.seconds) s")
+            let output = String(decoding: result.stdout, as: UTF8.self) + result.stderr
+            for secret in ["s3cret", "ada:", "ada@", basic] {
+                #expect(!output.contains(secret), "\(arguments): \(secret) in \(output.prefix(4_000))")
+            }
+        }
+    }
+}
+
+extension CommandLineTests {
+    /// The redaction itself: every URL's user information, wherever it sits in the text, and nothing else.
+    @Test(arguments: [
+        ("multipart: http://ada:s3cret@127.0.0.1:1/up: failed", "multipart: http://127.0.0.1:1/up: failed"),
+        ("to https://tok@h.example?x=1 and http://a:b@c/d", "to https://h.example?x=1 and http://c/d"),
+        ("at 'http://u:p%40q@h'", "at 'http://h'"),
+        ("mail ada@example.com, http://h/a@b", "mail ada@example.com, http://h/a@b"),
+        ("no URL here", "no URL here"),
+    ])
+    func redactionLeavesOutEveryURLsUserInformation(text: String, shown: String) {
+        #expect(Redaction.text(text) == shown)
+    }
+
+    @Test func verboseHidesCredentialHeadersButTheirScheme() {
+        #expect(Redaction.header("Authorization", value: "Basic YWRhOnMzY3JldA==") == "Basic <hidden>")
+        #expect(Redaction.header("cookie", value: "session=abc") == "<hidden>")
+        #expect(Redaction.header("Accept", value: "*/*") == "*/*")
     }
 }

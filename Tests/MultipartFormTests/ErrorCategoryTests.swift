@@ -102,3 +102,18 @@ import Testing
         #expect(!MultipartError(.appendResent).description.contains("one-shot"))
     }
 }
+
+/// An error that names a URL the server chose names it without user information: a relative `Location` resolved
+/// against a request URL with a user and password carries them, and an error description is logged.
+@Test func errorsNameServersURLsWithoutUserInformation() throws {
+    let url = try #require(URL(string: "http://ada:s3cret@127.0.0.1:8080/u/1"))
+    let errors = [
+        MultipartError(.insecureUploadLocation(url)),
+        MultipartError(.unusableUploadLocation(url.absoluteString, flaw: "x")),
+        MultipartError(.redirectNotFollowed(statusCode: 307, location: url)),
+    ]
+    for error in errors {
+        #expect(!error.description.contains("s3cret") && !error.description.contains("ada"), "\(error.description)")
+        #expect(error.description.contains("127.0.0.1:8080/u/1"), "\(error.description)")
+    }
+}

@@ -96,8 +96,3 @@ extension BodyPart.Body {
         }
     }
 }
-
-extension URL {
-    /// This URL without user and password, as a state file keeps it.
-    var withoutUserInfo: String { removingUserInfo.absoluteString }
-}
