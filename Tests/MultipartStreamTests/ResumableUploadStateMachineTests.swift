@@ -1134,23 +1134,25 @@ import Testing
             is: .keep(.init(writing: .init(location: moved, acknowledged: 400)), then: .append(from: 400, upTo: 1_000)))
     }
 
-    /// Events the driver never sends are programming errors, and fail loudly: an answer once the machine has ended
-    /// the upload, a stream's end while no append of unknown length is under way.
-    @Test func anImpossibleEventFailsLoudly() async {
-        await #expect(processExitsWith: .failure) {
-            var machine = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption())
-            _ = machine.start()
-            _ = machine.handle(.cancelled)
-            let url = URL(string: "http://127.0.0.1:1/")!
-            let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: [:])!
-            _ = machine.handle(.answered(ResumableUpload.Answer(response), (Data(), response)))
+    #if compiler(>=6.2)  // exit tests are Swift 6.2's; the manifest's 6.1 builds the rest
+        /// Events the driver never sends are programming errors, and fail loudly: an answer once the machine has ended
+        /// the upload, a stream's end while no append of unknown length is under way.
+        @Test func anImpossibleEventFailsLoudly() async {
+            await #expect(processExitsWith: .failure) {
+                var machine = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption())
+                _ = machine.start()
+                _ = machine.handle(.cancelled)
+                let url = URL(string: "http://127.0.0.1:1/")!
+                let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: [:])!
+                _ = machine.handle(.answered(ResumableUpload.Answer(response), (Data(), response)))
+            }
+            await #expect(processExitsWith: .failure) {
+                var machine = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption())
+                _ = machine.start()
+                _ = machine.lengthFound(10)
+            }
         }
-        await #expect(processExitsWith: .failure) {
-            var machine = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption())
-            _ = machine.start()
-            _ = machine.lengthFound(10)
-        }
-    }
+    #endif
 
     /// A `Location` that moves the upload is saved only once something there has answered as the upload: a `HEAD`
     /// there that answers 405 keeps the place that last answered, or every later run would ask where nothing is.

@@ -567,36 +567,39 @@ extension UploadRequest.Role {
         if case .none = sending.taskNotMade() {} else { Issue.record("an upload with a task ended without it") }
     }
 
-    /// A task's event before any task was made cannot happen: the machine traps, naming it, rather than ending the
-    /// upload in a made-up way (it made up an exchange for a task's end, and ignored the rest). Each event is its own
-    /// process; the same events after a task was made are taken (the tests above).
-    @Test func aTasksEventBeforeAnyTaskTraps() async {
-        await #expect(processExitsWith: .failure) {
-            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
-            _ = machine.taskEnded(error: nil, response: nil)
+    #if compiler(>=6.2)  // exit tests are Swift 6.2's; the manifest's 6.1 builds the rest
+        /// A task's event before any task was made cannot happen: the machine traps, naming it, rather than ending the
+        /// upload in a made-up way (it made up an exchange for a task's end, and ignored the rest). Each event is its own
+        /// process; the same events after a task was made are taken (the tests above).
+        @Test func aTasksEventBeforeAnyTaskTraps() async {
+            await #expect(processExitsWith: .failure) {
+                var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+                _ = machine.taskEnded(error: nil, response: nil)
+            }
+            await #expect(processExitsWith: .failure) {
+                var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+                _ = machine.redirectAnswered(statusCode: 302, answer: nil, sent: nil)
+            }
+            await #expect(processExitsWith: .failure) {
+                var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+                machine.redirectFailed(because: CancellationError())
+            }
+            await #expect(processExitsWith: .failure) {
+                var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+                _ = machine.sinkFailed(because: CancellationError())
+            }
+            // An answer refused by the sink before the upload finished: there is no answer yet.
+            await #expect(processExitsWith: .failure) {
+                var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
+                _ = machine.taskMade()
+                let response = URLResponse(
+                    url: URL(string: "http://127.0.0.1:1/")!, mimeType: nil, expectedContentLength: 0,
+                    textEncodingName: nil
+                )
+                _ = machine.answerRefused(because: CancellationError(), response: response)
+            }
         }
-        await #expect(processExitsWith: .failure) {
-            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
-            _ = machine.redirectAnswered(statusCode: 302, answer: nil, sent: nil)
-        }
-        await #expect(processExitsWith: .failure) {
-            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
-            machine.redirectFailed(because: CancellationError())
-        }
-        await #expect(processExitsWith: .failure) {
-            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
-            _ = machine.sinkFailed(because: CancellationError())
-        }
-        // An answer refused by the sink before the upload finished: there is no answer yet.
-        await #expect(processExitsWith: .failure) {
-            var machine = Machine(role: .wholeForm(.stream), contentLength: 10, contentType: "multipart/form-data")
-            _ = machine.taskMade()
-            let response = URLResponse(
-                url: URL(string: "http://127.0.0.1:1/")!, mimeType: nil, expectedContentLength: 0, textEncodingName: nil
-            )
-            _ = machine.answerRefused(because: CancellationError(), response: response)
-        }
-    }
+    #endif
 
     /// A success whose answer the sink cannot take (a full disk under `.file`) is a failure, decided by the machine
     /// as the sink's failure while the answer arrives is: the request stopped for that reason, the response kept.
