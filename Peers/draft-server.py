@@ -70,6 +70,9 @@ Scenarios (the default answers as the draft's examples do; the others change one
   early-400             the application refuses the form after the first 100000 bytes of a PATCH: 400 with
                         Upload-Complete: ?1 and a body of its own, the rest unread (the connection closed); it never
                         processes the form
+  refused-whole         OPTIONS says max-append-size=100000; the application refuses the form once the first PATCH's
+                        body (Upload-Complete: ?0) is read whole: 400 with Upload-Complete: ?1 and a 14-byte body,
+                        the connection kept alive; it never processes the form
   plain-lost            a plain POST is processed and its answer never comes (as plain-first), the first with each
                         Idempotency-Key
   plain-first           until a plain POST has brought the whole form, OPTIONS answers as a server without the draft;
@@ -356,7 +359,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "conflicting-limits": "min-append-size=2000, max-append-size=1000",
                  "too-large-min": "min-append-size=100000",
                  "lie-complete-length": "max-append-size=100000", "lie-complete-negative": "max-append-size=100000",
-                 "lie-complete-none": "max-append-size=100000"}.get(scenario, "")
+                 "lie-complete-none": "max-append-size=100000", "refused-whole": "max-append-size=100000"}.get(scenario, "")
         lifetime = f"{'expires' if self.version() in (6, 10) else 'max-age'}=3600"
         headers = {"Upload-Limit": f"{limit}, {lifetime}" if limit else lifetime}
         if self.version() >= 8:
@@ -522,6 +525,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(400)
+        if scenario == "refused-whole":
+            data, _ = self.read()
+            self.entry(len(data))
+            return self.answer(400, {"Upload-Complete": "?1", "Content-Type": "text/plain"}, b"refused: sorry")
         if scenario == "early-400":
             data, declared = self.read(limit=100000)
             self.entry(len(data))

@@ -111,19 +111,25 @@ extension CommandLineTests {
         #expect(savedStates().isEmpty)
     }
 
-    /// Version 10: the application refuses the form after its first 100,000 bytes with `Upload-Complete: ?1`. The
-    /// command ends as for any refused status, `-o` holds that answer's body alone, and no request follows it.
-    @Test func anEarlyRefusalInVersion10IsTheAnswer() async throws {
+    /// Version 10: the application refuses the form early with `Upload-Complete: ?1`: after the first 100,000 bytes
+    /// of the last append, closing the connection (`early-400`), or once a whole append sent with `?0` was read, on a
+    /// connection kept alive (`refused-whole`). The command ends as for any refused status, `-o` holds that answer's
+    /// body alone, and no request follows it.
+    @Test(arguments: [
+        ("early-400", "{\"error\": \"the application refused the form after its first part\"}\n"),
+        ("refused-whole", "refused: sorry"),
+    ])
+    func anEarlyRefusalInVersion10IsTheAnswer(scenario: String, body: String) async throws {
         var generator = SeededGenerator(seed: 611)
         try generator.writeFile(at: directory.path("blob.bin"), size: 16 << 20)
         let server = try await DraftServer(version: 10)
         let result = try await run([
             "-sS", "-C", "-", "-F", "file=@blob.bin", "-o", "answer.json",
-            server.url(scenario: "early-400").absoluteString,
+            server.url(scenario: scenario).absoluteString,
         ])
         #expect(result.status == 4 && result.stderr.contains("answered HTTP 400"), "\(result.stderr)")
         let answer = try String(contentsOf: directory.path("answer.json"), encoding: .utf8)
-        #expect(answer == "{\"error\": \"the application refused the form after its first part\"}\n", "\(answer)")
+        #expect(answer == body, "\(scenario): \(answer)")
         #expect(try server.log().filter { $0.version == "10" }.map(\.method) == ["OPTIONS", "POST", "PATCH"])
         #expect(try server.forms().isEmpty)
         #expect(savedStates().isEmpty, "the application's word ends the upload")

@@ -932,6 +932,24 @@ extension URLSessionSuites {
             #expect(keys.count == 2 && keys[0] != keys[1] && keys.allSatisfy { $0 != nil }, "\(keys)")
         }
 
+        /// An application that refuses the form early (interop 10: `Upload-Complete: ?1` to an append sent with `?0`,
+        /// read whole, on a connection kept alive) fails the queued upload with its status: never completed, though
+        /// the answer came to an append that was not the last, and the form is not on the server.
+        @Test func anEarlyRefusalFailsTheQueuedUpload() async throws {
+            let server = try await DraftServer(version: 10)
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let id = try await queue.add(
+                try form(0, fileBytes: 300_000), with: URLRequest(url: server.url(scenario: "refused-whole")))
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            let state = await queue.upload(id)?.state
+            guard case .failed(let reason)? = state else {
+                Issue.record("the refused upload ended \(String(describing: state))")
+                return
+            }
+            #expect(reason.contains("400"), "\(reason)")
+            #expect(try server.forms().isEmpty)
+        }
+
         /// A busy server's upload waits in the queue for the time its wait says, on the queue's clock, and not a moment
         /// less: here a virtual one, which stands still until the test moves it. Answered 503 with no retry of its own,
         /// the upload waits `maximumDelay` (ten minutes here) from the clock's time; the run sleeps until then and

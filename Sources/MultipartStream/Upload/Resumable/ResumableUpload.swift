@@ -297,11 +297,13 @@ package struct ResumableUpload {
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }
-        // Only the append that completes the form gets the application's answer, and only an answer the machine
-        // ends the upload with: the body of one it goes on from (a 307 to the moved upload, a 5xx, a 413) is no one's.
+        // An append's answer may be the application's: the last append's, and in interop 10 an early one to any
+        // append, `?0` too (a refusal with `Upload-Complete: ?1`). Only an answer the machine ends the upload with
+        // reaches the caller: the body of one it goes on from (a 307 to the moved upload, a 5xx, a 413) is no one's.
+        let isAppend = if case .append = step { true } else { false }
         let (upload, result) = makeUpload(
             role, buffered: buffered,
-            reception: step.completes(contentLength) ? reception.answering(only: answering) : reception.notTheAnswer,
+            reception: isAppend ? reception.answering(only: answering) : reception.notTheAnswer,
             progress: progress)
         if let url = request.url {
             policy.events?(.requestSent(method: request.httpMethod ?? "", url: url, fields: step.fields(of: request)))
