@@ -70,6 +70,8 @@ Scenarios (the default answers as the draft's examples do; the others change one
   early-400             the application refuses the form after the first 100000 bytes of a PATCH: 400 with
                         Upload-Complete: ?1 and a body of its own, the rest unread (the connection closed); it never
                         processes the form
+  early-200             as early-400, but the answer is 200 with Upload-Complete: ?1: a success claimed for a form the
+                        server cannot have
   refused-whole         OPTIONS says max-append-size=100000; the application refuses the form once the first PATCH's
                         body (Upload-Complete: ?0) is read whole: 400 with Upload-Complete: ?1 and a 14-byte body,
                         the connection kept alive; it never processes the form
@@ -529,12 +531,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(400, {"Upload-Complete": "?1", "Content-Type": "text/plain"}, b"refused: sorry")
-        if scenario == "early-400":
+        if scenario in ("early-400", "early-200"):
             data, declared = self.read(limit=100000)
             self.entry(len(data))
             self.close_connection = True
-            self.answer(400, {"Upload-Complete": "?1", "Content-Type": "application/json", "Connection": "close"},
-                        b'{"error": "the application refused the form after its first part"}\n')
+            status = 400 if scenario == "early-400" else 200
+            self.answer(status, {"Upload-Complete": "?1", "Content-Type": "application/json", "Connection": "close"},
+                        b'{"error": "the application refused the form after its first part"}\n' if status == 400
+                        else b'{"ok": "claimed before the last byte"}\n')
             self.wfile.flush()
             # A lingering close: what the client still sends is read and dropped (for 5 s at most), so that the
             # answer is not lost to a reset.

@@ -208,6 +208,32 @@ extension URLSessionSuites {
             try await earlyRefusal(version: 10, scenario: "refused-whole", body: "refused: sorry")
         }
 
+        /// A success claimed early (a 200 with `Upload-Complete: ?1` after the first 100,000 bytes of a 16 MiB append)
+        /// is the breach it is in every version: the upload fails with `.completionClaimedEarly`, and the upload the
+        /// server calls complete is not deleted (no `DELETE`, no request after the answer).
+        @Test(arguments: [10, 9])
+        func anEarlySuccessIsABreachAndDeletesNothing(version: Int) async throws {
+            let server = try await DraftServer(version: version)
+            var generator = SeededGenerator(seed: 62)
+            var large = MultipartFormData()
+            try large.append(
+                fileURL: try directory.file(
+                    "large.bin", contents: Data([UInt8].random(count: 16 << 20, using: &generator))),
+                name: "video")
+            let form = large
+            let error = try await #require(throws: MultipartError.self) {
+                _ = try await URLSession(configuration: .ephemeral).upload(
+                    form, with: URLRequest(url: server.url(scenario: "early-200")), strategy: .resumable(fast))
+            }
+            guard case .completionClaimedEarly = error.reason else {
+                Issue.record("a success before the last byte: \(error)")
+                return
+            }
+            let methods = try server.log().map(\.method)
+            #expect(!methods.contains("DELETE"), "nothing deleted: \(methods)")
+            #expect(methods.last == "PATCH", "no request after the answer: \(methods)")
+        }
+
         private func earlyRefusal(version: Int, scenario: String, body expected: String) async throws {
             let server = try await DraftServer(version: version)
             var generator = SeededGenerator(seed: 61)

@@ -138,10 +138,11 @@ extension ResumableUpload {
     static let partialUploadType = "application/partial-upload"
 
     /// How the request layer frames an append: its type, and a success that came before its last byte, which is
-    /// an answer only where `Upload-Complete: ?0` says the server kept part of it (the upload goes on from its
-    /// offset, bounded by what was handed out).
+    /// an answer for the machine to judge where `Upload-Complete` says how the server stands: `?0`, it kept part of it
+    /// (the upload goes on from its offset, bounded by what was handed out); `?1`, it claims a form it cannot have,
+    /// the breach the machine fails it with, deleting nothing the server calls complete.
     static let appendFraming = UploadRequest.PartFraming(
-        contentType: partialUploadType, takesEarlySuccess: { Answer($0).isComplete == false })
+        contentType: partialUploadType, takesEarlySuccess: { Answer($0).isComplete != nil })
 
     /// A request of the protocol.
     enum Step: Equatable, Sendable {
