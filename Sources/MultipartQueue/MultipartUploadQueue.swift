@@ -608,7 +608,8 @@ public actor MultipartUploadQueue {
 
     /// Pauses an upload that has not ended: it stays as it is, in this process and the next, until ``resume(_:)``;
     /// one that runs is stopped, its saved state kept for the resume. A ``run(on:headers:)`` returns once every
-    /// upload is completed, failed or paused. An upload whose ``remove(_:)`` is under way is removed all the same.
+    /// upload is completed, failed or paused. An upload whose ``remove(_:on:headers:)`` is under way is removed all
+    /// the same.
     ///
     /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
     ///   changed.
