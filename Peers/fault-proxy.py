@@ -12,7 +12,8 @@ Usage: fault-proxy.py TARGET_PORT [CUT ...]
 Prints its port on the first line of stdout, and on stderr a line for each connection, cut and stall with its time
 (`at SECONDS`, Unix time). For each line on standard input, and when it closes, it prints one JSON line,
 {"forwarded": BYTES, "connections": N, "cuts": N, "stalls": N, "flowing": SECONDS, "outage_tries": N,
-"outage_end": SECONDS, "first_after_outage": SECONDS}, BYTES counting every client byte it passed to the target,
+"outage_end": SECONDS, "first_after_outage": SECONDS, "tenths": [[TENTH, BYTES], ...]}, BYTES counting every client
+byte it passed to the target (`tenths` by the tenth of a second, Unix time times 10, that passed them: a link's rate),
 `flowing` the Unix time when they first passed 64 KiB (a body is flowing: a request's head is far smaller), or null,
 `outage_end` when the outage ends and `first_after_outage` when the first connection after it came, or null; once
 standard input closes, it exits.
@@ -46,9 +47,13 @@ class Proxy:
         self.first_after_outage = None
         # The writers of every open connection, which an outage resets all at once.
         self.open = set()
+        # Client bytes passed, by the tenth of a second (Unix time times 10): the rate at the link.
+        self.tenths = {}
 
     def count(self, forwarded):
         self.forwarded += forwarded
+        tenth = int(time.time() * 10)
+        self.tenths[tenth] = self.tenths.get(tenth, 0) + forwarded
         if self.flowing is None and self.forwarded > 1 << 16:
             self.flowing = time.time()
 
@@ -171,7 +176,8 @@ async def main():
         line = await loop.run_in_executor(None, sys.stdin.readline)
         print(json.dumps({"forwarded": proxy.forwarded, "connections": proxy.connections, "cuts": proxy.made_cuts,
                           "stalls": proxy.made_stalls, "flowing": proxy.flowing, "outage_tries": proxy.outage_tries,
-                          "outage_end": proxy.outage_end, "first_after_outage": proxy.first_after_outage}),
+                          "outage_end": proxy.outage_end, "first_after_outage": proxy.first_after_outage,
+                          "tenths": sorted(proxy.tenths.items())}),
               flush=True)
         if not line:
             break

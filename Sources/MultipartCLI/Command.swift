@@ -331,7 +331,13 @@ enum Command {
 
     /// `-w`: the report in the format asked, on standard output after the body.
     private static func writeOut(_ options: Options, _ report: TransferReport) {
-        guard var format = options.writeOut else { return }
+        guard let format = writeOutFormat(options) else { return }
+        writeOut(format, report)
+    }
+
+    /// `-w`'s format, read once; `nil` without `-w`, or when its file cannot be read (which is warned of).
+    static func writeOutFormat(_ options: Options) -> String? {
+        guard var format = options.writeOut else { return nil }
         if format.hasPrefix("@") {
             // curl's `-w @file` and `-w @-`: the format is the file's, or standard input's; one that cannot be read
             // is warned of, and nothing is written.
@@ -341,10 +347,15 @@ enum Command {
                 ? FileHandle.standardInput.readDataToEndOfFile() : try? Data(contentsOf: RawArguments.fileURL(path))
             guard let data else {
                 if !options.silent { printError("multipart: warning: -w @\(path): cannot read \(path)") }
-                return
+                return nil
             }
             format = String(decoding: data, as: UTF8.self)
         }
+        return format
+    }
+
+    /// `report` in `format`, on standard output.
+    static func writeOut(_ format: String, _ report: TransferReport) {
         var warnings: [String] = []
         let text = report.render(format, warnings: &warnings)
         for warning in warnings { printError("multipart: \(warning)") }

@@ -74,6 +74,15 @@ struct Options: Equatable {
     var queueChange: QueueChange?
     /// `--retry`'s value as given: a number of retries, or with `--queue DIR` the upload to retry.
     private var retryArgument: String?
+    /// Every option given, by its long name, and as it was typed (`-v` or `--verbose`), in order: a queue's modes
+    /// take some and refuse the rest by name.
+    var given: [GivenOption] = []
+
+    /// An option as it was typed, and its long name.
+    struct GivenOption: Equatable {
+        var name: String
+        var typed: String
+    }
 
     private static let oneQueueChange = UsageError(
         "one of --list, --retry ID, --remove ID, --remove-completed, --pause ID, --resume ID, --prioritize ID at a time"
@@ -161,12 +170,14 @@ struct Options: Equatable {
                     guard attached == nil else { throw UsageError("\(name) takes no value") }
                     try apply(name)
                 }
+                given.append(GivenOption(name: name, typed: name))
             } else {
                 var letters = argument.dropFirst()
                 while let letter = letters.popFirst() {
                     guard let name = Self.shortOptions[letter] else {
                         throw UsageError("unknown option -\(letter)\(argument.count > 2 ? " in \(argument)" : "")")
                     }
+                    given.append(GivenOption(name: name, typed: "-\(letter)"))
                     if Self.valueOptions.contains(name) {
                         let value = letters.isEmpty ? rest.popFirst() : String(letters)
                         guard let value else { throw UsageError("-\(letter) needs a value") }
@@ -187,14 +198,14 @@ struct Options: Equatable {
             }
             self.retryArgument = nil
         }
+        if queue != nil || runsQueue || parallel != nil || queueKey != nil || queueChange != nil {
+            try validateQueue()
+            return
+        }
         if listsSaved {
             guard url == nil, fields.isEmpty else {
                 throw UsageError("--list-saved lists the saved uploads and sends nothing: leave out the URL and -F")
             }
-            return
-        }
-        if queue != nil || runsQueue || parallel != nil || queueKey != nil || queueChange != nil {
-            try validateQueue()
             return
         }
         if url == nil, output == nil, outputBody == nil {
@@ -222,37 +233,6 @@ struct Options: Equatable {
         }
         if fields.filter(\.readsStandardInput).count + (writeOut == "@-" ? 1 : 0) > 1 {
             throw UsageError("standard input can be read once: only one -F may use @- or <-, or -w @-")
-        }
-    }
-
-    /// `--queue DIR` with `-F` and a URL adds an upload; `--queue DIR --run` sends the queue.
-    private func validateQueue() throws(UsageError) {
-        guard queue != nil else {
-            throw UsageError(
-                "--run, --parallel, --key, --list, --remove, --remove-completed, --pause, --resume and --prioritize are about an "
-                    + "upload queue: give it with --queue DIR")
-        }
-        if queueChange != nil {
-            guard !runsQueue, url == nil, fields.isEmpty, queueKey == nil, parallel == nil else {
-                throw UsageError(
-                    "--list, --retry, --remove, --remove-completed, --pause, --resume and --prioritize show or change the queue: leave out --run, "
-                        + "--parallel, --key, -F and the URL")
-            }
-        } else if runsQueue {
-            guard url == nil, fields.isEmpty else {
-                throw UsageError(
-                    "--run sends the queue's uploads: leave out -F and the URL (add each with --queue DIR)")
-            }
-        } else {
-            guard url != nil, !fields.isEmpty else {
-                throw UsageError("--queue DIR adds an upload: give -F and the URL, or --run to send the queue")
-            }
-            guard parallel == nil else { throw UsageError("--parallel is for --run") }
-        }
-        if runsQueue, queueKey != nil { throw UsageError("--key is for adding an upload: leave out --run") }
-        guard output == nil, outputBody == nil, !resumes, !abandons, stateDirectory == nil else {
-            throw UsageError(
-                "a queue's uploads are resumable and keep their own state: leave out -o, -C -, --state-dir")
         }
     }
 
@@ -349,8 +329,8 @@ struct Options: Equatable {
         case "--fail", "--fail-with-body": break
         case "--insecure":
             throw UsageError(
-                "-k: URLSession on Linux checks certificates inside libcurl and never asks its delegate, so it cannot "
-                    + "skip the check; trust the server's certificate authority instead (SSL_CERT_FILE)")
+                "-k, --insecure: URLSession on Linux checks certificates inside libcurl and never asks its delegate, "
+                    + "so it cannot skip the check; trust the server's certificate authority instead (SSL_CERT_FILE)")
         default: throw UsageError("unknown option \(name)")
         }
     }

@@ -14,8 +14,17 @@ extension Command {
     /// to `--run` (and `--remove`), never to the add, which refuses them: a queue never writes one to disk.
     static func queueCommand(_ options: Options, directory path: String) async -> ExitStatus {
         do {
+            // A run hears each upload's requests (-v, and -w's bytes) and keeps --speed-limit's stall rule.
+            let bar = ProgressReporter(silent: options.silent)
+            let log = QueueRunLog(verbose: options.verbose, bar: bar)
+            var resumption = MultipartResumption()
+            if options.runsQueue {
+                if let stall = options.stall { resumption.stall = stall }
+                resumption.events = { log.record($0, of: MultipartUploadQueue.uploadHeard) }
+            }
             let queue = try MultipartUploadQueue(
-                directory: URL(fileURLWithPath: path), maximumConcurrentUploads: options.parallel ?? 3)
+                directory: URL(fileURLWithPath: path), maximumConcurrentUploads: options.parallel ?? 3,
+                resumption: resumption)
             guard let dummy = URL(string: "http://localhost/") else { return .usage }
             // -H and -u, for every request the queue makes (a run's, or a removal's DELETE): they go out, and are
             // never written.
@@ -41,7 +50,7 @@ extension Command {
                 }
                 return .success
             }
-            return try await send(queue, headers: fields, options: options)
+            return try await send(queue, headers: fields, options: options, bar: bar, log: log)
         } catch {
             return ended(by: error, options: options)
         }
@@ -122,15 +131,16 @@ extension Command {
         return String(decoding: line.utf8.map { $0 == 10 || $0 == 13 ? 32 : $0 }, as: UTF8.self)
     }
 
-    /// Sends the queue; exit 0 when every upload completed, 4 when one failed. Ctrl-C stops it, keeping the uploads
-    /// in flight for the next run.
-    private static func send(_ queue: MultipartUploadQueue, headers fields: [String: String], options: Options)
-        async throws -> ExitStatus
-    {
+    /// Sends the queue, at `--limit-rate` for all its uploads together, within `--max-time`; exit 0 when every
+    /// upload completed, 4 when one failed or the time ran out. Ctrl-C stops it, keeping the uploads in flight for
+    /// the next run; so does `--max-time`. With `-w`, a report for each upload the run ends, as it ends.
+    private static func send(
+        _ queue: MultipartUploadQueue, headers fields: [String: String], options: Options, bar: ProgressReporter,
+        log: QueueRunLog
+    ) async throws -> ExitStatus {
         let silent = options.silent
         // While it runs, a bar for the whole queue on a terminal, with a line above it for each wait; once it ends,
         // one for each upload it ended.
-        let bar = ProgressReporter(silent: silent)
         let progress = queue.progress
         let counted: @Sendable () -> MultipartUploadProgress = {
             MultipartUploadProgress(
@@ -140,11 +150,23 @@ extension Command {
         // The speed and the time left are this run's: bytes that earlier runs sent are not.
         bar.resumed(at: counted().bytesSent)
         let events = queue.events
+        let format = Command.writeOutFormat(options)
         let watching = Task {
             // A frame each tenth of a second at most, however many uploads report, and one at each end.
             var drawn: UInt64 = 0
-            for await event in events where !silent {
+            var started: [MultipartUploadQueue.ID: UInt64] = [:]
+            for await event in events {
                 let now = DispatchTime.now().uptimeNanoseconds
+                if let format {
+                    switch event {
+                    case .started(let id): started[id] = started[id] ?? now
+                    case .completed(let id, _), .failed(let id, _):
+                        let seconds = started[id].map { Double(now - $0) / 1e9 } ?? 0
+                        await writeOut(format, for: event, of: queue.upload(id), seconds: seconds, log: log)
+                    default: break
+                    }
+                }
+                guard !silent else { continue }
                 switch event {
                 case .waiting(let id, let until):
                     bar.printAbove(["multipart: \(id) waits for the network or the server until \(until)"])
@@ -162,8 +184,16 @@ extension Command {
         Interruption.shared.install()
         let session = URLSession(configuration: .ephemeral)
         defer { session.finishTasksAndInvalidate() }
-        let run = Task { try await queue.run(on: session, headers: .fresh { _ in fields }) }
+        let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
+        let run = Task { try await queue.run(on: session, headers: .fresh { _ in fields }, pacing: pacing) }
         Interruption.shared.onSignal { run.cancel() }
+        let timedOut = LockedValue(false)
+        if let maxTime = options.maxTime {
+            DispatchQueue.global().asyncAfter(deadline: .now() + maxTime) {
+                timedOut.withLock { $0 = true }
+                run.cancel()
+            }
+        }
         let ended = await run.result
         // The watcher's last frame before the run's own: the queue as the run left it, then the lines below it.
         watching.cancel()
@@ -179,6 +209,16 @@ extension Command {
                 printError("multipart: interrupted: \(uploads) kept for the next --run")
             }
             return signal == SIGINT ? .interrupted : .terminated
+        }
+        if case .failure(is CancellationError) = ended, timedOut.withLock({ $0 }), let maxTime = options.maxTime {
+            if !silent || options.showError {
+                let kept = after.filter { if case .completed = $0.state { false } else { true } }.count
+                printError(
+                    "multipart: timed out after \(maxTime) s (--max-time): "
+                        + (kept == 1 ? "1 upload not completed is" : "\(kept) uploads not completed are")
+                        + " kept for the next --run")
+            }
+            return .network
         }
         try ended.get()
         let failed = after.filter { if case .failed = $0.state { true } else { false } }
@@ -210,5 +250,26 @@ extension Command {
         }
         let more = (paused > 0 ? ", \(paused) paused" : "") + (left > 0 ? ", \(left) left for the next run" : "")
         printError("multipart: \(completed) completed, \(failed) failed" + more)
+    }
+
+    /// `-w` for an upload the run ended with `event`: its status, time, bytes sent this run (resent ones again), the
+    /// kept answer's bytes and type, its URL and the exit status it would have alone.
+    private static func writeOut(
+        _ format: String, for event: MultipartUploadQueue.Event, of upload: MultipartUploadQueue.Upload?,
+        seconds: Double, log: QueueRunLog
+    ) {
+        guard let upload else { return }
+        var report = TransferReport(effectiveURL: upload.url.absoluteString)
+        report.seconds = seconds
+        report.bytesUploaded = log.bytesSent(by: upload.id)
+        switch event {
+        case .completed(_, let answer):
+            report.statusCode = answer.statusCode ?? 0
+            report.bytesDownloaded = answer.body.count
+            report.contentType = answer.headers.first { $0.key.lowercased() == "content-type" }?.value
+        default:
+            report.exitCode = ExitStatus.network.rawValue
+        }
+        Command.writeOut(format, report)
     }
 }

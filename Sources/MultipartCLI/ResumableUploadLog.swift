@@ -103,7 +103,8 @@ final class ResumableUploadLog: @unchecked Sendable {
         String(format: "%.1f%%", whole == 0 ? 100 : Double(part) * 100 / Double(whole))
     }
 
-    private static func lines(_ fields: [String: String], _ prefix: String) -> [String] {
+    /// The header lines of `fields`, sorted, each after `prefix`, credentials hidden.
+    static func lines(_ fields: [String: String], _ prefix: String) -> [String] {
         fields.sorted { $0.key < $1.key }.map { "\(prefix)\($0.key): \(Redaction.header($0.key, value: $0.value))" }
     }
 }

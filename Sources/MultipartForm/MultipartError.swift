@@ -420,7 +420,7 @@ extension MultipartError.Reason: CustomStringConvertible {
             "the upload queue in \(directory.path) cannot be opened: \(reason)"
         case .credentialNotQueued(let credential):
             "the request carries \(credential), which an upload queue never writes to disk: give credentials through "
-                + "the headers hook of the queue's run(on:headers:) instead"
+                + "the headers hook of the queue's run(on:headers:pacing:) instead"
         case .streamNotQueued:
             "a stream part cannot outlive the process: an upload queue takes fields, data and files"
         case .outageOutlasted(let seconds, let acknowledged, let contentLength):

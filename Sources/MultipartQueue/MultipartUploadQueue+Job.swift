@@ -53,6 +53,8 @@ extension MultipartUploadQueue {
         let learned: @Sendable (ResumableUpload.KnownServer) -> Void
         /// Its place among the uploads to its server that wait out an outage together.
         let outage: OutageGate.Pass?
+        /// The queue's clock, shared by the uploads in flight.
+        let pacer: MultipartPacer
         let session: URLSession
         let headers: MultipartHeaders?
         let cancel: CancelHandle
@@ -90,12 +92,12 @@ extension MultipartUploadQueue {
                 case .requestSent: report(nil)
                 default: break
                 }
-                heard?(event)
+                if let heard { MultipartUploadQueue.$uploadHeard.withValue(id) { heard(event) } }
             }
             // The record, not the answer, says when the state may go.
             let membership = ResumableUpload.Membership(
                 keepsStateAfterAnswer: true, knownNotResumable: knownNotResumable, outage: outage,
-                knownServer: knownServer, learned: learned)
+                knownServer: knownServer, learned: learned, pacer: pacer)
             defer { outage?.leave() }
             // The same key for every send of this upload, in every process: a server that honours it creates the
             // upload resource, or takes the whole form, once. A key of the caller's own is kept.

@@ -18,7 +18,7 @@ import MultipartStream
 ///
 /// Each upload is on disk before ``add(_:with:key:)`` returns: what rebuilds its form byte for byte (fields, data and
 /// file parts by path with the file's identity, custom part headers), and the request without credentials, which go
-/// through the `headers` hook of ``run(on:headers:)`` and are never written. ``run(on:headers:)`` sends the uploads
+/// through the `headers` hook of ``run(on:headers:pacing:)`` and are never written. ``run(on:headers:pacing:)`` sends the uploads
 /// ``maximumConcurrentUploads`` at a time as resumable uploads (<doc:ResumableUploads>), each with its saved state in
 /// the queue's directory: a kill, a crash or a reboot costs what was in flight, and the next run, in any process,
 /// resumes each upload where the server stands. See <doc:UploadQueues> for what is guaranteed where.
@@ -34,9 +34,32 @@ public actor MultipartUploadQueue {
     public nonisolated let progress: Progress
     /// What happens in the queue from the moment this is read: uploads added, started, their progress, waits,
     /// completions and failures. Each read is a stream of its own, and every stream gets every event: a view and a
-    /// logger read theirs at once. An event comes once ``progress`` counts it. Read it before ``run(on:headers:)``
+    /// logger read theirs at once. An event comes once ``progress`` counts it. Read it before ``run(on:headers:pacing:)``
     /// starts to see every event of the run.
     public nonisolated var events: AsyncStream<Event> { eventSink.stream() }
+    /// The rate the uploads in flight keep to together, every request of each counted (appends, resends, a whole
+    /// form where the server speaks no draft): their sum stays under it however many start and end, as a link's
+    /// budget needs. `nil`, the default, sends as fast as the network takes it. It can be changed at any time, from
+    /// any thread, while a run goes: the uploads in flight keep to the new rate from their next read. As with any
+    /// pacing, the reads wait on the thread that reads the body, which on Linux is URLSession's one for the whole
+    /// process.
+    public nonisolated var pacing: MultipartPacing? {
+        get { pacer.pacing }
+        set { pacer.change(to: newValue) }
+    }
+    /// The upload whose event the `events` closure of the queue's ``MultipartStream/MultipartResumption`` is hearing,
+    /// while it hears it; `nil` anywhere else. That closure hears the requests, answers and retries of every upload,
+    /// and this says which one each is of:
+    ///
+    /// ```swift
+    /// var resumption = MultipartResumption()
+    /// resumption.events = { event in print(MultipartUploadQueue.uploadHeard?.rawValue ?? "-", event) }
+    /// ```
+    @TaskLocal public static var uploadHeard: ID?
+    /// The clock every upload in flight reads by. Reads that fell behind (a pause between two requests, or between
+    /// two uploads) catch up a tenth of a second at most, so that any 5 s at the link carry at most that and one
+    /// read's bytes over the rate: 4 % of it.
+    private nonisolated let pacer = MultipartPacer(nil, catchUp: 0.1)
 
     private let eventSink = EventBroadcast<Event>()
     /// How each upload retries before it waits in the queue.
@@ -244,13 +267,13 @@ public actor MultipartUploadQueue {
     /// - Parameters:
     ///   - form: The form: fields, data and file parts (a stream part cannot outlive the process).
     ///   - request: The request, without credentials (they go through the `headers` hook of
-    ///     ``run(on:headers:)``).
+    ///     ``run(on:headers:pacing:)``).
     ///   - key: What identifies the upload for the caller (a file's path, a photo's identifier); `nil` adds every
     ///     time.
     /// - Throws: ``MultipartStream/MultipartError/Reason/streamNotQueued`` naming a stream part, which cannot outlive the process;
     ///   ``MultipartStream/MultipartError/Reason/credentialNotQueued(_:)`` for a request that carries `Authorization`, `Cookie`,
     ///   `Proxy-Authorization` or a user and password in its URL (give them through the `headers` hook of
-    ///   ``run(on:headers:)``); the form's ``MultipartStream/MultipartFormData/appendError``;
+    ///   ``run(on:headers:pacing:)``); the form's ``MultipartStream/MultipartFormData/appendError``;
     ///   ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written (a full disk): then
     ///   nothing was added.
     public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
@@ -358,10 +381,15 @@ public actor MultipartUploadQueue {
     /// - Parameters:
     ///   - session: The session the uploads go through.
     ///   - headers: Fresh headers for each request, credentials included, which the queue never writes.
+    ///   - pacing: The rate of all the uploads in flight together (``pacing``, which can be changed while the run
+    ///     goes); `nil` keeps ``pacing`` as it is, unlimited unless set.
     /// - Throws: ``MultipartStream/MultipartError/Reason/queueInUse(_:)`` when another process (or another `run` of this queue)
     ///   runs it; `CancellationError` when cancelled. An upload's own failure is its state, never thrown.
-    public func run(on session: URLSession = .shared, headers: MultipartHeaders? = nil) async throws {
+    public func run(
+        on session: URLSession = .shared, headers: MultipartHeaders? = nil, pacing: MultipartPacing? = nil
+    ) async throws {
         guard !isRunning else { throw MultipartError(.queueInUse(directory)) }
+        if let pacing { self.pacing = pacing }
         let lock = try store.lock()
         running = (session, headers)
         var failure: (any Error)?
@@ -607,7 +635,7 @@ public actor MultipartUploadQueue {
     static let removalWait: TimeInterval = 10
 
     /// Pauses an upload that has not ended: it stays as it is, in this process and the next, until ``resume(_:)``;
-    /// one that runs is stopped, its saved state kept for the resume. A ``run(on:headers:)`` returns once every
+    /// one that runs is stopped, its saved state kept for the resume. A ``run(on:headers:pacing:)`` returns once every
     /// upload is completed, failed or paused. An upload whose ``remove(_:on:headers:)`` is under way is removed all
     /// the same.
     ///
@@ -751,7 +779,7 @@ public actor MultipartUploadQueue {
                 guard let origin = upload.origin else { return }
                 Task { await self?.learned(server, for: origin) }
             },
-            outage: outage, session: session, headers: headers, cancel: handle,
+            outage: outage, pacer: pacer, session: session, headers: headers, cancel: handle,
             waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } },
             progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } }, clock: clock)
     }

@@ -13,15 +13,34 @@ public final class FaultProxy: @unchecked Sendable {
         public var connections: Int
         /// Connections cut.
         public var cuts: Int
+        /// Connections stalled.
+        public var stalls: Int
         /// Connections tried during the outage, each reset at once.
         public var outageTries: Int
         /// When the outage ended (Unix time), where there was one.
         public var outageEnd: Double?
         /// When the first connection after the outage came (Unix time), where one came.
         public var firstAfterOutage: Double?
+        /// Client bytes passed, by the tenth of a second that passed them (Unix time times 10).
+        public var tenths: [[Int]]
+
+        /// The most client bytes passed in any `seconds` (in tenths), and the span from the first byte to the last in
+        /// seconds: the rate at the link.
+        public func mostForwarded(inAny seconds: Double) -> (bytes: Int, span: Double) {
+            let counts = Dictionary(tenths.map { ($0[0], $0[1]) }, uniquingKeysWith: +)
+            guard let first = counts.keys.min(), let last = counts.keys.max() else { return (0, 0) }
+            let width = Int((seconds * 10).rounded())
+            var (window, most) = (0, 0)
+            for tenth in first...last {
+                window += counts[tenth] ?? 0
+                if tenth - width >= first { window -= counts[tenth - width] ?? 0 }
+                most = max(most, window)
+            }
+            return (most, Double(last - first + 1) / 10)
+        }
 
         enum CodingKeys: String, CodingKey {
-            case forwarded, connections, cuts
+            case forwarded, connections, cuts, stalls, tenths
             case outageTries = "outage_tries"
             case outageEnd = "outage_end"
             case firstAfterOutage = "first_after_outage"

@@ -71,6 +71,14 @@ import Testing
         expected.silent = true
         expected.verbose = true
         expected.url = URL(string: "https://example.com/upload")
+        // Each option as typed, by its long name too: what a queue's modes take or refuse by name.
+        #expect(
+            options.given.map(\.typed) == [
+                "-F", "-F", "--form", "-H", "--header", "-X", "--boundary",
+                "--strategy", "--limit-rate", "-o", "-s", "-v",
+            ])
+        #expect(options.given.map(\.name).prefix(3) == ["--form", "--form", "--form"])
+        expected.given = options.given
         #expect(options == expected)
     }
 

@@ -33,6 +33,7 @@ import Testing
         expected.retryOption = 3
         expected.retryDelay = 0.5
         expected.url = URL(string: "http://example.com/upload")
+        expected.given = options.given
         #expect(options == expected)
         #expect(try Options(parsing: ["-so", "out", "-F", "a=1", "http://a.example/"]).output == "out")
     }

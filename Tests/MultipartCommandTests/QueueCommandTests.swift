@@ -31,14 +31,15 @@ import Testing
 
     @Test(arguments: [
         (["--run"], "give it with --queue DIR"),
-        (["--queue", "q", "--run", "-F", "a=1", "http://a.example/"], "leave out -F and the URL"),
+        (["--queue", "q", "--run", "-F", "a=1", "http://a.example/"], "-F with --queue DIR --run: it is kept"),
+        (["--queue", "q", "--run", "http://a.example/"], "a URL is kept with each upload"),
         (["--queue", "q", "-F", "a=1"], "give -F and the URL"),
-        (["--queue", "q", "--parallel", "2", "-F", "a=1", "http://a.example/"], "--parallel is for --run"),
-        (["--queue", "q", "-C", "-", "-F", "a=1", "http://a.example/"], "keep their own state"),
+        (["--queue", "q", "--parallel", "2", "-F", "a=1", "http://a.example/"], "--parallel with --queue DIR adding"),
+        (["--queue", "q", "-C", "-", "-F", "a=1", "http://a.example/"], "resumable already"),
         (["--queue", "q", "--run", "--parallel", "0"], "from 1 to 64"),
-        (["--queue", "q", "--list", "-F", "a=1", "http://a.example/"], "show or change the queue"),
+        (["--queue", "q", "--list", "-F", "a=1", "http://a.example/"], "-F with --queue DIR --list"),
         (["--queue", "q", "--list", "--remove-completed"], "one of --list"),
-        (["--queue", "q", "--run", "--key", "k"], "--key is for adding"),
+        (["--queue", "q", "--run", "--key", "k"], "--key with --queue DIR --run: it is kept"),
         (["--key", "k", "-F", "a=1", "http://a.example/"], "give it with --queue DIR"),
         (["--retry", "abc", "-F", "a=1", "http://a.example/"], "expected a number of retries"),
     ])
@@ -50,8 +51,7 @@ import Testing
 
 extension CommandLineTests {
     /// `multipart --queue DIR -F ... URL`, printing the upload's ID.
-    private func enqueue(_ index: Int, to url: URL, queue: String) async throws -> (id: String, form: DraftServer.Form)
-    {
+    func enqueue(_ index: Int, to url: URL, queue: String) async throws -> (id: String, form: DraftServer.Form) {
         let arguments = ["--boundary", "queued-\(index)", "-F", "n=\(index)", "-F", "file=@f-\(index).bin"]
         let added = try await run(["--queue", queue] + arguments + [url.absoluteString])
         #expect(added.status == 0, "\(added.stderr)")
@@ -329,7 +329,7 @@ extension CommandLineTests {
         ])
         #expect(
             refused.status == 2 && refused.stderr.contains("give -H and -u to --queue DIR --run"), "\(refused.stderr)")
-        #expect(!refused.stderr.contains("run(on:headers:)"), "a Swift API named to a command user")
+        #expect(!refused.stderr.contains("run(on:headers:pacing:)"), "a Swift API named to a command user")
         let id = try await enqueue(0, to: server.url(scenario: "auth"), queue: queue).id
         let (sent, _) = try await runQueue(queue, upTo: 60, ["-u", "u:p"])
         #expect(sent.status == 0 && sent.stderr.contains("\(id) completed: HTTP 200"), "\(sent.stderr)")
@@ -660,7 +660,7 @@ extension CommandLineTests {
     }
 
     /// `multipart --queue DIR --run` with `more` arguments, killed and failed past `seconds`.
-    private func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) async throws -> (Run, Date) {
+    func runQueue(_ queue: String, upTo seconds: Double, _ more: [String] = []) async throws -> (Run, Date) {
         try await run(["--queue", queue, "--run"] + more, upTo: seconds)
     }
 }

@@ -220,7 +220,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
     /// Fills `buffer` with up to `len` bytes of the body, across part boundaries. Returns 0 only at the end and
     /// -1 on failure, with the reason in `streamError`. With `len` 0 it returns 0 and changes nothing.
     public override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength len: Int) -> Int {
-        var limit = min(len, pacer?.pacing.packetSize ?? len)
+        var limit = len
         // Take the reader out of the lock: a caller stream may block in it, and close() must not wait for that.
         // Without a reader to run, the answer is known at once.
         let (reader, answer): ((any BodyReader)?, Int) = lock.withLock {
@@ -256,7 +256,8 @@ public final class MultipartBodyStream: InputStream, NSCopying {
             }
         }
         guard let reader else { return answer }
-        let readStart = pacer?.waitForTurn()
+        // The turn is taken for at most the bytes left; a short read gives back the time of what it did not read.
+        if let pacer { limit = pacer.waitForTurn(reading: limit).limit }
         let result: Result<Int, MultipartError>
         do throws(MultipartError) {
             result = .success(try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit)))
@@ -285,8 +286,8 @@ public final class MultipartBodyStream: InputStream, NSCopying {
                 return -1
             }
         }
+        pacer?.finished(reading: count, of: limit)
         if count > 0 {
-            if let pacer, let readStart { pacer.schedule(after: count, startedAt: readStart) }
             progressHandler?(total)
         }
         return count

@@ -36,35 +36,60 @@ public struct MultipartPacing: Sendable, Equatable {
 /// The clock of one paced upload, shared by every body stream it makes: each request of a resumable upload, a resend
 /// after a 401 or a redirect, a retry. So the rate asked is the rate of the whole upload; a clock of each stream's
 /// own let each new request start with a read at once, which across 100 kB appends at 1 MB/s made the upload take
-/// 0.69 of the asked time.
+/// 0.69 of the asked time. A queue shares one among all its uploads, so that their sum keeps to its rate; its pacing
+/// can change while they read, and `nil` reads at once.
 package final class MultipartPacer: @unchecked Sendable {
-    // @unchecked: `nextReadDue` is guarded by `lock`.
-    package let pacing: MultipartPacing
+    // @unchecked: `current` and `nextReadDue` are guarded by `lock`.
     private let lock = Lock()
+    private var current: MultipartPacing?
     /// When the next read may start, in uptime nanoseconds.
     private var nextReadDue: UInt64?
+    /// How far reads that fell behind may catch up, in nanoseconds.
+    private let catchUp: UInt64
 
-    package init(_ pacing: MultipartPacing) {
-        self.pacing = pacing
+    /// A clock at `pacing`, whose reads may catch up on at most `catchUp` seconds they fell behind.
+    package init(_ pacing: MultipartPacing?, catchUp: Double = 1) {
+        current = pacing
+        self.catchUp = UInt64(max(0, catchUp) * 1e9)
     }
 
-    /// Sleeps until the pacing lets the next read start, and returns when it started.
-    func waitForTurn() -> UInt64 {
+    /// The pacing reads keep to now; `nil` when they go at once.
+    package var pacing: MultipartPacing? { lock.withLock { current } }
+
+    /// Paces the reads from now on at `pacing` (`nil`: at once). A read already waiting keeps the turn it was given.
+    package func change(to pacing: MultipartPacing?) {
+        lock.withLock { current = pacing }
+    }
+
+    /// Sleeps until the pacing lets the next read of up to `limit` bytes start, and returns how many it may read
+    /// and when it started. The turn is taken before the sleep, so that readers on several threads at once never
+    /// share one.
+    func waitForTurn(reading limit: Int) -> (limit: Int, start: UInt64) {
         let now = DispatchTime.now().uptimeNanoseconds
-        guard let due = lock.withLock({ nextReadDue }), due > now else { return now }
-        Thread.sleep(forTimeInterval: Double(due - now) / 1e9)
-        return DispatchTime.now().uptimeNanoseconds
+        let turn = lock.withLock { () -> (limit: Int, due: UInt64) in
+            guard let pacing = current else { return (limit, now) }
+            let limit = min(limit, pacing.packetSize)
+            let due = Swift.max(nextReadDue ?? now, now - min(now, catchUp))
+            nextReadDue = due + Self.pause(for: limit, at: pacing)
+            return (limit, due)
+        }
+        guard turn.due > now else { return (turn.limit, now) }
+        Thread.sleep(forTimeInterval: Double(turn.due - now) / 1e9)
+        return (turn.limit, DispatchTime.now().uptimeNanoseconds)
     }
 
-    /// Makes the next read due `delay` after this one was (scaled for a short read), so that the time spent reading
-    /// and sending counts toward the pause and the rate holds however fast the reads are. Reads that fell behind
-    /// (stalls of the reading thread on a busy machine, the time between two requests) may catch up by at most one
-    /// second, as curl's own limit averages over a few seconds, so a slow consumer never gets a longer burst than
-    /// that.
-    func schedule(after count: Int, startedAt readStart: UInt64) {
-        let pause = UInt64(pacing.delay * 1e9 * Double(count) / Double(pacing.packetSize))
-        let catchUp: UInt64 = 1_000_000_000
-        let earliest = readStart - min(readStart, catchUp)
-        lock.withLock { nextReadDue = Swift.max(nextReadDue ?? readStart, earliest) + pause }
+    /// Gives back the turn's time for the bytes a read of up to `limit` did not read, so that a short read (the end
+    /// of a part, a caller stream's short answer) costs only what it read.
+    func finished(reading count: Int, of limit: Int) {
+        guard count < limit else { return }
+        lock.withLock {
+            guard let pacing = current, let due = nextReadDue else { return }
+            nextReadDue = due - min(due, Self.pause(for: limit - max(0, count), at: pacing))
+        }
+    }
+
+    /// The time `count` bytes take at `pacing`, in nanoseconds.
+    private static func pause(for count: Int, at pacing: MultipartPacing) -> UInt64 {
+        UInt64(pacing.delay * 1e9 * Double(count) / Double(pacing.packetSize))
     }
 }

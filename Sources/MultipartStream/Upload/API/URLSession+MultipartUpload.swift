@@ -194,13 +194,14 @@ extension URLSession {
             trustsOtherOrigins: credentialsToOtherOrigins || strategy.resumption?.credentialsToOtherOrigins == true)
         if case .resumable(let policy, let pacing) = strategy.kind {
             return try await ResumableUpload(
-                form: form, request: request, session: self, policy: policy, pacer: pacing.map(MultipartPacer.init),
+                form: form, request: request, session: self, policy: policy,
+                pacer: membership.pacer ?? pacing.map { MultipartPacer($0) },
                 requests: requests, reception: reception, progress: progress, membership: membership
             ).run()
         }
         return try await WholeFormUpload(
             form: form, request: request, session: self, body: strategy.kind,
-            pacer: strategy.pacing.map(MultipartPacer.init),
+            pacer: strategy.pacing.map { MultipartPacer($0) },
             requests: requests, reception: reception, progress: progress
         ).run()
     }
@@ -259,7 +260,7 @@ extension URLSession {
         let requests = RequestMaker(hook: nil, origin: request.url, trustsOtherOrigins: credentialsToOtherOrigins)
         let upload = UploadRequest(
             form: form, role: .callerTask(body), callerSession: self, requests: requests,
-            pacer: strategy.pacing.map(MultipartPacer.init),
+            pacer: strategy.pacing.map { MultipartPacer($0) },
             reception: .answer(accepting: nil, body: .inMemory, sink: nil),
             progress: progress.map { ProgressCoalescer(totalBytes: form.contentLength, handler: $0) }
         ) { result in

@@ -16,14 +16,18 @@ extension ResumableUpload {
         var knownServer: KnownServer?
         /// Told what this upload's `OPTIONS` found, once the server said it speaks the draft.
         var learned: (@Sendable (KnownServer) -> Void)?
+        /// The queue's clock, which every upload in flight shares so that their sum keeps to the queue's rate, in
+        /// place of the strategy's pacing.
+        var pacer: MultipartPacer?
 
         package init(
             keepsStateAfterAnswer: Bool = false, knownNotResumable: Bool = false, outage: OutageGate.Pass? = nil,
-            knownServer: KnownServer? = nil, learned: (@Sendable (KnownServer) -> Void)? = nil
+            knownServer: KnownServer? = nil, learned: (@Sendable (KnownServer) -> Void)? = nil,
+            pacer: MultipartPacer? = nil
         ) {
             (self.keepsStateAfterAnswer, self.knownNotResumable, self.outage) =
                 (keepsStateAfterAnswer, knownNotResumable, outage)
-            (self.knownServer, self.learned) = (knownServer, learned)
+            (self.knownServer, self.learned, self.pacer) = (knownServer, learned, pacer)
         }
 
         /// An upload on its own, as every upload but a queue's.
