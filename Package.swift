@@ -15,8 +15,6 @@ let package = Package(
         .library(name: "MultipartQueue", targets: ["MultipartQueue"]),
         // `swift run multipart -F name=value -F 'file=@photo.jpg' URL`: curl's -F, streaming from disk.
         .executable(name: "multipart", targets: ["MultipartCLI"]),
-        // Random forms, peer parsers and loopback servers, shared by the tests and the Benchmarks package.
-        .library(name: "MultipartStreamTestSupport", targets: ["MultipartStreamTestSupport"]),
     ],
     targets: [
         .target(name: "MultipartForm"),
@@ -29,6 +27,8 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
+        // Random forms, peer parsers and loopback servers for the tests: no product, so no user of the package sees
+        // it. The Benchmarks package builds the same sources as a target of its own (a link to this directory).
         .target(name: "MultipartStreamTestSupport", dependencies: ["MultipartStream"]),
         .executableTarget(name: "MultipartCLI", dependencies: ["MultipartStream", "MultipartQueue"]),
         // The form alone: no network, no server.

@@ -26,7 +26,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
-                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+                "MultipartStreamTestSupport",
             ],
             path: "Benchmarks/MultipartBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
@@ -36,7 +36,7 @@ let package = Package(
             dependencies: [
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
-                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+                "MultipartStreamTestSupport",
             ],
             path: "Sources/MultipartInterop"
         ),
@@ -46,7 +46,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
-                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+                "MultipartStreamTestSupport",
             ],
             path: "Sources/UploadCheck"
         ),
@@ -54,7 +54,7 @@ let package = Package(
             name: "answer-check",
             dependencies: [
                 .product(name: "MultipartStream", package: "MultipartStream"),
-                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+                "MultipartStreamTestSupport",
             ],
             path: "Sources/AnswerCheck"
         ),
@@ -62,7 +62,7 @@ let package = Package(
             name: "upload-cost",
             dependencies: [
                 .product(name: "MultipartStream", package: "MultipartStream"),
-                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+                "MultipartStreamTestSupport",
             ],
             path: "Sources/UploadCost"
         ),
@@ -71,9 +71,16 @@ let package = Package(
             dependencies: [
                 .product(name: "MultipartQueue", package: "MultipartStream"),
                 .product(name: "MultipartStream", package: "MultipartStream"),
-                .product(name: "MultipartStreamTestSupport", package: "MultipartStream"),
+                "MultipartStreamTestSupport",
             ],
             path: "Sources/QueueCost"
+        ),
+        // The library's test support, which is no product of it (its users never see it): the same sources, through
+        // the link Sources/MultipartStreamTestSupport.
+        .target(
+            name: "MultipartStreamTestSupport",
+            dependencies: [.product(name: "MultipartStream", package: "MultipartStream")],
+            path: "Sources/MultipartStreamTestSupport"
         ),
         // The README's and the DocC articles' Swift blocks, written here by doc-snippets.py: compiled, never run.
         .target(

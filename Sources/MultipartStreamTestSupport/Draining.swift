@@ -12,7 +12,7 @@ public struct Drained {
 extension MultipartBodyStream {
     /// Opens the stream if needed and reads it to the end (0) or to the first failure (-1), `readSize` bytes at a
     /// time, checking the `InputStream` rules on every read.
-    public func drain(readSize: Int = BufferSize.read) -> Drained {
+    public func drain(readSize: Int = 64 << 10) -> Drained {
         if streamStatus == .notOpen { open() }
         var drained = Drained()
         var buffer = [UInt8](repeating: 0, count: readSize)
@@ -32,7 +32,7 @@ extension MultipartBodyStream {
 
 extension MultipartFormData {
     /// The body read through a new ``MultipartBodyStream``; throws the stream's error if it fails.
-    public func streamedBody(readSize: Int = BufferSize.read) throws -> Data {
+    public func streamedBody(readSize: Int = 64 << 10) throws -> Data {
         let drained = makeBodyStream().drain(readSize: readSize)
         if let error = drained.error { throw error }
         return drained.bytes

@@ -84,8 +84,14 @@ public enum Peer: String, CaseIterable, Sendable, CustomStringConvertible {
 }
 
 /// A script in the repository's `Peers/` folder, found from this source file: the support library runs from a
-/// checkout (tests, benchmarks), never from an installed copy.
+/// checkout (tests, benchmarks), never from an installed copy. The nearest folder above it that has `Peers/`: the
+/// Benchmarks package builds these sources through a link one level deeper.
 public func peerScript(_ name: String) -> URL {
-    URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Peers").appendingPathComponent(name)
+    var folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    while folder.path != "/",
+        !FileManager.default.fileExists(atPath: folder.appendingPathComponent("Peers").path)
+    {
+        folder.deleteLastPathComponent()
+    }
+    return folder.appendingPathComponent("Peers").appendingPathComponent(name)
 }

@@ -134,6 +134,41 @@ extension URLSessionSuites {
 
         /// Eight uploads, three at a time, in the order added: each completed once and whole, its answer kept (also by
         /// a queue opened anew on the directory), the progress at its total; a second run sends nothing.
+        /// The queue's rate is one for all its uploads in flight, and changes while they go: 4 forms of 400 kB at
+        /// 200 kB/s would take 8 s; each moment of the first second keeps to the rate (the bytes the queue's progress
+        /// counts, the uploads' sum), and once the rate is lifted the rest goes at once. Every form arrives whole.
+        @Test func theQueuesRateHoldsForAllItsUploadsAndChangesWhileTheyGo() async throws {
+            let server = try await DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 4)
+            var expected: [DraftServer.Form] = []
+            for index in 0..<4 {
+                let form = try form(index, fileBytes: 400_000)
+                expected.append(try self.expected(form))
+                _ = try await queue.add(form, with: URLRequest(url: server.url()))
+            }
+            let rate = 200_000
+            let started = Date()
+            let run = Task { try await queue.run(pacing: MultipartPacing(bytesPerSecond: rate)) }
+            // What the queue had handed out at moments of the first second, and when.
+            var samples: [(seconds: Double, bytes: Int64)] = []
+            while Date().timeIntervalSince(started) < 1 {
+                try await Task.sleep(for: .milliseconds(100))
+                samples.append((Date().timeIntervalSince(started), queue.progress.completedUnitCount))
+            }
+            queue.pacing = nil
+            #expect(queue.pacing == nil)
+            try await run.value
+            let seconds = Date().timeIntervalSince(started)
+            for sample in samples {
+                // The rate's bytes for the time, a read's (a tenth of a second's) and the catch-up's tenth more.
+                let allowed = Double(rate) * (sample.seconds + 0.2)
+                #expect(Double(sample.bytes) <= allowed, "\(sample.bytes) bytes handed out at \(sample.seconds) s")
+            }
+            #expect(samples.last.map { $0.bytes > Int64(rate) / 2 } == true, "the run kept to the rate: \(samples)")
+            #expect(seconds < 6, "the rate lifted, the rest went at once: \(seconds) s")
+            #expect(try server.forms().sorted { $0.sha256 < $1.sha256 } == expected.sorted { $0.sha256 < $1.sha256 })
+        }
+
         @Test func uploadsGoThreeAtATimeInOrderAndCompleteOnce() async throws {
             let server = try await DraftServer()
             let queue = try MultipartUploadQueue(directory: queueDirectory)
