@@ -75,6 +75,12 @@ Scenarios (the default answers as the draft's examples do; the others change one
   refused-whole         OPTIONS says max-append-size=100000; the application refuses the form once the first PATCH's
                         body (Upload-Complete: ?0) is read whole: 400 with Upload-Complete: ?1 and a 14-byte body,
                         the connection kept alive; it never processes the form
+  refuse-S-W-C[-last]   the application refuses the form with status S (any, 400 and above) and Upload-Complete: ?1
+                        and a body naming S, in the first PATCH: W `mid` after its first 50000 bytes, `whole` once
+                        its body is read; C `close` closing the connection (what the client still sends is read and
+                        dropped), `keep` keeping it alive (the rest of the body read first); OPTIONS says
+                        max-append-size=100000 (that PATCH says Upload-Complete: ?0) but with `-last`, whose one PATCH
+                        is the last (?1); it never processes the form
   plain-lost            a plain POST is processed and its answer never comes (as plain-first), the first with each
                         Idempotency-Key
   plain-first           until a plain POST has brought the whole form, OPTIONS answers as a server without the draft;
@@ -239,6 +245,32 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data += chunk
         return bytes(data), length
 
+    def refuse(self, scenario):
+        """The refuse-S-W-C[-last] scenario's answer to the first PATCH."""
+        _, status, when, connection = scenario.split("-")[:4]
+        data, declared = self.read(limit=50000 if when == "mid" else None)
+        self.entry(len(data))
+        headers = {"Upload-Complete": "?1", "Content-Type": "text/plain"}
+        if connection == "close":
+            self.close_connection = True
+            headers["Connection"] = "close"
+        self.answer(int(status), headers, f"refused with {status}".encode())
+        self.wfile.flush()
+        # The rest of the body, read and dropped: on a kept-alive connection, so that the next request is read from
+        # its start; on one that closes, for 5 s at most, so that the answer is not lost to a reset.
+        self.connection.settimeout(5)
+        try:
+            left = declared - len(data)
+            while left > 0:
+                chunk = self.rfile.read(min(65536, left))
+                if not chunk:
+                    break
+                left -= len(chunk)
+        except OSError:
+            self.close_connection = True
+        finally:
+            self.connection.settimeout(None)
+
     def draw(self, scenario, *choices):
         """The hostile scenario's answer to this request, drawn from `choices`; None while it is off."""
         with lock:
@@ -362,6 +394,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "too-large-min": "min-append-size=100000",
                  "lie-complete-length": "max-append-size=100000", "lie-complete-negative": "max-append-size=100000",
                  "lie-complete-none": "max-append-size=100000", "refused-whole": "max-append-size=100000"}.get(scenario, "")
+        if scenario.startswith("refuse-") and not scenario.endswith("-last"):
+            limit = "max-append-size=100000"
         lifetime = f"{'expires' if self.version() in (6, 10) else 'max-age'}=3600"
         headers = {"Upload-Limit": f"{limit}, {lifetime}" if limit else lifetime}
         if self.version() >= 8:
@@ -531,6 +565,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(400, {"Upload-Complete": "?1", "Content-Type": "text/plain"}, b"refused: sorry")
+        if scenario.startswith("refuse-"):
+            return self.refuse(scenario)
         if scenario in ("early-400", "early-200"):
             data, declared = self.read(limit=100000)
             self.entry(len(data))

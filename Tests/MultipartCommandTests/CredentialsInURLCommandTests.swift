@@ -106,13 +106,25 @@ extension CommandLineTests {
             ["--queue", "q", "-F", "a=1", secret(server.url("/upload"))],
             ["--queue", "q", "--list"],
             ["--list-saved"],
+            // A token in a header, plain and resumable, under -v.
+            verbose + ["-H", "Authorization: Bearer t0ken", secret(server.url("/status/404"))],
+            verbose + ["-C", "-", "-H", "Cookie: session=t0ken", secret(draft.url(scenario: "complete-404"))],
+            // A queue's run, its credentials given to it: an upload the application refuses, and one that finds no
+            // server (the run bounded by --max-time), under -v and -w; then its listing.
+            ["--queue", "q2", "-F", "a=1", draft.url(scenario: "complete-404").absoluteString],
+            ["--queue", "q2", "-F", "a=1", "http://127.0.0.1:1/up"],
+            [
+                "--queue", "q2", "--run", "-v", "-w", "%{url_effective} %{http_code}\\n", "-u", "ada:s3cret", "-H",
+                "Cookie: session=t0ken", "--max-time", "5",
+            ],
+            ["--queue", "q2", "--list"],
         ]
         let basic = Data("ada:s3cret".utf8).base64EncodedString()
         for arguments in cases {
             let result = try await run(arguments)
             #expect(result.seconds < 30, "\(arguments): \(result.seconds) s")
             let output = String(decoding: result.stdout, as: UTF8.self) + result.stderr
-            for secret in ["s3cret", "ada:", "ada@", basic] {
+            for secret in ["s3cret", "ada:", "ada@", basic, "t0ken"] {
                 #expect(!output.contains(secret), "\(arguments): \(secret) in \(output.prefix(4_000))")
             }
         }

@@ -135,6 +135,29 @@ extension CommandLineTests {
         #expect(savedStates().isEmpty, "the application's word ends the upload")
     }
 
+    /// The application's refusal with `?1`, whatever its status and whenever it comes (mid-body or after a whole
+    /// append, in an append sent with `?0` or the last, on a connection kept alive or closed): `-o` holds its body,
+    /// stderr names its status, exit 4, and nothing follows it.
+    @Test(arguments: [
+        "refuse-403-mid-keep", "refuse-409-whole-close", "refuse-413-mid-close-last", "refuse-500-whole-keep-last",
+        "refuse-503-mid-close", "refuse-404-whole-keep",
+    ])
+    func theApplicationsRefusalReachesTheOutputWheneverItComes(scenario: String) async throws {
+        let status = scenario.split(separator: "-")[1]
+        var generator = SeededGenerator(seed: 612)
+        try generator.writeFile(at: directory.path("blob.bin"), size: 300_000)
+        let server = try await DraftServer(version: 10)
+        let result = try await run([
+            "-sS", "-C", "-", "-F", "file=@blob.bin", "-o", "answer.txt", server.url(scenario: scenario).absoluteString,
+        ])
+        #expect(result.status == 4 && result.stderr.contains("answered HTTP \(status)"), "\(result.stderr)")
+        let answer = try String(contentsOf: directory.path("answer.txt"), encoding: .utf8)
+        #expect(answer == "refused with \(status)", "\(scenario): \(answer)")
+        #expect(try server.log().map(\.method) == ["OPTIONS", "POST", "PATCH"])
+        #expect(try server.forms().isEmpty)
+        #expect(savedStates().isEmpty, "the application's word ends the upload")
+    }
+
     @Test func aServerThatSpeaksNoVersionGetsTheFormOncePlain() async throws {
         let form = try await blobForm(boundary: "NoVersion", seed: 5)
         let server = try await DraftServer(version: 5)

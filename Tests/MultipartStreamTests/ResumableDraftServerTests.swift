@@ -208,6 +208,51 @@ extension URLSessionSuites {
             try await earlyRefusal(version: 10, scenario: "refused-whole", body: "refused: sorry")
         }
 
+        /// The application's refusal with `Upload-Complete: ?1`, in version 10, is the answer whenever it comes: for
+        /// every status from 400 on (those the protocol gives meanings of its own, 404, 409, 413 and 503, included),
+        /// in an append sent with `?0` or the last one, mid-body or once the append was read whole, on a connection
+        /// closed or kept alive. Each returns that status with its body, and nothing follows it: no request, no
+        /// `DELETE`, no form.
+        @Test(arguments: [400, 403, 404, 409, 413, 422, 500, 503])
+        func theApplicationsRefusalIsTheAnswerWheneverItComes(status: Int) async throws {
+            let server = try await DraftServer(version: 10)
+            var generator = SeededGenerator(seed: UInt64(status))
+            var form = MultipartFormData()
+            try form.append(
+                fileURL: try directory.file(
+                    "refused-\(status).bin", contents: Data([UInt8].random(count: 300_000, using: &generator))),
+                name: "video")
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.finishTasksAndInvalidate() }
+            for when in ["mid", "whole"] {
+                for connection in ["keep", "close"] {
+                    for last in ["", "-last"] {
+                        let scenario = "refuse-\(status)-\(when)-\(connection)\(last)"
+                        let before = try server.log().count
+                        let result = await Result {
+                            try await session.upload(
+                                form, with: URLRequest(url: server.url(scenario: scenario)), strategy: .resumable(fast),
+                                acceptableStatusCodes: 200..<300)
+                        }
+                        let methods = try server.log().dropFirst(before).map(\.method)
+                        #expect(
+                            methods == ["OPTIONS", "POST", "PATCH"], "\(scenario): nothing after the answer: \(methods)")
+                        switch result {
+                        case .failure(let error as MultipartError):
+                            guard case .unacceptableStatus(status, let body) = error.reason else {
+                                Issue.record("\(scenario): \(error)")
+                                continue
+                            }
+                            #expect(String(decoding: body, as: UTF8.self) == "refused with \(status)", "\(scenario)")
+                        default:
+                            Issue.record("\(scenario): \(result)")
+                        }
+                    }
+                }
+            }
+            #expect(try server.forms().isEmpty)
+        }
+
         /// A success claimed early (a 200 with `Upload-Complete: ?1` after the first 100,000 bytes of a 16 MiB append)
         /// is the breach it is in every version: the upload fails with `.completionClaimedEarly`, and the upload the
         /// server calls complete is not deleted (no `DELETE`, no request after the answer).
