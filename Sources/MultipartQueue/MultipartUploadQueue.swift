@@ -280,7 +280,8 @@ public actor MultipartUploadQueue {
         if let key, let existing = schedule.id(forKey: key) { return existing }
         let record = try newRecord(NewUpload(form: form, request: request, key: key))
         try store.write(record)
-        return enter(record)
+        enter([record])
+        return ID(rawValue: record.id)
     }
 
     /// Adds many uploads to the end of the queue, in their order, all on disk before it returns, in one transaction
@@ -291,35 +292,47 @@ public actor MultipartUploadQueue {
     /// - Throws: What ``add(_:with:key:)`` throws, for the first upload that cannot be queued: then none of the call
     ///   is added.
     public func add(contentsOf uploads: [NewUpload]) async throws -> [ID] {
-        var made: [QueueRecord] = []
+        // Which are new, in order, with their IDs and places; then their records, made on every core.
+        var new: [(upload: NewUpload, id: String, sequence: Int)] = []
         var ids: [ID] = []
         var keyed: [String: ID] = [:]
+        let now = clock.now()
         for upload in uploads {
             if let key = upload.key, let existing = schedule.id(forKey: key) ?? keyed[key] {
                 ids.append(existing)
                 continue
             }
-            let record = try newRecord(upload, sequence: nextSequence + made.count)
-            let id = ID(rawValue: record.id)
+            let id = ID(rawValue: Self.newID(at: now))
             if let key = upload.key { keyed[key] = id }
-            made.append(record)
+            new.append((upload, id.rawValue, nextSequence + new.count))
             ids.append(id)
+        }
+        let made = try QueueStore.inParallel(new) { new throws(MultipartError) in
+            try Self.newRecord(new.upload, id: new.id, sequence: new.sequence, at: now)
         }
         // One transaction: none of the call stays where a write failed.
         try store.write(made)
-        for record in made { _ = enter(record) }
+        enter(made)
         return ids
     }
 
-    /// The record of `upload` at the queue's end (or at `sequence`), checked as ``add(_:with:key:)`` says.
-    private func newRecord(_ upload: NewUpload, sequence: Int? = nil) throws -> QueueRecord {
+    /// The record of `upload` at the queue's end, checked as ``add(_:with:key:)`` says.
+    private func newRecord(_ upload: NewUpload) throws -> QueueRecord {
+        let now = clock.now()
+        return try Self.newRecord(upload, id: Self.newID(at: now), sequence: nextSequence, at: now)
+    }
+
+    /// The record of `upload` as `id` at `sequence`, added `now`, checked as ``add(_:with:key:)`` says.
+    private static func newRecord(
+        _ upload: NewUpload, id: String, sequence: Int, at now: Date
+    ) throws(MultipartError) -> QueueRecord {
         let stored = try QueueRecord.Form(upload.form)
         let storedRequest = try QueueRecord.Request(upload.request)
         if let appendError = upload.form.appendError { throw appendError }
         guard let length = upload.form.contentLength else { throw MultipartError(.streamNotQueued) }
         return QueueRecord(
-            id: Self.newID(at: clock.now()), key: upload.key, sequence: sequence ?? nextSequence, added: clock.now(),
-            request: storedRequest, form: stored, contentLength: length)
+            id: id, key: upload.key, sequence: sequence, added: now, request: storedRequest, form: stored,
+            contentLength: length)
     }
 
     /// A new upload's ID: a UUID of version 7 (RFC 9562), whose first 48 bits are the time in milliseconds and next
@@ -360,15 +373,23 @@ public actor MultipartUploadQueue {
     /// This process's last ID.
     private static let lastID = LockedValue(IDClock())
 
-    /// Puts `record`, on disk already, at the queue's end.
-    private func enter(_ record: QueueRecord) -> ID {
-        nextSequence = max(nextSequence, record.sequence + 1)
-        let upload = Self.upload(record.summary, origin: Origin(record.request.url))
-        schedule.add(upload)
-        progress.totalUnitCount += Int64(clamping: record.contentLength)
-        eventSink.yield(.added(upload.id))
+    /// Puts `records`, on disk already, at the queue's end in their order: each URL's origin found once, and the
+    /// progress, which tells its observers each time it changes, changed once.
+    private func enter(_ records: [QueueRecord]) {
+        var origins: [URL: Origin?] = [:]
+        var total: UInt64 = 0
+        for record in records {
+            nextSequence = max(nextSequence, record.sequence + 1)
+            let url = record.request.url
+            let origin = origins[url] ?? Origin(url)
+            origins[url] = .some(origin)
+            let upload = Self.upload(record.summary, origin: origin)
+            schedule.add(upload)
+            total &+= record.contentLength
+            eventSink.yield(.added(upload.id))
+        }
+        progress.totalUnitCount += Int64(clamping: total)
         wake()
-        return upload.id
     }
 
     // MARK: Running
@@ -712,13 +733,32 @@ public actor MultipartUploadQueue {
     /// The send of `id`, which the schedule marked running; `nil` when it failed instead.
     private func start(_ id: ID, session: URLSession, headers: MultipartHeaders?) -> Job? {
         guard let upload = schedule.uploads[id] else { return nil }
+        guard upload.sequence != nil else { return failing(id, because: "its record cannot be read: it is no record") }
+        let knownNotResumable = schedule.isPlain(upload.origin)
+        var startedBefore = false
         var record: QueueRecord
-        do throws(QueueRecord.Damage) {
-            record = try self.record(of: upload)
-        } catch {
+        do {
+            // One read of the record, in the transaction that writes its start, unless another process asked for its
+            // removal or pause since the queue last looked. Not synced: it outlives a kill, and counts what a crash
+            // of the system may send again.
+            let now = clock.now()
+            let found = try store.update(
+                id.rawValue, syncing: false, unless: { $0.removing == true || $0.paused == true },
+                { record in
+                    startedBefore = record.starts > 0
+                    record.starts += 1
+                    record.runner = getpid()
+                    if knownNotResumable {
+                        // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
+                        record.sentWhole = now
+                        if startedBefore { record.sentAgain += 1 }
+                    }
+                })
             // Removed by another process since the queue last looked: it goes without a byte sent.
-            if error.gone { return dropping(id) }
-            return failing(id, because: "its record cannot be read: \(error.reason)")
+            guard let found else { return dropping(id) }
+            record = found
+        } catch {
+            return failing(id, because: "its record cannot be read or written: \(error)")
         }
         // Its removal asked for by another process since the queue last looked: removed, not started.
         if record.removing == true {
@@ -732,24 +772,6 @@ public actor MultipartUploadQueue {
             _ = schedule.pause(id)
             _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
             return nil
-        }
-        let startedBefore = record.starts > 0
-        let knownNotResumable = schedule.isPlain(upload.origin)
-        do {
-            // Not synced: it outlives a kill, and counts what a crash of the system may send again.
-            let started = try store.update(id.rawValue, syncing: false) {
-                $0.starts += 1
-                $0.runner = getpid()
-                if knownNotResumable {
-                    // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
-                    $0.sentWhole = clock.now()
-                    if startedBefore { $0.sentAgain += 1 }
-                }
-            }
-            guard let started else { return dropping(id) }
-            record = started
-        } catch {
-            return failing(id, because: "its record cannot be written: \(error)")
         }
         let form: MultipartFormData?
         do {

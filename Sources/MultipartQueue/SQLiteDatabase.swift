@@ -115,7 +115,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// A value bound to a statement.
-    enum Value {
+    enum Value: Equatable {
         case null
         case integer(Int64)
         case real(Double)

@@ -236,7 +236,8 @@ extension URLSessionSuites {
                         }
                         let methods = try server.log().dropFirst(before).map(\.method)
                         #expect(
-                            methods == ["OPTIONS", "POST", "PATCH"], "\(scenario): nothing after the answer: \(methods)")
+                            methods == ["OPTIONS", "POST", "PATCH"], "\(scenario): nothing after the answer: \(methods)"
+                        )
                         switch result {
                         case .failure(let error as MultipartError):
                             guard case .unacceptableStatus(status, let body) = error.reason else {

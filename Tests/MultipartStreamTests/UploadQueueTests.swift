@@ -87,6 +87,40 @@ extension URLSessionSuites {
             #expect(rebuilt.contentType == original.contentType)
         }
 
+        /// Many added in one call (their records made and encoded on every core): each in its place, in the order
+        /// given, with its own ID, and rebuilt byte for byte; a key already in the queue, or earlier in the call, adds
+        /// nothing and gives that upload's ID. One that cannot be queued, however far into the call, adds none.
+        @Test func manyAddedInOneCallKeepTheirOrderAndNoneIsAddedWhereOneCannotBe() async throws {
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let url = URL(string: "http://127.0.0.1:9/upload")!
+            let first = try await queue.add(try form(0), with: URLRequest(url: url), key: "k-0")
+            var forms: [MultipartFormData] = []
+            var uploads: [MultipartUploadQueue.NewUpload] = []
+            for index in 0..<300 {
+                var form = MultipartFormData()
+                form.append("upload \(index)", name: "title")
+                form.append(Data(repeating: UInt8(index % 256), count: index), name: "bytes", fileName: "b.bin")
+                forms.append(form)
+                // Every tenth keyed, the first with the key already queued, and 150 with 140's.
+                let key = index == 150 ? "k-140" : index % 10 == 0 ? "k-\(index)" : nil
+                uploads.append(.init(form: form, request: URLRequest(url: url), key: key))
+            }
+            let ids = try await queue.add(contentsOf: uploads)
+            #expect(ids.count == 300 && ids[0] == first && ids[150] == ids[140])
+            #expect(Set(ids).count == 299)
+            let listed = await queue.uploads.map(\.id)
+            #expect(listed == [first] + ids.enumerated().filter { $0.offset != 0 && $0.offset != 150 }.map(\.element))
+            let store = try QueueStore(queueDirectory)
+            for index in [1, 63, 64, 149, 151, 299] {
+                let rebuilt = try #require(try store.read(ids[index].rawValue).form.rebuilt())
+                #expect(try rebuilt.encode() == forms[index].encode(), "upload \(index)")
+            }
+            var refused = uploads.map { MultipartUploadQueue.NewUpload(form: $0.form, request: $0.request) }
+            refused[200].form.append(InputStream(data: Data(count: 10)), length: 10, name: "pipe")
+            await #expect(throws: MultipartError.self) { try await queue.add(contentsOf: refused) }
+            #expect(await queue.uploads.count == 299 && records().count == 299, "none of the refused call")
+        }
+
         @Test func aStreamPartIsRefusedNamingIt() async throws {
             var form = MultipartFormData()
             form.append("a", name: "first")
@@ -382,10 +416,12 @@ extension URLSessionSuites {
             let sending = try await queue.add(
                 try form(1, fileBytes: 8_000_000), with: URLRequest(url: server.url(scenario: "slow")))
             let waiting = try await queue.add(try form(2), with: URLRequest(url: server.url()))
+            // The first form's bytes are counted already: the slow one's own show that its upload resource is made.
+            let counted = queue.progress.completedUnitCount
             let running = Task { try await queue.run() }
             defer { running.cancel() }
             let started = Stopwatch()
-            while await queue.upload(sending)?.state != .running || queue.progress.completedUnitCount == 0 {
+            while await queue.upload(sending)?.state != .running || queue.progress.completedUnitCount == counted {
                 guard started.seconds < 30 else { throw WaitGaveUp(description: "the slow upload never started") }
                 try await Task.sleep(nanoseconds: 10_000_000)
             }
