@@ -257,17 +257,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(int(status), headers, f"refused with {status}".encode())
         self.wfile.flush()
         # The rest of the body, read and dropped: on a kept-alive connection, so that the next request is read from
-        # its start; on one that closes, for 5 s at most, so that the answer is not lost to a reset.
+        # its start; on one that closes, so that the answer is not lost to a reset.
+        if not self.drop_rest(declared - len(data)):
+            self.close_connection = True
+
+    def drop_rest(self, left):
+        """Reads and drops the `left` bytes of the body the client still sends, for 5 s at most; whether it read them
+        all."""
         self.connection.settimeout(5)
         try:
-            left = declared - len(data)
             while left > 0:
                 chunk = self.rfile.read(min(65536, left))
                 if not chunk:
-                    break
+                    return False
                 left -= len(chunk)
+            return True
         except OSError:
-            self.close_connection = True
+            return False
         finally:
             self.connection.settimeout(None)
 
@@ -576,18 +582,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                         b'{"error": "the application refused the form after its first part"}\n' if status == 400
                         else b'{"ok": "claimed before the last byte"}\n')
             self.wfile.flush()
-            # A lingering close: what the client still sends is read and dropped (for 5 s at most), so that the
-            # answer is not lost to a reset.
-            self.connection.settimeout(5)
-            try:
-                left = declared - len(data)
-                while left > 0:
-                    chunk = self.rfile.read(min(65536, left))
-                    if not chunk:
-                        break
-                    left -= len(chunk)
-            except OSError:
-                pass
+            # A lingering close: what the client still sends is read and dropped, so that the answer is not lost to a
+            # reset.
+            self.drop_rest(declared - len(data))
             return
         hostile_answer = self.draw(scenario, "ok", "ok", "keep-drop", "process-drop", "503", "200-no-field")
         if hostile_answer is not None and hostile_answer != "ok":

@@ -97,23 +97,31 @@ extension CommandLineTests {
         #expect(try server.mostInFlight() <= inFlight)
     }
 
-    /// A run's `-v` says each request and answer of each upload, named by the upload; `-w` writes one line for each
-    /// upload the run ends, with its status, the bytes it sent and its URL, without the password of `-u`.
+    /// A run's `-v` says each request and answer of each upload, named by the upload, the whole form's to a server
+    /// that speaks no draft too; `-w` writes one line for each upload the run ends, with its status, the bytes it sent
+    /// and its URL, without the password of `-u`.
     @Test func aRunsVerboseAndWriteOutSayEachUpload() async throws {
         let server = try await DraftServer()
+        let plain = try await UploadServer()
         let queue = directory.path("queue").path
         var added: [(id: String, form: DraftServer.Form)] = []
         for index in 0..<2 {
             _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 100_000))
             added.append(try await enqueue(index, to: server.url(), queue: queue))
         }
+        _ = try directory.file("f-2.bin", contents: Data(repeating: 2, count: 100_000))
+        let whole = try await enqueue(2, to: plain.url("/upload"), queue: queue)
         let result = try await run([
             "--queue", queue, "--run", "-v", "-u", "ada:s3cret", "-w",
             "%{http_code} %{size_upload} %{url_effective}\\n",
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n")
-        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.count == 3, "\(lines)")
+        #expect(result.stderr.contains("> POST \(plain.url("/upload").absoluteString) (upload \(whole.id))"))
+        #expect(result.stderr.contains("> Content-Length: \(whole.form.bytes)"), "\(result.stderr)")
+        #expect(result.stderr.contains("< HTTP 200 (upload \(whole.id))"), "\(result.stderr)")
+        #expect(lines.contains { $0.hasPrefix("200 \(whole.form.bytes) ") }, "\(lines)")
         for (id, form) in added {
             #expect(result.stderr.contains("(upload \(id))"), "\(result.stderr)")
             #expect(result.stderr.contains("> PATCH"), "\(result.stderr)")

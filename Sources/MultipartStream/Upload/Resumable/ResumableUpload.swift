@@ -179,12 +179,27 @@ package struct ResumableUpload {
                 policy.events?(.notResumable)
                 state?.remove()
                 let events = policy.events
-                return try await WholeFormUpload(
-                    form: form, request: request, session: session, body: .stream(nil), pacer: pacer,
-                    requests: requests, reception: reception, progress: progress,
-                    spooled: { events?(.spooled(contentLength: $0)) },
-                    bodySent: { events?(.bodySent(bytes: $0)) }, once: true
-                ).run()
+                // Heard as the protocol's requests are: the form's request, and its answer (or the one it failed on).
+                if let url = request.url {
+                    let length = form.contentLength.map { ["Content-Length": String($0)] } ?? [:]
+                    events?(.requestSent(method: request.httpMethod ?? "POST", url: url, fields: length))
+                }
+                let answered = { @Sendable (response: HTTPURLResponse) in
+                    events?(.answerReceived(statusCode: response.statusCode, fields: Answer.fields(of: response)))
+                }
+                do {
+                    let reply = try await WholeFormUpload(
+                        form: form, request: request, session: session, body: .stream(nil), pacer: pacer,
+                        requests: requests, reception: reception, progress: progress,
+                        spooled: { events?(.spooled(contentLength: $0)) },
+                        bodySent: { events?(.bodySent(bytes: $0)) }, once: true
+                    ).run()
+                    if let response = reply.1 as? HTTPURLResponse { answered(response) }
+                    return reply
+                } catch let error as MultipartError {
+                    if let response = error.response { answered(response) }
+                    throw error
+                }
             case .answer(let reply):
                 if !membership.keepsStateAfterAnswer { state?.remove() }
                 return reply

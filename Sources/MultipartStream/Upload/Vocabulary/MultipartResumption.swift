@@ -73,7 +73,8 @@ public struct MultipartResumption: Sendable {
     /// What happened to a resumable upload, or to its saved state.
     public enum Event: Sendable, Equatable {
         /// A request of the protocol went out: its method, URL, and the draft's fields it carries (with an append's
-        /// `Content-Length`), by name.
+        /// `Content-Length`), by name; or, to a server that speaks no version of the draft, the whole form's request
+        /// with its `Content-Length` (after ``notResumable``).
         case requestSent(method: String, url: URL, fields: [String: String])
         /// Its answer came: the status, and the draft's fields with `Location` and `Retry-After`, by name.
         case answerReceived(statusCode: Int, fields: [String: String])
