@@ -128,7 +128,6 @@ public actor MultipartUploadQueue {
         seenVersion = store.version
         var schedule = QueueSchedule(
             limit: maximumConcurrentUploads, probeInterval: max(1, resumption.wait(.infinity)))
-        // Most queues send to one URL or a few: each is parsed once.
         var origins: [String: Origin?] = [:]
         var nextSequence = 0
         var (total, ended): (UInt64, UInt64) = (0, 0)
@@ -136,10 +135,9 @@ public actor MultipartUploadQueue {
             let upload: QueueSchedule.Upload
             switch listed {
             case .record(let summary):
-                if origins[summary.url] == nil { origins[summary.url] = .some(Origin(URL(string: summary.url))) }
                 upload =
                     schedule.uploads[ID(rawValue: summary.id)] == nil
-                    ? Self.upload(summary, origin: origins[summary.url] ?? nil)
+                    ? Self.upload(summary, origin: Self.origin(of: summary.url, in: &origins))
                     : Self.damaged(summary.id, reason: "another record has its ID")
                 nextSequence = max(nextSequence, summary.sequence + 1)
             case .damaged(let id, let reason):
@@ -177,6 +175,15 @@ public actor MultipartUploadQueue {
         return QueueSchedule.Upload(
             id: ID(rawValue: summary.id), sequence: summary.sequence, key: summary.key,
             priority: summary.priority ?? 0, origin: origin, state: state, contentLength: summary.contentLength)
+    }
+
+    /// The origin of the upload URL `url`, parsed once a URL (`found` keeps them): most queues send to one URL or a
+    /// few.
+    private static func origin(of url: String, in found: inout [String: Origin?]) -> Origin? {
+        if let origin = found[url] { return origin }
+        let origin = Origin(URL(string: url))
+        found[url] = .some(origin)
+        return origin
     }
 
     /// The row `id` that is no record, listed as failed.
@@ -376,14 +383,12 @@ public actor MultipartUploadQueue {
     /// Puts `records`, on disk already, at the queue's end in their order: each URL's origin found once, and the
     /// progress, which tells its observers each time it changes, changed once.
     private func enter(_ records: [QueueRecord]) {
-        var origins: [URL: Origin?] = [:]
+        var origins: [String: Origin?] = [:]
         var total: UInt64 = 0
         for record in records {
             nextSequence = max(nextSequence, record.sequence + 1)
-            let url = record.request.url
-            let origin = origins[url] ?? Origin(url)
-            origins[url] = .some(origin)
-            let upload = Self.upload(record.summary, origin: origin)
+            let summary = record.summary
+            let upload = Self.upload(summary, origin: Self.origin(of: summary.url, in: &origins))
             schedule.add(upload)
             total &+= record.contentLength
             eventSink.yield(.added(upload.id))

@@ -257,7 +257,8 @@ public final class MultipartBodyStream: InputStream, NSCopying {
         }
         guard let reader else { return answer }
         // The turn is taken for at most the bytes left; a short read gives back the time of what it did not read.
-        if let pacer { limit = pacer.waitForTurn(reading: limit).limit }
+        let turn = pacer?.waitForTurn(reading: limit)
+        if let turn { limit = turn.limit }
         let result: Result<Int, MultipartError>
         do throws(MultipartError) {
             result = .success(try reader.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: limit)))
@@ -286,7 +287,7 @@ public final class MultipartBodyStream: InputStream, NSCopying {
                 return -1
             }
         }
-        pacer?.finished(reading: count, of: limit)
+        if let pacer, let turn { pacer.finished(turn, reading: count) }
         if count > 0 {
             progressHandler?(total)
         }

@@ -61,30 +61,35 @@ package final class MultipartPacer: @unchecked Sendable {
         lock.withLock { current = pacing }
     }
 
-    /// Sleeps until the pacing lets the next read of up to `limit` bytes start, and returns how many it may read
-    /// and when it started. The turn is taken before the sleep, so that readers on several threads at once never
-    /// share one.
-    func waitForTurn(reading limit: Int) -> (limit: Int, start: UInt64) {
+    /// A read's turn: how many bytes it may read, and the pacing its time was reserved at (`nil`: none was).
+    struct Turn {
+        let limit: Int
+        let pacing: MultipartPacing?
+    }
+
+    /// Sleeps until the pacing lets the next read of up to `limit` bytes start. The turn is taken before the
+    /// sleep, so that readers on several threads at once never share one.
+    func waitForTurn(reading limit: Int) -> Turn {
         let now = DispatchTime.now().uptimeNanoseconds
-        let turn = lock.withLock { () -> (limit: Int, due: UInt64) in
-            guard let pacing = current else { return (limit, now) }
+        let (turn, due) = lock.withLock { () -> (Turn, UInt64) in
+            guard let pacing = current else { return (Turn(limit: limit, pacing: nil), now) }
             let limit = min(limit, pacing.packetSize)
             let due = Swift.max(nextReadDue ?? now, now - min(now, catchUp))
             nextReadDue = due + Self.pause(for: limit, at: pacing)
-            return (limit, due)
+            return (Turn(limit: limit, pacing: pacing), due)
         }
-        guard turn.due > now else { return (turn.limit, now) }
-        Thread.sleep(forTimeInterval: Double(turn.due - now) / 1e9)
-        return (turn.limit, DispatchTime.now().uptimeNanoseconds)
+        if due > now { Thread.sleep(forTimeInterval: Double(due - now) / 1e9) }
+        return turn
     }
 
-    /// Gives back the turn's time for the bytes a read of up to `limit` did not read, so that a short read (the end
-    /// of a part, a caller stream's short answer) costs only what it read.
-    func finished(reading count: Int, of limit: Int) {
-        guard count < limit else { return }
+    /// Gives back the time `turn` reserved for the bytes its read did not read (`count` of them it did), so that a
+    /// short read (the end of a part, a caller stream's short answer) costs only what it read, at the pacing the
+    /// time was reserved at.
+    func finished(_ turn: Turn, reading count: Int) {
+        guard let pacing = turn.pacing, count < turn.limit else { return }
         lock.withLock {
-            guard let pacing = current, let due = nextReadDue else { return }
-            nextReadDue = due - min(due, Self.pause(for: limit - max(0, count), at: pacing))
+            guard let due = nextReadDue else { return }
+            nextReadDue = due - min(due, Self.pause(for: turn.limit - max(0, count), at: pacing))
         }
     }
 

@@ -27,6 +27,10 @@ struct WholeFormUpload {
     var spooled: (@Sendable (UInt64) -> Void)? = nil
     /// Told how far into the form the last request's body reached.
     var bodySent: (@Sendable (UInt64) -> Void)? = nil
+    /// Told of each request as it goes out, with the form's length, and of its answer (or the answer it failed on):
+    /// a resumable upload's fallback tells its listener, as of the protocol's own requests.
+    var requestSent: (@Sendable (URLRequest, UInt64?) -> Void)? = nil
+    var answered: (@Sendable (HTTPURLResponse) -> Void)? = nil
     /// Whether each request goes once, on a connection of its own, never resent by URLSession itself: a resumable
     /// upload's fallback (see ``UploadRequest/Role/wholeForm(_:once:)``).
     var once = false
@@ -95,6 +99,14 @@ struct WholeFormUpload {
             pacer: pacer,
             reception: reception, progress: progress, completion: result.resolve)
         defer { bodySent?(upload.furthestHandedOut) }
-        return try await session.perform(request, upload, answeredTo: result)
+        requestSent?(request, form.contentLength)
+        do {
+            let reply = try await session.perform(request, upload, answeredTo: result)
+            if let response = reply.1 as? HTTPURLResponse { answered?(response) }
+            return reply
+        } catch let error as MultipartError {
+            if let response = error.response { answered?(response) }
+            throw error
+        }
     }
 }

@@ -179,27 +179,20 @@ package struct ResumableUpload {
                 policy.events?(.notResumable)
                 state?.remove()
                 let events = policy.events
-                // Heard as the protocol's requests are: the form's request, and its answer (or the one it failed on).
-                if let url = request.url {
-                    let length = form.contentLength.map { ["Content-Length": String($0)] } ?? [:]
-                    events?(.requestSent(method: request.httpMethod ?? "POST", url: url, fields: length))
-                }
-                let answered = { @Sendable (response: HTTPURLResponse) in
-                    events?(.answerReceived(statusCode: response.statusCode, fields: Answer.fields(of: response)))
-                }
-                do {
-                    let reply = try await WholeFormUpload(
-                        form: form, request: request, session: session, body: .stream(nil), pacer: pacer,
-                        requests: requests, reception: reception, progress: progress,
-                        spooled: { events?(.spooled(contentLength: $0)) },
-                        bodySent: { events?(.bodySent(bytes: $0)) }, once: true
-                    ).run()
-                    if let response = reply.1 as? HTTPURLResponse { answered(response) }
-                    return reply
-                } catch let error as MultipartError {
-                    if let response = error.response { answered(response) }
-                    throw error
-                }
+                return try await WholeFormUpload(
+                    form: form, request: request, session: session, body: .stream(nil), pacer: pacer,
+                    requests: requests, reception: reception, progress: progress,
+                    spooled: { events?(.spooled(contentLength: $0)) },
+                    bodySent: { events?(.bodySent(bytes: $0)) },
+                    // Heard as the protocol's requests are: each of the form's requests, and its answer.
+                    requestSent: { request, length in
+                        guard let url = request.url else { return }
+                        let fields = length.map { ["Content-Length": String($0)] } ?? [:]
+                        events?(.requestSent(method: request.httpMethod ?? "POST", url: url, fields: fields))
+                    },
+                    answered: { events?(.answerReceived(statusCode: $0.statusCode, fields: Answer.fields(of: $0))) },
+                    once: true
+                ).run()
             case .answer(let reply):
                 if !membership.keepsStateAfterAnswer { state?.remove() }
                 return reply
