@@ -23,12 +23,8 @@ extension MultipartUploadQueue {
         var outcome: Outcome
         /// Whether the server speaks no version of the draft: the form went whole.
         var sentWhole: Bool
-        /// The record as the send left it: with the form's sends again counted, and a completed upload's outcome
-        /// where ``completionRecorded``.
+        /// The record as the send left it, with the form's sends again counted.
         var record: QueueRecord
-        /// Whether the send wrote the completed upload's record, beside the others in flight rather than one after
-        /// another by the queue.
-        var completionRecorded = false
     }
 
     /// One send of an upload, as a resumable upload with its saved state in the queue's directory, run on a task of
@@ -128,29 +124,10 @@ extension MultipartUploadQueue {
                 let http = response as? HTTPURLResponse
                 let fields = (http?.allHeaderFields as? [String: String]) ?? [:]
                 let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
-                var finished = Finished(id: id, outcome: .completed(answer), sentWhole: whole, record: notes.record)
-                finished.completionRecorded = recordCompleted(answer, in: &finished.record)
-                return finished
+                return Finished(id: id, outcome: .completed(answer), sentWhole: whole, record: notes.record)
             case .failure(let error):
                 return Finished(id: id, outcome: Self.outcome(of: error), sentWhole: whole, record: notes.record)
             }
-        }
-
-        /// Writes the record of the completed upload, then removes its saved state: only once the record says the
-        /// upload completed, so that a kill in between resumes it, and the server says it has the form. `false` when
-        /// the record could not be written (the state is kept: the next run finds the upload completed).
-        private func recordCompleted(_ answer: Answer, in record: inout QueueRecord) -> Bool {
-            // Not synced: a power cut that loses it sends the form again, under the same key, and counts it.
-            let completed = try? store.update(id.rawValue, syncing: false) {
-                $0.outcome = .completed(answer.stored)
-                $0.runner = nil
-                // A pause that came as it completed has nothing left to pause.
-                $0.paused = nil
-            }
-            guard let completed = completed ?? nil else { return false }
-            record = completed
-            store.removeState(of: id.rawValue)
-            return true
         }
 
         /// What an upload's error makes of it, as ``FailureMeaning`` says: the network's or a busy server's is for
@@ -247,7 +224,7 @@ extension MultipartUploadQueue {
                 if count { $0.sentAgain += 1 }
                 if say { $0.sentWhole = now() }
             }
-            if let written = written ?? nil { seen.withLock { $0.record = written } }
+            if let written = written ?? nil { seen.withLock { $0.record.state = written } }
         }
 
         func keep(_ data: Data) {

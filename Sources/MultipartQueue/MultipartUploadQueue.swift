@@ -69,6 +69,8 @@ public actor MultipartUploadQueue {
     private var schedule: QueueSchedule
     /// The cancel of each send under way.
     private var cancels: [ID: CancelHandle] = [:]
+    /// The uploads that completed since the last write, with their answers: the next start writes them.
+    private var completing: [(upload: QueueSchedule.Upload, answer: Answer)] = []
     /// Where the uploads to each server wait out an outage together: their own retries, as the queue's probes.
     private var gates: [Origin: OutageGate] = [:]
     /// What each server was found to speak, by its origin, kept in the database for later runs: only the first
@@ -456,13 +458,27 @@ public actor MultipartUploadQueue {
             }
             // The one task that sleeps until the next upload's time comes, or a server is back.
             var sleeping: (alarm: Alarm, until: Date)?
+            // The sends that ended, as they say it, and those the run took: sends that end together are taken
+            // together, and their ends and the starts of the next written in one commit.
+            let ended = LockedValue(0)
+            var taken = 0
             while true {
                 // One moment for both questions: what may start now, and else when to look again.
                 let now = clock.now()
                 // Cancelled, the run starts nothing more, and records how each upload in flight ended (an upload
                 // may complete as the cancel comes) before it returns.
-                while !Task.isCancelled, let job = startNext(at: now, session: session, headers: headers) {
-                    group.addTask { await job.send() }
+                if ended.withLock({ $0 }) == taken {
+                    if !Task.isCancelled {
+                        for job in startAll(at: now, session: session, headers: headers) {
+                            group.addTask {
+                                let finished = await job.send()
+                                ended.withLock { $0 += 1 }
+                                return finished
+                            }
+                        }
+                    }
+                    // The completions no start took with it.
+                    _ = try? recordCompletions()
                 }
                 let inFlight = schedule.inFlight.count
                 let time = schedule.nextWake(after: now)
@@ -486,6 +502,7 @@ public actor MultipartUploadQueue {
                 }
                 switch try await group.next() {
                 case .some(.some(let finished)):
+                    taken += 1
                     await finish(finished, session: session, headers: headers)
                 case .some(.none):
                     sleeping = nil
@@ -584,14 +601,16 @@ public actor MultipartUploadQueue {
         }
         // The saved state stays: it is of the old file, and the next run, finding the form changed, deletes the
         // server's upload of it and starts over.
-        try change(upload) {
-            if changed {
-                $0.form.parts = record.form.parts
-                $0.contentLength = length
-                // Another form for the server: a key of its own.
-                $0.generation = ($0.generation ?? 0) + 1
+        try changeRecord(of: upload) { () throws(MultipartError) in
+            try store.rewrite(id.rawValue) {
+                if changed {
+                    $0.form.parts = record.form.parts
+                    $0.contentLength = length
+                    // Another form for the server: a key of its own.
+                    $0.generation = ($0.generation ?? 0) + 1
+                }
+                $0.outcome = nil
             }
-            $0.outcome = nil
         }
         if changed {
             progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: record.contentLength)
@@ -678,12 +697,19 @@ public actor MultipartUploadQueue {
         if schedule.pause(id) { cancels[id]?.cancel() }
     }
 
-    /// Changes the record of `upload` as it stands on disk.
-    private func change(_ upload: QueueSchedule.Upload, _ change: (inout QueueRecord) -> Void) throws {
+    /// Changes the state of `upload`'s record as it stands on disk.
+    private func change(_ upload: QueueSchedule.Upload, _ change: (inout QueueRecord.State) -> Void) throws {
+        try changeRecord(of: upload) { () throws(MultipartError) in try store.update(upload.id.rawValue, change) }
+    }
+
+    /// Writes `upload`'s record with `write`, which gives `nil` where the record is gone: an error then.
+    private func changeRecord<Written>(
+        of upload: QueueSchedule.Upload, _ write: () throws(MultipartError) -> Written?
+    ) throws {
         let unwritable = MultipartError.Reason.stateUnwritable(
             store.url.appendingPathComponent(QueueStore.databaseName), errno: EINVAL)
         guard upload.sequence != nil else { throw MultipartError(unwritable) }
-        guard try store.update(upload.id.rawValue, change) != nil else {
+        guard try write() != nil else {
             throw MultipartError(unwritable, underlying: QueueRecord.Damage(reason: "it is gone", gone: true))
         }
     }
@@ -722,49 +748,74 @@ public actor MultipartUploadQueue {
 
     // MARK: The run's steps
 
-    /// The first upload whose turn it is at `now`, marked running; `nil` for none. Uploads whose wait ended while
-    /// their server is still out say their new wait.
-    private func startNext(at now: Date, session: URLSession, headers: MultipartHeaders?) -> Job? {
+    /// The uploads whose turn it is at `now`, each marked running, their starts written in one transaction with the
+    /// completions that wait (uploads that ended together start their successors in one commit). Uploads whose wait
+    /// ended while their server is still out say their new wait.
+    private func startAll(at now: Date, session: URLSession, headers: MultipartHeaders?) -> [Job] {
         let out = outServers
         for (id, until) in schedule.due(at: now, out: out) { eventSink.yield(.waiting(id, until: until)) }
+        var jobs: [Job] = []
         // An upload whose record cannot be read or written, or makes no form, fails, and the next is tried.
-        while let next = schedule.next(at: now, out: out) {
-            for (id, until) in next.parked { eventSink.yield(.waiting(id, until: until)) }
-            if let job = start(next.id, session: session, headers: headers) { return job }
+        while true {
+            var starting: [(id: ID, plain: Bool)] = []
+            while let next = schedule.next(at: now, out: out) {
+                for (id, until) in next.parked { eventSink.yield(.waiting(id, until: until)) }
+                guard let upload = schedule.uploads[next.id] else { continue }
+                guard upload.sequence != nil else {
+                    _ = failing(next.id, because: "its record cannot be read: it is no record")
+                    continue
+                }
+                starting.append((next.id, schedule.isPlain(upload.origin)))
+            }
+            guard !starting.isEmpty else { return jobs }
+            let written: [QueueRecord.State?]
+            do {
+                written = try recordCompletions(with: starting.map { Self.start($0.id, plain: $0.plain, at: now) })
+            } catch {
+                for (id, _) in starting { _ = failing(id, because: "its record cannot be read or written: \(error)") }
+                continue
+            }
+            for ((id, plain), state) in zip(starting, written) {
+                if let job = start(id, as: state, plain: plain, session: session, headers: headers) { jobs.append(job) }
+            }
         }
-        return nil
     }
 
-    /// The send of `id`, which the schedule marked running; `nil` when it failed instead.
-    private func start(_ id: ID, session: URLSession, headers: MultipartHeaders?) -> Job? {
+    /// The write of the start of `id` at `now`, unless another process asked for its removal or pause since the queue
+    /// last looked. Not synced: it outlives a kill, and counts what a crash of the system may send again.
+    private static func start(_ id: ID, plain: Bool, at now: Date) -> QueueStore.StateChange {
+        QueueStore.StateChange(
+            id: id.rawValue, declines: { $0.removing == true || $0.paused == true },
+            change: { record in
+                record.starts += 1
+                record.runner = getpid()
+                // A server that speaks no draft gets the form whole: said, and counted where it goes again, in this
+                // write (see `Notes`).
+                guard plain else { return }
+                record.sentWhole = now
+                if record.starts > 1 { record.sentAgain += 1 }
+            })
+    }
+
+    /// The send of `id`, which the schedule marked running and whose start wrote `found` (``start(_:plain:at:)``);
+    /// `nil` when it failed, or stays as another process left it, instead.
+    private func start(
+        _ id: ID, as found: QueueRecord.State?, plain knownNotResumable: Bool, session: URLSession,
+        headers: MultipartHeaders?
+    ) -> Job? {
         guard let upload = schedule.uploads[id] else { return nil }
-        guard upload.sequence != nil else { return failing(id, because: "its record cannot be read: it is no record") }
-        let knownNotResumable = schedule.isPlain(upload.origin)
-        var startedBefore = false
         var record: QueueRecord
         do {
-            // One read of the record, in the transaction that writes its start, unless another process asked for its
-            // removal or pause since the queue last looked. Not synced: it outlives a kill, and counts what a crash
-            // of the system may send again.
-            let now = clock.now()
-            let found = try store.update(
-                id.rawValue, syncing: false, unless: { $0.removing == true || $0.paused == true },
-                { record in
-                    startedBefore = record.starts > 0
-                    record.starts += 1
-                    record.runner = getpid()
-                    if knownNotResumable {
-                        // The form goes whole: said, and counted where it goes again, in this write (see `Notes`).
-                        record.sentWhole = now
-                        if startedBefore { record.sentAgain += 1 }
-                    }
-                })
             // Removed by another process since the queue last looked: it goes without a byte sent.
             guard let found else { return dropping(id) }
-            record = found
+            record = try store.read(id.rawValue)
+            record.state = found
         } catch {
-            return failing(id, because: "its record cannot be read or written: \(error)")
+            if error.gone { return dropping(id) }
+            return failing(id, because: "its record cannot be read: \(error.reason)")
         }
+        // Its start counted, where it was written: a run before started it.
+        let startedBefore = record.starts > 1
         // Its removal asked for by another process since the queue last looked: removed, not started.
         if record.removing == true {
             _ = schedule.pause(id)
@@ -998,9 +1049,8 @@ public actor MultipartUploadQueue {
         case .completed:
             // A server that speaks no draft says it is back this way.
             gate?.answered()
-            if case .completed(let answer) = finished.outcome {
-                complete(upload, with: answer, recorded: finished.completionRecorded)
-            }
+            // Written with the next start, in one commit (``recordCompletions(with:)``).
+            if case .completed(let answer) = finished.outcome { completing.append((upload, answer)) }
         case .failed(let reason):
             fail(finished.id, because: reason)
         case .waiting(let until):
@@ -1013,21 +1063,43 @@ public actor MultipartUploadQueue {
         }
     }
 
-    /// The upload completed; `recorded` when its send wrote its record so already.
-    private func complete(_ upload: QueueSchedule.Upload, with answer: Answer, recorded: Bool) {
-        inFlightBytes -= min(inFlightBytes, upload.sent)
-        if !recorded {
-            let written = try? store.update(upload.id.rawValue) {
+    /// Writes the uploads that completed since the last write as completed, with `starts` (the next uploads' starts)
+    /// in the same transaction, not synced: a power cut that loses one sends the form again, under the same key, and
+    /// counts it. Then each completed upload's saved state goes, and its event: a kill before the write resumes it,
+    /// and the server says it has the form. The state each start wrote, or found and left, in order; `nil` for an
+    /// upload gone.
+    ///
+    /// - Throws: The starts' failure to write; the completions are written alone then.
+    @discardableResult
+    private func recordCompletions(with starts: [QueueStore.StateChange] = []) throws -> [QueueRecord.State?] {
+        let ended = completing
+        completing = []
+        let changes = ended.map { upload, answer in
+            QueueStore.StateChange(id: upload.id.rawValue) {
                 $0.outcome = .completed(answer.stored)
                 $0.runner = nil
+                // A pause that came as it completed has nothing left to pause.
                 $0.paused = nil
             }
-            // The saved state goes only once the record says the upload completed (see `Job.recordCompleted`).
-            if written != nil { store.removeState(of: upload.id.rawValue) }
         }
-        endedBytes += upload.contentLength
-        report()
-        eventSink.yield(.completed(upload.id, answer))
+        guard !changes.isEmpty || !starts.isEmpty else { return [] }
+        var written: [QueueRecord.State?] = []
+        var failure: (any Error)?
+        do {
+            written = try store.update(changes + starts, syncing: false)
+        } catch {
+            failure = error
+            if !starts.isEmpty { written = (try? store.update(changes, syncing: false)) ?? [] }
+        }
+        for (index, (upload, answer)) in ended.enumerated() {
+            if index < written.count, written[index] != nil { store.removeState(of: upload.id.rawValue) }
+            inFlightBytes -= min(inFlightBytes, upload.sent)
+            endedBytes += upload.contentLength
+            report()
+            eventSink.yield(.completed(upload.id, answer))
+        }
+        if let failure, !starts.isEmpty { throw failure }
+        return Array(written.dropFirst(changes.count))
     }
 
     /// The upload failed, and its record says so (where it can be read).

@@ -6,9 +6,15 @@ import MultipartStream
 #endif
 
 /// One queued upload as the queue's database holds it: what rebuilds the form byte for byte and the request without
-/// credentials, and how far the upload got. Written whole in one transaction, so that a kill at any moment leaves the
-/// last whole record.
+/// credentials, written once as it is added, and how far the upload got and what the caller asked of it (``State``),
+/// in columns of its own that a send's start and end change without reading or writing the form. Each write is one
+/// transaction, so that a kill at any moment leaves the last whole record.
 struct QueueRecord: Codable, Sendable {
+    /// What the add fixed, in the record's JSON; ``State`` lives in columns of its own.
+    private enum CodingKeys: String, CodingKey {
+        case format, id, key, sequence, added, request, form, contentLength
+    }
+
     /// The record's format, for a later version to read an older one.
     var format = 1
     var id: String
@@ -143,15 +149,45 @@ struct QueueRecord: Codable, Sendable {
         }
     }
 
+    /// What changes as the upload goes and the caller steers it: all a send's start and end, a pause, a move or a
+    /// retry of the same form write.
+    struct State: Equatable, Sendable {
+        var paused: Bool?
+        var runner: Int32?
+        var removing: Bool?
+        var priority: Int?
+        var outcome: Outcome?
+        var starts = 0
+        var sentAgain = 0
+        var sentWhole: Date?
+        var generation: Int?
+    }
+
+    var state: State {
+        get {
+            State(
+                paused: paused, runner: runner, removing: removing, priority: priority, outcome: outcome,
+                starts: starts, sentAgain: sentAgain, sentWhole: sentWhole, generation: generation)
+        }
+        set {
+            (paused, runner, removing, priority, outcome) = (
+                newValue.paused, newValue.runner, newValue.removing, newValue.priority, newValue.outcome
+            )
+            (starts, sentAgain, sentWhole, generation) = (
+                newValue.starts, newValue.sentAgain, newValue.sentWhole, newValue.generation
+            )
+        }
+    }
+
     /// How the upload ended.
-    enum Outcome: Codable, Sendable {
+    enum Outcome: Sendable, Equatable {
         case completed(Answer)
         case failed(reason: String)
     }
 
     /// The server's answer to a completed upload: status, headers and the start of its body; no status when the
     /// answer was lost with the connection and the server said it holds the whole form.
-    struct Answer: Codable, Sendable, Equatable {
+    struct Answer: Sendable, Equatable {
         var statusCode: Int?
         var headers: [String: String]
         var body: Data
@@ -182,25 +218,29 @@ extension QueueRecord {
         enum Standing: Equatable, Sendable {
             case pending, paused, completed, removing
             case failed(reason: String)
+
+            /// Where an upload in `state` stands: a removal asked for first, then its end, then a pause.
+            init(_ state: State) {
+                self =
+                    switch state.outcome {
+                    case _ where state.removing == true: .removing
+                    case .completed?: .completed
+                    case .failed(let reason)?: .failed(reason: reason)
+                    case nil: state.paused == true ? .paused : .pending
+                    }
+            }
         }
     }
 
     var summary: Summary {
-        let standing: Summary.Standing =
-            switch outcome {
-            case _ where removing == true: .removing
-            case .completed?: .completed
-            case .failed(let reason)?: .failed(reason: reason)
-            case nil: paused == true ? .paused : .pending
-            }
-        return Summary(
+        Summary(
             id: id, sequence: sequence, key: key, priority: priority, contentLength: contentLength,
-            url: request.url.absoluteString, standing: standing)
+            url: request.url.absoluteString, standing: Summary.Standing(state))
     }
 
-    /// The record whole: in JSON, but for the bytes of its field and data parts, which go one after another in a
-    /// blob of their own, as they are. A form's bytes in JSON would be base64 strings, a third larger, that the
-    /// encoder escapes a character at a time.
+    /// What the add fixed (``State`` is apart): in JSON, but for the bytes of its field and data parts, which go one
+    /// after another in a blob of their own, as they are. A form's bytes in JSON would be base64 strings, a third
+    /// larger, that the encoder escapes a character at a time.
     func encoded() throws(MultipartError) -> (json: Data, bytes: Data) {
         var record = self
         var bytes = Data()

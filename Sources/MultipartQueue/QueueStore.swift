@@ -15,10 +15,12 @@ import MultipartStream
 /// is a directory of its own beside it.
 ///
 /// A row of `uploads` holds what the schedule needs (its place, key, priority, length, URL and standing), which the
-/// queue lists by index without reading a form; `records` holds each record whole, in JSON, apart, so that the list is
-/// a small table. A write is one transaction, synced to
-/// disk unless it says otherwise; every transaction bumps the database's `version`, which each row it wrote, and each
-/// removal, carries, so that a process finds what the others changed since it last looked.
+/// queue lists by index without reading a form, and what changes as the upload goes (``QueueRecord/State``);
+/// `records` holds what the add fixed, in JSON, apart, written once: a send's start and end change a few columns of
+/// one row, and read and write no form. A write is one transaction, synced to disk unless it says otherwise; the
+/// changes of several uploads go in one (``update(_:syncing:)``), as the run writes the ends of the sends that came
+/// together with the starts that follow them. Every transaction bumps the database's `version`, which each row it
+/// wrote, and each removal, carries, so that a process finds what the others changed since it last looked.
 struct QueueStore: Sendable {
     let url: URL
     private let files: SavedUploadDirectory
@@ -51,23 +53,63 @@ struct QueueStore: Sendable {
             )
         }
         try Self.checkFile(path, in: url)
+        var found: Int64?
         do throws(SQLiteDatabase.Failure) {
             database = try SQLiteDatabase(path: path)
             try database.withConnection { connection throws(SQLiteDatabase.Failure) in
+                // Another layout is refused before anything is written to it.
+                found = try Self.otherLayout(on: connection)
+                guard found == nil else { return }
                 // A commit is on disk when it returns (FULL); the log lets readers in other processes go on while
                 // one writes. A record of a few kilobytes takes a 4 KiB page of its own, and splits one at every
                 // add: 16 KiB pages (set before the first table, and kept) hold several, and took a hundred
                 // thousand adds from 4.7 s of SQLite's to 2.9.
                 try connection.execute("PRAGMA page_size = 16384; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL")
-                try connection.execute(Self.schema)
+                // Made, and its layout said, in one transaction: another process opening it at once sees both or
+                // neither.
+                try connection.execute("BEGIN IMMEDIATE")
+                do throws(SQLiteDatabase.Failure) {
+                    found = try Self.otherLayout(on: connection)
+                    if found == nil, try Self.isEmpty(connection) {
+                        try connection.execute(Self.schema + "PRAGMA user_version = \(Self.layout);")
+                    }
+                    try connection.execute("COMMIT")
+                } catch {
+                    try? connection.execute("ROLLBACK")
+                    throw error
+                }
             }
         } catch {
             throw MultipartError(.queueUnreadable(url, reason: "its database \(path) cannot be opened: \(error)"))
         }
+        if let found {
+            throw MultipartError(
+                .queueUnreadable(
+                    url,
+                    reason: "its database \(path) is of layout \(found), which this version (layout \(Self.layout)) "
+                        + "does not read"))
+        }
+    }
+
+    /// The database's layout, in its `user_version`: another is refused, not misread.
+    private static let layout: Int64 = 2
+
+    /// The layout of a database that holds tables of another; `nil` for this one's, or none yet.
+    private static func otherLayout(on connection: SQLiteDatabase.Connection) throws(SQLiteDatabase.Failure) -> Int64? {
+        var layout: Int64 = 0
+        try connection.run("PRAGMA user_version") { layout = $0.integer(0) ?? 0 }
+        if layout == Self.layout { return nil }
+        return try isEmpty(connection) ? nil : layout
+    }
+
+    private static func isEmpty(_ connection: SQLiteDatabase.Connection) throws(SQLiteDatabase.Failure) -> Bool {
+        var tables: Int64 = 0
+        try connection.run("SELECT count(*) FROM sqlite_master") { tables = $0.integer(0) ?? 0 }
+        return tables == 0
     }
 
     private static let schema = """
-        CREATE TABLE IF NOT EXISTS uploads (
+        CREATE TABLE uploads (
             id TEXT PRIMARY KEY NOT NULL,
             sequence INTEGER NOT NULL,
             key TEXT,
@@ -83,13 +125,18 @@ struct QueueStore: Sendable {
             answer_headers BLOB,
             answer_body BLOB,
             runner INTEGER,
+            paused INTEGER,
+            removing INTEGER,
+            starts INTEGER NOT NULL,
+            sent_whole REAL,
+            generation INTEGER,
             version INTEGER NOT NULL
         ) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS records (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL, bytes BLOB NOT NULL);
-        CREATE INDEX IF NOT EXISTS uploads_by_order ON uploads (coalesce(priority, 0) DESC, sequence, id);
-        CREATE INDEX IF NOT EXISTS uploads_by_key ON uploads (key) WHERE key IS NOT NULL;
-        CREATE INDEX IF NOT EXISTS uploads_by_version ON uploads (version);
-        CREATE TABLE IF NOT EXISTS removals (
+        CREATE TABLE records (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL, bytes BLOB NOT NULL);
+        CREATE INDEX uploads_by_order ON uploads (coalesce(priority, 0) DESC, sequence, id);
+        CREATE INDEX uploads_by_key ON uploads (key) WHERE key IS NOT NULL;
+        CREATE INDEX uploads_by_version ON uploads (version);
+        CREATE TABLE removals (
             id TEXT PRIMARY KEY NOT NULL,
             version INTEGER NOT NULL,
             completed INTEGER NOT NULL DEFAULT 0,
@@ -97,10 +144,10 @@ struct QueueStore: Sendable {
             answer_headers BLOB,
             answer_body BLOB
         ) WITHOUT ROWID;
-        CREATE INDEX IF NOT EXISTS removals_by_version ON removals (version);
-        CREATE TABLE IF NOT EXISTS servers (origin TEXT PRIMARY KEY NOT NULL, known BLOB NOT NULL) WITHOUT ROWID;
-        CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
-        INSERT OR IGNORE INTO meta (name, value) VALUES ('version', 0);
+        CREATE INDEX removals_by_version ON removals (version);
+        CREATE TABLE servers (origin TEXT PRIMARY KEY NOT NULL, known BLOB NOT NULL) WITHOUT ROWID;
+        CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
+        INSERT INTO meta (name, value) VALUES ('version', 0);
         """
 
     /// Makes the database file `0600` where it does not exist, and refuses one that is a link, not a regular file,
@@ -260,45 +307,93 @@ struct QueueStore: Sendable {
 
     /// The record of the upload `id`, whole.
     func read(_ id: String) throws(QueueRecord.Damage) -> QueueRecord {
-        let data: (json: Data, bytes: Data)?
+        let found: Stored?
         do throws(SQLiteDatabase.Failure) {
-            data = try database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            found = try database.withConnection { connection throws(SQLiteDatabase.Failure) in
                 try Self.stored(id, on: connection)
             }
         } catch {
             throw QueueRecord.Damage(reason: "it cannot be read: \(error)")
         }
-        guard let data else { throw QueueRecord.Damage(reason: "it is gone", gone: true) }
-        return try QueueRecord.decoded(data.json, bytes: data.bytes, id: id)
+        guard let found else { throw QueueRecord.Damage(reason: "it is gone", gone: true) }
+        return try found.record(id)
     }
 
-    /// Changes the record of the upload `id` as it stands on disk, in one transaction that no other process's write
-    /// can come between: each writer changes only the fields it owns (a send what it counted, another process a pause),
-    /// and none writes a copy it read earlier over what changed since. The record as written, or as it stands where
-    /// `declines` says to leave it; `nil` for one that is gone, where nothing is written.
+    /// Changes the state of the upload `id` as it stands on disk (``QueueRecord/State``), in one transaction that no
+    /// other process's write can come between: each writer changes only the fields it owns (a send what it counted,
+    /// another process a pause), and none writes a copy it read earlier over what changed since. Only the columns that
+    /// changed are written; the form is neither read nor written. The state as written, or as it stands where
+    /// `declines` says to leave it; `nil` for an upload that is gone, where nothing is written.
     @discardableResult
     func update(
-        _ id: String, syncing: Bool = true, unless declines: (QueueRecord) -> Bool = { _ in false },
-        _ change: (inout QueueRecord) -> Void
-    ) throws(MultipartError) -> QueueRecord? {
+        _ id: String, syncing: Bool = true, unless declines: (QueueRecord.State) -> Bool = { _ in false },
+        _ change: (inout QueueRecord.State) -> Void
+    ) throws(MultipartError) -> QueueRecord.State? {
+        try withoutActuallyEscaping(declines) { declines throws(MultipartError) in
+            try withoutActuallyEscaping(change) { change throws(MultipartError) in
+                try update([StateChange(id: id, declines: declines, change: change)], syncing: syncing)[0]
+            }
+        }
+    }
+
+    /// One change of an upload's state, among others written together.
+    struct StateChange {
+        var id: String
+        /// Says where the state is left as it stands.
+        var declines: (QueueRecord.State) -> Bool = { _ in false }
+        var change: (inout QueueRecord.State) -> Void
+    }
+
+    /// Makes `changes` in one transaction, in order, each as ``update(_:syncing:unless:_:)`` makes one: the end of
+    /// one send and the start of the next are one commit. Each state as written, in order; where one cannot be
+    /// written, none of them is.
+    func update(_ changes: [StateChange], syncing: Bool = true) throws(MultipartError) -> [QueueRecord.State?] {
+        var written: [QueueRecord.State?] = []
+        do throws(SQLiteDatabase.Failure) {
+            try changing(syncing: syncing) { connection, version throws(SQLiteDatabase.Failure) in
+                written = []
+                for change in changes {
+                    var found: QueueRecord.State?
+                    try connection.run("SELECT \(Self.stateSelection) FROM uploads WHERE id = ?", [.text(change.id)]) {
+                        found = Self.state($0, from: 0)
+                    }
+                    guard var state = found, !change.declines(state) else {
+                        written.append(found)
+                        continue
+                    }
+                    let before = Self.stateRow(state)
+                    change.change(&state)
+                    try Self.set(
+                        Self.stateColumns, from: before, to: Self.stateRow(state), of: change.id, version,
+                        on: connection)
+                    written.append(state)
+                }
+            }
+        } catch {
+            throw MultipartError(.stateUnwritable(url.appendingPathComponent(Self.databaseName), errno: EIO))
+        }
+        return written
+    }
+
+    /// Changes the record of the upload `id` whole as it stands on disk, its form too (a retry with a file as it is
+    /// now), in one transaction, as ``update(_:syncing:unless:_:)`` changes its state. The record as written; `nil`
+    /// for one that is gone, where nothing is written.
+    @discardableResult
+    func rewrite(_ id: String, _ change: (inout QueueRecord) -> Void) throws(MultipartError) -> QueueRecord? {
         var failure: MultipartError?
         var written: QueueRecord?
         do throws(SQLiteDatabase.Failure) {
-            try changing(syncing: syncing) { connection, version throws(SQLiteDatabase.Failure) in
+            try changing(syncing: true) { connection, version throws(SQLiteDatabase.Failure) in
                 guard let found = try Self.stored(id, on: connection) else { return }
                 let changed: (QueueRecord, (json: Data, bytes: Data))
                 var old: QueueRecord?
                 do throws(MultipartError) {
                     var record: QueueRecord
                     do throws(QueueRecord.Damage) {
-                        record = try QueueRecord.decoded(found.json, bytes: found.bytes, id: id)
+                        record = try found.record(id)
                     } catch {
                         throw MultipartError(
                             .queueUnreadable(url, reason: "the record of \(id) cannot be read: \(error.reason)"))
-                    }
-                    if declines(record) {
-                        written = record
-                        return
                     }
                     old = record
                     change(&record)
@@ -393,13 +488,31 @@ struct QueueStore: Sendable {
         }
     }
 
-    /// The record of `id` as ``QueueRecord/encoded()`` made it; `nil` for none.
-    private static func stored(
-        _ id: String, on connection: SQLiteDatabase.Connection
-    ) throws(SQLiteDatabase.Failure) -> (json: Data, bytes: Data)? {
-        var found: (json: Data, bytes: Data)?
-        try connection.run("SELECT record, bytes FROM records WHERE id = ?", [.text(id)]) { row in
-            if let json = row.blob(0) { found = (json, row.blob(1) ?? Data()) }
+    /// A record as the database holds it: what the add fixed, as ``QueueRecord/encoded()`` made it, and the state.
+    private struct Stored {
+        var json: Data
+        var bytes: Data
+        var state: QueueRecord.State
+
+        func record(_ id: String) throws(QueueRecord.Damage) -> QueueRecord {
+            var record = try QueueRecord.decoded(json, bytes: bytes, id: id)
+            record.state = state
+            return record
+        }
+    }
+
+    /// The record of `id`; `nil` for none.
+    private static func stored(_ id: String, on connection: SQLiteDatabase.Connection) throws(SQLiteDatabase.Failure)
+        -> Stored?
+    {
+        var found: Stored?
+        try connection.run(
+            "SELECT records.record, records.bytes, \(stateSelection) FROM records JOIN uploads USING (id) WHERE id = ?",
+            [.text(id)]
+        ) { row in
+            if let json = row.blob(0) {
+                found = Stored(json: json, bytes: row.blob(1) ?? Data(), state: state(row, from: 2))
+            }
         }
         return found
     }
@@ -414,28 +527,37 @@ struct QueueStore: Sendable {
     ) throws(SQLiteDatabase.Failure) {
         let row = Self.row(record)
         if let old {
-            let before = Self.row(old)
-            var assignments = ["version = ?"]
-            var values: [SQLiteDatabase.Value] = [.integer(version)]
-            for (place, column) in columns.enumerated().dropFirst() where row[place] != before[place] {
-                assignments.append("\(column) = ?")
-                values.append(row[place])
-            }
-            try connection.run(
-                "UPDATE uploads SET \(assignments.joined(separator: ", ")) WHERE id = ?", values + [row[0]])
+            try set(columns, from: Self.row(old), to: row, of: record.id, version, on: connection)
             try connection.run(
                 "UPDATE records SET record = ?, bytes = ? WHERE id = ?", [.blob(data.json), .blob(data.bytes), row[0]])
             return
         }
-        try connection.run(
-            "INSERT OR REPLACE INTO uploads (id, sequence, key, priority, content_length, url, standing, reason,"
-                + " added, sent_again, files, answer_status, answer_headers, answer_body, runner, version)"
-                + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            row + [.integer(version)])
+        try connection.run(Self.insertion, row + [.integer(version)])
         try connection.run(
             "INSERT OR REPLACE INTO records (id, record, bytes) VALUES (?, ?, ?)",
             [row[0], .blob(data.json), .blob(data.bytes)])
         try connection.run("DELETE FROM removals WHERE id = ?", [row[0]])
+    }
+
+    private static let insertion =
+        "INSERT OR REPLACE INTO uploads (\(columns.joined(separator: ", ")), version) VALUES ("
+        + Array(repeating: "?", count: columns.count + 1).joined(separator: ", ") + ")"
+
+    /// Writes the row `id`'s `columns` whose value differs `from` one row `to` the other, and its `version`: an index
+    /// none of them is in is left as it is (a send's start or end changes a few, and four indexes' pages each
+    /// rewritten would be most of its commit).
+    private static func set(
+        _ columns: [String], from before: [SQLiteDatabase.Value], to after: [SQLiteDatabase.Value], of id: String,
+        _ version: Int64, on connection: SQLiteDatabase.Connection
+    ) throws(SQLiteDatabase.Failure) {
+        var assignments = ["version = ?"]
+        var values: [SQLiteDatabase.Value] = [.integer(version)]
+        for (place, column) in columns.enumerated() where after[place] != before[place] && column != "id" {
+            assignments.append("\(column) = ?")
+            values.append(after[place])
+        }
+        try connection.run(
+            "UPDATE uploads SET \(assignments.joined(separator: ", ")) WHERE id = ?", values + [.text(id)])
     }
 
     /// Removes the records of the uploads `ids`, in one transaction, leaving each ID's removal for other processes
@@ -508,34 +630,73 @@ struct QueueStore: Sendable {
         }
     }
 
-    /// The columns of ``row(_:)``, in its order.
-    private static let columns = [
-        "id", "sequence", "key", "priority", "content_length", "url", "standing", "reason", "added", "sent_again",
-        "files", "answer_status", "answer_headers", "answer_body", "runner",
+    /// The columns of ``row(_:)``, in its order: what the add fixed, then the state's (``stateColumns``).
+    private static let columns = ["id", "sequence", "key", "content_length", "url", "added", "files"] + stateColumns
+
+    /// The row of `record`.
+    private static func row(_ record: QueueRecord) -> [SQLiteDatabase.Value] {
+        [
+            .text(record.id), .integer(Int64(record.sequence)), .optional(record.key),
+            .integer(Int64(clamping: record.contentLength)), .text(record.request.url.absoluteString),
+            .real(record.added.timeIntervalSince1970), .blob(Listing.joined(record.files.map(\.path))),
+        ] + stateRow(record.state)
+    }
+
+    /// The columns of ``stateRow(_:)``, in its order.
+    private static let stateColumns = [
+        "standing", "reason", "priority", "sent_again", "answer_status", "answer_headers", "answer_body", "runner",
+        "paused", "removing", "starts", "sent_whole", "generation",
     ]
 
-    /// The row of `record`: its summary's columns, then its listing's.
-    private static func row(_ record: QueueRecord) -> [SQLiteDatabase.Value] {
+    /// The columns of a state as ``state(_:from:)`` reads them.
+    private static let stateSelection =
+        "priority, sent_again, reason, answer_status, answer_headers, answer_body, runner, paused, removing, starts,"
+        + " sent_whole, generation"
+
+    /// The columns of `state`: where the upload stands, as listings and indexes take it, then each field.
+    private static func stateRow(_ state: QueueRecord.State) -> [SQLiteDatabase.Value] {
         var answer: QueueRecord.Answer?
-        if case .completed(let completed)? = record.outcome { answer = completed }
-        let summary = record.summary
-        let (standing, reason): (String, String?) =
-            switch summary.standing {
-            case .pending: ("pending", nil)
-            case .paused: ("paused", nil)
-            case .completed: ("completed", nil)
-            case .removing: ("removing", nil)
-            case .failed(let reason): ("failed", reason)
+        var reason: String?
+        switch state.outcome {
+        case .completed(let completed)?: answer = completed
+        case .failed(let failure)?: reason = failure
+        case nil: break
+        }
+        let standing =
+            switch QueueRecord.Summary.Standing(state) {
+            case .pending: "pending"
+            case .paused: "paused"
+            case .completed: "completed"
+            case .removing: "removing"
+            case .failed: "failed"
             }
+        let flag = { (set: Bool?) -> SQLiteDatabase.Value in set == true ? .integer(1) : .null }
         return [
-            .text(summary.id), .integer(Int64(summary.sequence)), .optional(summary.key), .optional(summary.priority),
-            .integer(Int64(clamping: summary.contentLength)), .text(summary.url), .text(standing), .optional(reason),
-            .real(record.added.timeIntervalSince1970), .integer(Int64(record.sentAgain)),
-            .blob(Listing.joined(record.files.map(\.path))), .optional(answer?.statusCode),
+            .text(standing), .optional(reason), .optional(state.priority), .integer(Int64(state.sentAgain)),
+            .optional(answer?.statusCode),
             answer.map { .blob(Listing.joined($0.headers.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] })) }
                 ?? .null,
-            answer.map { .blob($0.body) } ?? .null, record.runner.map { .integer(Int64($0)) } ?? .null,
+            answer.map { .blob($0.body) } ?? .null, state.runner.map { .integer(Int64($0)) } ?? .null,
+            flag(state.paused), flag(state.removing), .integer(Int64(state.starts)),
+            state.sentWhole.map { .real($0.timeIntervalSince1970) } ?? .null, .optional(state.generation),
         ]
+    }
+
+    /// The state in `row`'s columns from `first` on (``stateSelection``).
+    private static func state(_ row: SQLiteDatabase.Row, from first: Int32) -> QueueRecord.State {
+        var outcome: QueueRecord.Outcome?
+        if let answer = answer(row, from: first + 3) {
+            outcome = .completed(answer)
+        } else if let reason = row.text(first + 2) {
+            outcome = .failed(reason: reason)
+        }
+        let flag = { (column: Int32) -> Bool? in row.integer(column) == 1 ? true : nil }
+        return QueueRecord.State(
+            paused: flag(first + 7), runner: row.integer(first + 6).flatMap { Int32(exactly: $0) },
+            removing: flag(first + 8), priority: row.integer(first).map { Int($0) }, outcome: outcome,
+            starts: Int(row.integer(first + 9) ?? 0), sentAgain: Int(row.integer(first + 1) ?? 0),
+            sentWhole: row.real(first + 10).map(Date.init(timeIntervalSince1970:)),
+            generation: row.integer(first + 11).map { Int($0) })
     }
 
     /// What each origin's server was found to speak (``MultipartStream/ResumableUpload/KnownServer``), by its

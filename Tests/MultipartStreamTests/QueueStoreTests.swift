@@ -47,6 +47,71 @@ import Testing
         #expect(throws: QueueRecord.Damage.self) { try store.read("no-such-upload") }
     }
 
+    /// Every field of a record's state goes to its columns and comes back as it was, through a whole write, a change
+    /// of the state alone, and a change of several uploads in one transaction; the form is left as the add wrote it.
+    @Test func everyFieldOfTheStateComesBackAsItWasWritten() throws {
+        var record = try record()
+        let answer = QueueRecord.Answer(
+            statusCode: 201, headers: ["Location": "/u/1", "X-Odd": "a\r\nb"], body: Data([0, 1, 2]))
+        var states = [
+            QueueRecord.State(
+                paused: true, runner: 4_242, removing: true, priority: -3, outcome: .completed(answer), starts: 2,
+                sentAgain: 1, sentWhole: Date(timeIntervalSince1970: 1_700_000_000.25), generation: 4),
+            QueueRecord.State(outcome: .failed(reason: "the server answered 400\r\nX-Injected: 1")),
+            QueueRecord.State(outcome: .completed(QueueRecord.Answer(statusCode: nil, headers: [:], body: Data()))),
+            QueueRecord.State(),
+        ]
+        for state in states {
+            record.state = state
+            try store.write(record)
+            #expect(try store.read(record.id).state == state, "written whole")
+        }
+        for state in states.reversed() {
+            #expect(try store.update(record.id) { $0 = state } == state)
+            let read = try store.read(record.id)
+            #expect(read.state == state, "changed alone")
+            #expect(read.form.parts.map(\.bytes) == record.form.parts.map(\.bytes) && read.sequence == 7)
+        }
+        // Two uploads in one transaction: one declined, left as it stands; another gone, nothing made of it.
+        let other = try self.record(sequence: 8, key: nil)
+        try store.write(other)
+        let version = store.version
+        states = [QueueRecord.State(runner: 1), QueueRecord.State(starts: 9)]
+        let written = try store.update([
+            QueueStore.StateChange(id: record.id, change: { $0 = states[0] }),
+            QueueStore.StateChange(id: other.id, declines: { $0.starts == 0 }, change: { $0 = states[1] }),
+            QueueStore.StateChange(id: "no-such-upload", change: { $0.paused = true }),
+        ])
+        #expect(written == [states[0], QueueRecord.State(), nil])
+        #expect(store.version == version + 1, "one transaction")
+        #expect(try store.read(record.id).state == states[0] && store.read(other.id).state == QueueRecord.State())
+    }
+
+    /// A database of another layout (an earlier build's, whose records held their state in JSON) is refused, naming
+    /// it, and left as it is.
+    @Test func aDatabaseOfAnotherLayoutIsRefusedAndLeftAsItIs() throws {
+        let earlier = directory.path("earlier")
+        try FileManager.default.createDirectory(at: earlier, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: earlier.path)
+        let path = earlier.appendingPathComponent(QueueStore.databaseName).path
+        do {
+            let database = try SQLiteDatabase(path: path)
+            try database.withConnection { connection throws(SQLiteDatabase.Failure) in
+                try connection.execute("CREATE TABLE records (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL)")
+            }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        do {
+            _ = try QueueStore(earlier)
+            Issue.record("a database of another layout was opened")
+        } catch {
+            guard case .queueUnreadable(let url, let reason) = error.reason else { throw error }
+            #expect(url == earlier && reason.contains(path) && reason.contains("layout 0"), "\(reason)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+    }
+
     @Test func aWriteAndARemovalReachAnotherConnectionAsChanges() throws {
         let records = try (0..<5).map { try record(sequence: $0, key: "k\($0)") }
         let other = try QueueStore(directory.path("queue"))
@@ -171,8 +236,11 @@ import Testing
                 let reason = (error as? QueueRecord.Damage)?.reason ?? ""
                 return reason.contains("bytes")
             }
-            #expect(throws: MultipartError.self, "a change reads the record first") {
-                try store.update(broken.id) { $0.paused = true }
+            // A change of its state reads and writes no form: it is made, and the form stays as damaged as it was.
+            #expect(try store.update(broken.id) { $0.paused = true }?.paused == true)
+            #expect(throws: QueueRecord.Damage.self) { try store.read(broken.id) }
+            #expect(throws: MultipartError.self, "a change of the whole record reads it first") {
+                try store.rewrite(broken.id) { $0.paused = nil }
             }
         }
         let listed = store.list()
