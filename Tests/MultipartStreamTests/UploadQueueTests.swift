@@ -230,9 +230,14 @@ extension URLSessionSuites {
                 }
                 return (most, started)
             }
+            let version = try QueueStore(queueDirectory).version
             try await within(seconds: 120, "the queue's run") {
                 try await queue.run(on: URLSession(configuration: .ephemeral))
             }
+            // The first three start in one transaction, and each later one in the transaction that ends those before
+            // it: at most one a send, where a start and an end of their own took two.
+            let transactions = try QueueStore(queueDirectory).version - version
+            #expect(transactions <= 9, "\(transactions) transactions for 8 uploads")
             let seen = try await within(seconds: 10, "the events") { await watcher.value }
             #expect(seen.most == 3, "at most three at once, and three at a time")
             #expect(seen.started == ids, "in the order added")
