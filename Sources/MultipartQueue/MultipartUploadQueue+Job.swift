@@ -220,10 +220,8 @@ extension MultipartUploadQueue {
                 return (count, say)
             }
             guard count || say else { return }
-            let written = try? store.update(seen.withLock { $0.record.id }, syncing: false) {
-                if count { $0.sentAgain += 1 }
-                if say { $0.sentWhole = now() }
-            }
+            let change = QueueRecord.Change.sending(again: count, wholeAt: say ? now() : nil)
+            let written = try? store.update(seen.withLock { $0.record.id }, syncing: change.isSynced, change.apply)
             if let written = written ?? nil { seen.withLock { $0.record.state = written } }
         }
 

@@ -770,7 +770,7 @@ public actor MultipartUploadQueue {
             guard !starting.isEmpty else { return jobs }
             let written: [QueueRecord.State?]
             do {
-                written = try recordCompletions(with: starting.map { Self.start($0.id, plain: $0.plain, at: now) })
+                written = try recordCompletions(with: starting.map { ($0.id, .started(plain: $0.plain, at: now)) })
             } catch {
                 for (id, _) in starting { _ = failing(id, because: "its record cannot be read or written: \(error)") }
                 continue
@@ -781,23 +781,7 @@ public actor MultipartUploadQueue {
         }
     }
 
-    /// The write of the start of `id` at `now`, unless another process asked for its removal or pause since the queue
-    /// last looked. Not synced: it outlives a kill, and counts what a crash of the system may send again.
-    private static func start(_ id: ID, plain: Bool, at now: Date) -> QueueStore.StateChange {
-        QueueStore.StateChange(
-            id: id.rawValue, declines: { $0.removing == true || $0.paused == true },
-            change: { record in
-                record.starts += 1
-                record.runner = getpid()
-                // A server that speaks no draft gets the form whole: said, and counted where it goes again, in this
-                // write (see `Notes`).
-                guard plain else { return }
-                record.sentWhole = now
-                if record.starts > 1 { record.sentAgain += 1 }
-            })
-    }
-
-    /// The send of `id`, which the schedule marked running and whose start wrote `found` (``start(_:plain:at:)``);
+    /// The send of `id`, which the schedule marked running and whose start wrote `found`;
     /// `nil` when it failed, or stays as another process left it, instead.
     private func start(
         _ id: ID, as found: QueueRecord.State?, plain knownNotResumable: Bool, session: URLSession,
@@ -1042,10 +1026,7 @@ public actor MultipartUploadQueue {
             }
         case .paused:
             // Its saved state kept: the server's word, and its own, come at the resume.
-            _ = try? store.update(finished.id.rawValue) {
-                $0.paused = true
-                $0.runner = nil
-            }
+            _ = try? write([(finished.id, .paused)])
         case .completed:
             // A server that speaks no draft says it is back this way.
             gate?.answered()
@@ -1055,11 +1036,11 @@ public actor MultipartUploadQueue {
             fail(finished.id, because: reason)
         case .waiting(let until):
             if case .waiting(outage: true) = outcome { gate?.markOut() } else { gate?.answered() }
-            _ = try? store.update(finished.id.rawValue, syncing: false) { $0.runner = nil }
+            _ = try? write([(finished.id, .stopped)])
             eventSink.yield(.waiting(finished.id, until: until))
         case .pending:
             // Stopped by a cancel: its record no longer names this process.
-            _ = try? store.update(finished.id.rawValue, syncing: false) { $0.runner = nil }
+            _ = try? write([(finished.id, .stopped)])
         }
     }
 
@@ -1071,25 +1052,18 @@ public actor MultipartUploadQueue {
     ///
     /// - Throws: The starts' failure to write; the completions are written alone then.
     @discardableResult
-    private func recordCompletions(with starts: [QueueStore.StateChange] = []) throws -> [QueueRecord.State?] {
+    private func recordCompletions(with starts: [(ID, QueueRecord.Change)] = []) throws -> [QueueRecord.State?] {
         let ended = completing
         completing = []
-        let changes = ended.map { upload, answer in
-            QueueStore.StateChange(id: upload.id.rawValue) {
-                $0.outcome = .completed(answer.stored)
-                $0.runner = nil
-                // A pause that came as it completed has nothing left to pause.
-                $0.paused = nil
-            }
-        }
+        let changes = ended.map { upload, answer in (upload.id, QueueRecord.Change.completed(answer.stored)) }
         guard !changes.isEmpty || !starts.isEmpty else { return [] }
         var written: [QueueRecord.State?] = []
         var failure: (any Error)?
         do {
-            written = try store.update(changes + starts, syncing: false)
+            written = try write(changes + starts)
         } catch {
             failure = error
-            if !starts.isEmpty { written = (try? store.update(changes, syncing: false)) ?? [] }
+            if !starts.isEmpty { written = (try? write(changes)) ?? [] }
         }
         for (index, (upload, answer)) in ended.enumerated() {
             if index < written.count, written[index] != nil { store.removeState(of: upload.id.rawValue) }
@@ -1102,16 +1076,20 @@ public actor MultipartUploadQueue {
         return Array(written.dropFirst(changes.count))
     }
 
+    /// Writes the run's `changes` of records in one transaction, synced where one of them is: the run's one way to
+    /// change a record. The state each wrote, or found and left, in order; `nil` for an upload gone.
+    private func write(_ changes: [(id: ID, change: QueueRecord.Change)]) throws -> [QueueRecord.State?] {
+        try store.update(
+            changes.map { id, change in
+                QueueStore.StateChange(id: id.rawValue, declines: change.declines, change: change.apply)
+            },
+            syncing: changes.contains { $0.change.isSynced })
+    }
+
     /// The upload failed, and its record says so (where it can be read).
     private func fail(_ id: ID, because reason: String) {
         // What it handed out stays counted, and what it did not keeps the progress short of done.
-        if schedule.uploads[id]?.sequence != nil {
-            _ = try? store.update(id.rawValue) {
-                $0.outcome = .failed(reason: reason)
-                $0.runner = nil
-                $0.paused = nil
-            }
-        }
+        if schedule.uploads[id]?.sequence != nil { _ = try? write([(id, .failed(reason: reason))]) }
         eventSink.yield(.failed(id, reason: reason))
     }
 
