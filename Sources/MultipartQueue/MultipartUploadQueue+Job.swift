@@ -191,7 +191,7 @@ extension MultipartUploadQueue {
             self.store = store
             self.startedBefore = startedBefore
             self.wentWholeAtStart = wentWholeAtStart
-            sentWholeBefore = !wentWholeAtStart && record.sentWhole != nil
+            sentWholeBefore = !wentWholeAtStart && record.state.sentWhole != nil
         }
 
         func record(_ event: MultipartResumption.Event) {

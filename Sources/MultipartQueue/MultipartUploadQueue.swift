@@ -607,9 +607,9 @@ public actor MultipartUploadQueue {
                     $0.form.parts = record.form.parts
                     $0.contentLength = length
                     // Another form for the server: a key of its own.
-                    $0.generation = ($0.generation ?? 0) + 1
+                    $0.state.generation = ($0.state.generation ?? 0) + 1
                 }
-                $0.outcome = nil
+                $0.state.outcome = nil
             }
         }
         if changed {
@@ -799,16 +799,16 @@ public actor MultipartUploadQueue {
             return failing(id, because: "its record cannot be read: \(error.reason)")
         }
         // Its start counted, where it was written: a run before started it.
-        let startedBefore = record.starts > 1
+        let startedBefore = record.state.starts > 1
         // Its removal asked for by another process since the queue last looked: removed, not started.
-        if record.removing == true {
+        if record.state.removing == true {
             _ = schedule.pause(id)
             _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
             Task { await self.removeAsked(id) }
             return nil
         }
         // Paused by another process since the queue last looked: it stays as it is.
-        if record.paused == true {
+        if record.state.paused == true {
             _ = schedule.pause(id)
             _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
             return nil

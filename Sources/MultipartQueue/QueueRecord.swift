@@ -20,42 +20,18 @@ struct QueueRecord: Codable, Sendable {
     var id: String
     /// The caller's key for the upload: an add with a key already in the queue adds nothing. `nil` for none.
     var key: String?
-    /// Whether the caller paused the upload: it stays as it is, in every process, until resumed. `nil` for not.
-    var paused: Bool?
-    /// The process that is sending the upload, written as its send starts and taken away as it ends: another
-    /// process's listing says so. A kill leaves it, naming a process that is gone. `nil` for none.
-    var runner: Int32?
-    /// Whether another process asked for the upload's removal while this one ran the queue: the run stops it and
-    /// removes it, as its own ``MultipartUploadQueue/remove(_:on:headers:)`` would. `nil` for not.
-    var removing: Bool?
-    /// Where the caller moved the upload: the highest goes first, then the rest in ``sequence``'s order. `nil` for
-    /// never moved.
-    var priority: Int?
     /// The upload's place in the queue: uploads go in this order.
     var sequence: Int
     var added: Date
     var request: Request
     var form: Form
     var contentLength: UInt64
-    var outcome: Outcome?
-    /// Runs that started the upload: one that finds it started before may resume it, or send it again.
-    var starts = 0
-    /// Times the form went again from its first byte after a run that started it ended unfinished (the server
-    /// forgot the upload, or does not speak the resumable draft, or took it whole before): the server may have it
-    /// more than once. Written before the form goes again.
-    var sentAgain = 0
-    /// When a run last began to send the form whole, in one request (a server without the resumable draft): written
-    /// before the request goes, so that a later run that sends the form again, in any way, counts it in
-    /// ``sentAgain`` even when the run that sent it whole was killed before its answer. `nil` for never.
-    var sentWhole: Date?
-    /// Times a retry sent the form with a file as it is now, not as it was added: each is another form for the
-    /// server, created under an `Idempotency-Key` of its own, or a server that honours keys would answer the new
-    /// creation with the old upload (deleted, or holding the old file's bytes). `nil` for never.
-    var generation: Int?
+    /// How far the upload got, and what the caller asked of it.
+    var state = State()
 
     /// The `Idempotency-Key` of the upload's creations and whole sends: the same for every resend of one form, in
     /// every process, and another once a retry changed the form.
-    var idempotencyKey: String { generation.map { "\(id)-\($0)" } ?? id }
+    var idempotencyKey: String { state.generation.map { "\(id)-\($0)" } ?? id }
 
     /// The paths of the form's file parts, in order.
     var files: [URL] { form.parts.compactMap { $0.file.map { URL(fileURLWithPath: $0) } } }
@@ -152,31 +128,32 @@ struct QueueRecord: Codable, Sendable {
     /// What changes as the upload goes and the caller steers it: all a send's start and end, a pause, a move or a
     /// retry of the same form write.
     struct State: Equatable, Sendable {
+        /// Whether the caller paused the upload: it stays as it is, in every process, until resumed. `nil` for not.
         var paused: Bool?
+        /// The process that is sending the upload, written as its send starts and taken away as it ends: another
+        /// process's listing says so. A kill leaves it, naming a process that is gone. `nil` for none.
         var runner: Int32?
+        /// Whether another process asked for the upload's removal while this one ran the queue: the run stops it and
+        /// removes it, as its own ``MultipartUploadQueue/remove(_:on:headers:)`` would. `nil` for not.
         var removing: Bool?
+        /// Where the caller moved the upload: the highest goes first, then the rest in ``QueueRecord/sequence``'s order. `nil` for
+        /// never moved.
         var priority: Int?
         var outcome: Outcome?
+        /// Runs that started the upload: one that finds it started before may resume it, or send it again.
         var starts = 0
+        /// Times the form went again from its first byte after a run that started it ended unfinished (the server
+        /// forgot the upload, or does not speak the resumable draft, or took it whole before): the server may have it
+        /// more than once. Written before the form goes again.
         var sentAgain = 0
+        /// When a run last began to send the form whole, in one request (a server without the resumable draft): written
+        /// before the request goes, so that a later run that sends the form again, in any way, counts it in
+        /// ``sentAgain`` even when the run that sent it whole was killed before its answer. `nil` for never.
         var sentWhole: Date?
+        /// Times a retry sent the form with a file as it is now, not as it was added: each is another form for the
+        /// server, created under an `Idempotency-Key` of its own, or a server that honours keys would answer the new
+        /// creation with the old upload (deleted, or holding the old file's bytes). `nil` for never.
         var generation: Int?
-    }
-
-    var state: State {
-        get {
-            State(
-                paused: paused, runner: runner, removing: removing, priority: priority, outcome: outcome,
-                starts: starts, sentAgain: sentAgain, sentWhole: sentWhole, generation: generation)
-        }
-        set {
-            (paused, runner, removing, priority, outcome) = (
-                newValue.paused, newValue.runner, newValue.removing, newValue.priority, newValue.outcome
-            )
-            (starts, sentAgain, sentWhole, generation) = (
-                newValue.starts, newValue.sentAgain, newValue.sentWhole, newValue.generation
-            )
-        }
     }
 
     /// How the upload ended.
@@ -234,7 +211,7 @@ extension QueueRecord {
 
     var summary: Summary {
         Summary(
-            id: id, sequence: sequence, key: key, priority: priority, contentLength: contentLength,
+            id: id, sequence: sequence, key: key, priority: state.priority, contentLength: contentLength,
             url: request.url.absoluteString, standing: Summary.Standing(state))
     }
 

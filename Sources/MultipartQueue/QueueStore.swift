@@ -518,9 +518,7 @@ struct QueueStore: Sendable {
     }
 
     /// Writes the row of `record` and the record, encoded as `data`, in the transaction of `version`; over the row
-    /// of `old`, where the upload has one: only the columns that changed, so that an index none of them is in is left
-    /// as it is (a send's start or end changes a few, and four indexes' pages each rewritten would be most of its
-    /// commit).
+    /// of `old`, where the upload has one, only the columns that changed (``set(_:from:to:of:_:on:)``).
     private static func put(
         _ record: QueueRecord, _ data: (json: Data, bytes: Data), version: Int64,
         on connection: SQLiteDatabase.Connection, over old: QueueRecord? = nil
@@ -648,10 +646,8 @@ struct QueueStore: Sendable {
         "paused", "removing", "starts", "sent_whole", "generation",
     ]
 
-    /// The columns of a state as ``state(_:from:)`` reads them.
-    private static let stateSelection =
-        "priority, sent_again, reason, answer_status, answer_headers, answer_body, runner, paused, removing, starts,"
-        + " sent_whole, generation"
+    /// The columns of a state, for ``state(_:from:)`` to read.
+    private static let stateSelection = stateColumns.joined(separator: ", ")
 
     /// The columns of `state`: where the upload stands, as listings and indexes take it, then each field.
     private static func stateRow(_ state: QueueRecord.State) -> [SQLiteDatabase.Value] {
@@ -682,21 +678,22 @@ struct QueueStore: Sendable {
         ]
     }
 
-    /// The state in `row`'s columns from `first` on (``stateSelection``).
+    /// The state in `row`'s columns from `first` on, in ``stateColumns``' order (``stateSelection``): each field
+    /// from its own column; the standing, which they make, is not read back.
     private static func state(_ row: SQLiteDatabase.Row, from first: Int32) -> QueueRecord.State {
         var outcome: QueueRecord.Outcome?
-        if let answer = answer(row, from: first + 3) {
+        if let answer = answer(row, from: first + 4) {
             outcome = .completed(answer)
-        } else if let reason = row.text(first + 2) {
+        } else if let reason = row.text(first + 1) {
             outcome = .failed(reason: reason)
         }
-        let flag = { (column: Int32) -> Bool? in row.integer(column) == 1 ? true : nil }
+        let flag = { (column: Int32) -> Bool? in row.integer(first + column) == 1 ? true : nil }
         return QueueRecord.State(
-            paused: flag(first + 7), runner: row.integer(first + 6).flatMap { Int32(exactly: $0) },
-            removing: flag(first + 8), priority: row.integer(first).map { Int($0) }, outcome: outcome,
-            starts: Int(row.integer(first + 9) ?? 0), sentAgain: Int(row.integer(first + 1) ?? 0),
-            sentWhole: row.real(first + 10).map(Date.init(timeIntervalSince1970:)),
-            generation: row.integer(first + 11).map { Int($0) })
+            paused: flag(8), runner: row.integer(first + 7).flatMap { Int32(exactly: $0) }, removing: flag(9),
+            priority: row.integer(first + 2).map { Int($0) }, outcome: outcome,
+            starts: Int(row.integer(first + 10) ?? 0), sentAgain: Int(row.integer(first + 3) ?? 0),
+            sentWhole: row.real(first + 11).map(Date.init(timeIntervalSince1970:)),
+            generation: row.integer(first + 12).map { Int($0) })
     }
 
     /// What each origin's server was found to speak (``MultipartStream/ResumableUpload/KnownServer``), by its

@@ -33,8 +33,8 @@ import Testing
 
     @Test func aRecordIsListedFromItsColumnsAndReadWhole() throws {
         var keyed = try record(sequence: 3, key: "a\tb\r\nc%41 \u{0}d")
-        keyed.priority = -2
-        keyed.outcome = .failed(reason: "the server answered 400\r\nX-Injected: 1")
+        keyed.state.priority = -2
+        keyed.state.outcome = .failed(reason: "the server answered 400\r\nX-Injected: 1")
         let plain = try record(sequence: 1, key: nil)
         try store.write([keyed, plain])
         #expect(store.summaries() == [plain.summary, keyed.summary], "in the queue's order, every string as it was")
@@ -121,7 +121,7 @@ import Testing
         #expect(added.version == before + 1, "one transaction for the call")
         #expect(added.written.count == 5 && added.removed.isEmpty)
         var paused = records[2]
-        paused.paused = true
+        paused.state.paused = true
         try store.write(paused, syncing: false)
         store.removeRecords([records[0].id, records[4].id])
         let steered = try #require(other.changes(since: added.version))
@@ -161,8 +161,10 @@ import Testing
             }
         }
         let read = try store.read(written.id)
-        #expect(read.sentAgain == rounds, "every count of the send, against \(rounds)")
-        #expect(read.priority == rounds - 1 && read.paused == true, "the other connection's last move and its pause")
+        #expect(read.state.sentAgain == rounds, "every count of the send, against \(rounds)")
+        #expect(
+            read.state.priority == rounds - 1 && read.state.paused == true,
+            "the other connection's last move and its pause")
         #expect(try store.update("no-such-upload") { $0.paused = true } == nil, "nothing made of an upload gone")
         #expect(store.summaries().count == 1)
     }
@@ -240,7 +242,7 @@ import Testing
             #expect(try store.update(broken.id) { $0.paused = true }?.paused == true)
             #expect(throws: QueueRecord.Damage.self) { try store.read(broken.id) }
             #expect(throws: MultipartError.self, "a change of the whole record reads it first") {
-                try store.rewrite(broken.id) { $0.paused = nil }
+                try store.rewrite(broken.id) { $0.state.paused = nil }
             }
         }
         let listed = store.list()
