@@ -81,6 +81,14 @@ Scenarios (the default answers as the draft's examples do; the others change one
                         dropped), `keep` keeping it alive (the rest of the body read first); OPTIONS says
                         max-append-size=100000 (that PATCH says Upload-Complete: ?0) but with `-last`, whose one PATCH
                         is the last (?1); it never processes the form
+  create-refused-S      the application refuses the form with status S (any, 400 and above) and a JSON body
+                        {"refused": S} at once: to the creation (its body, if any, read first) and to a plain POST of
+                        the whole form alike; it never processes the form
+  legacy-head           the first PATCH keeps every byte it carries and answers 503 (Retry-After: 0) without
+                        Upload-Complete; every HEAD then answers 204 at that offset with Upload-Incomplete: ?0 (the
+                        field of versions before 5) and no Upload-Complete; it never processes the form
+  complete-short        as legacy-head, but every HEAD answers 204 with Upload-Complete: ?1, an Upload-Offset 1000
+                        bytes short of the Upload-Length it also gives; it never processes the form
   plain-lost            a plain POST is processed and its answer never comes (as plain-first), the first with each
                         Idempotency-Key
   plain-first           until a plain POST has brought the whole form, OPTIONS answers as a server without the draft;
@@ -114,6 +122,22 @@ Scenarios that lie (a server's answers are untrusted input; the client must neit
   redirect-away         OPTIONS and POST to the start URL answer 307 with the scheme-relative Location
                         //127.0.0.1:ALT/s/default (another origin); the upload is then created on the first port
 
+A scenario that draws every answer (the differential test's server; never a lie the client could not tell):
+  chaos-SEED-TAG        each request to the start URL or to an upload made from it draws its answer, in the order
+                        the requests come, from a generator of its own seeded with SEED (so that clients that send the
+                        same requests to two TAGs get the same answers): OPTIONS with the draft's fields, without them,
+                        or any status; a creation answered honestly, with any status and Upload-Complete present,
+                        absent, invalid or legacy, or dropped; a plain POST of the whole form processed and answered
+                        with any status, or dropped, or refused unprocessed (never a 2xx for a form it did not
+                        process); a PATCH that keeps all or part of its bytes, then answers honestly, with any status
+                        and field (a ?1 before the client's last byte included), or drops; a HEAD answered honestly,
+                        with Upload-Incomplete (the field of versions before 5), no field, an invalid one, ?1 short of
+                        the form's length, 503 or 404. It never says the form is complete where the client could not
+                        tell otherwise: a 2xx with ?1 (or, in version 6, without the field, or Upload-Incomplete: ?0)
+                        to the append that brings the last byte, or ?1 at the form's length to a HEAD, only once the
+                        application processed the form. GET /answers lists each answer the application gave:
+                        {tag, sha256, status} (status 0: processed, its answer dropped).
+
 An upload created without Upload-Length has the length its completing append (Upload-Complete: ?1) gives it.
 
 It honours Idempotency-Key (draft-ietf-httpapi-idempotency-key-header), as a server that makes "at least once"
@@ -132,6 +156,7 @@ being read at once, at most: {most}.
 import hashlib
 import http.server
 import json
+import random
 import socket
 import socketserver
 import sys
@@ -155,6 +180,9 @@ ports = {}
 plain_first = {"done": False, "lost": set()}
 # The hostile scenario's draws, while it is on.
 hostile = {"random": None}
+# The chaos scenario's generators, by its name, and the application's answers: {tag, sha256, status}.
+chaos = {}
+chaos_answers = []
 # The answers given to each Idempotency-Key, by the kind of request ("creation" or "plain"): status, headers, body.
 idempotency = {"honoured": True, "creation": {}, "plain": {}}
 versions = {int(v) for v in sys.argv[1].split(",")} if len(sys.argv) > 1 else {10}
@@ -319,6 +347,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/log":
             with lock:
                 body = json.dumps(log).encode()
+        elif self.path == "/answers":
+            with lock:
+                body = json.dumps(chaos_answers).encode()
         elif self.path == "/forms":
             with lock:
                 body = json.dumps(forms).encode()
@@ -333,7 +364,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 idempotency.update({"honoured": False, "creation": {}, "plain": {}})
             body = b"{}"
         elif self.path.startswith("/hostile/") or self.path == "/calm":
-            import random
             with lock:
                 hostile["random"] = random.Random(int(self.path.split("/")[-1])) if self.path != "/calm" else None
             body = b"{}"
@@ -386,6 +416,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return True
 
     def do_OPTIONS(self):
+        if self.chaos_scenario():
+            return self.chaos_options()
         self.entry(0)
         if self.redirects_away():
             return
@@ -409,6 +441,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(200, headers)
 
     def do_POST(self):
+        if self.chaos_scenario():
+            return self.chaos_post()
         scenario = self.path.split("/")[-1]
         if scenario == "redirect-away":
             self.entry(0)
@@ -416,6 +450,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         plain = self.headers.get("Upload-Complete") is None or not self.speaks_draft()
         if self.replayed("plain" if plain else "creation"):
             return
+        if scenario.startswith("create-refused-"):
+            data, _ = self.read()
+            self.entry(len(data))
+            status = int(scenario.split("-")[-1])
+            return self.answer(status, {"Content-Type": "application/json"}, json.dumps({"refused": status}).encode())
         if plain:
             # A plain request: the whole form, the application's.
             data, _ = self.read()
@@ -486,6 +525,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return True
 
     def do_HEAD(self):
+        if self.chaos_scenario():
+            return self.chaos_head()
         self.entry(0)
         upload = self.upload()
         if upload is None:
@@ -498,6 +539,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             scenario = upload["scenario"]
         if scenario == "head-503" and first:
             return self.answer(503, {"Retry-After": "0"})
+        if scenario == "legacy-head":
+            return self.answer(204, {"Upload-Offset": str(offset), "Upload-Incomplete": "?0", "Cache-Control": "no-store"})
+        if scenario == "complete-short":
+            return self.answer(204, {"Upload-Offset": str(max(0, upload["length"] - 1000)), "Upload-Complete": "?1",
+                                     "Upload-Length": str(upload["length"]), "Cache-Control": "no-store"})
         hostile_answer = self.draw(scenario, "ok", "ok", "no-field", "202", "malformed", "503")
         if hostile_answer == "503":
             return self.answer(503, {"Retry-After": "0"})
@@ -532,6 +578,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.answer(204 if found else 404)
 
     def do_PATCH(self):
+        if self.chaos_scenario():
+            return self.chaos_patch()
         upload = self.upload()
         if upload is None:
             self.read()
@@ -567,6 +615,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data, _ = self.read()
             self.entry(len(data))
             return self.answer(400)
+        if scenario in ("legacy-head", "complete-short") and patch == 1:
+            data, _ = self.read()
+            self.entry(len(data))
+            with lock:
+                upload["data"] += data
+            return self.answer(503, {"Retry-After": "0"})
         if scenario == "refused-whole":
             data, _ = self.read()
             self.entry(len(data))
@@ -686,6 +740,187 @@ class Handler(http.server.BaseHTTPRequestHandler):
             headers = {"Content-Type": "application/json"}
         self.answer(status, headers, body)
 
+
+    # The chaos scenario.
+
+    def chaos_scenario(self):
+        """The chaos scenario of this request (its start URL's, or its upload's), if it is one, in a version spoken."""
+        if not self.speaks_draft() and self.command != "POST":
+            return None
+        if self.path.startswith("/u/"):
+            upload = uploads.get(self.path.split("/")[-1])
+            scenario = upload["scenario"] if upload else None
+        else:
+            scenario = self.path.split("/")[-1]
+        return scenario if scenario and scenario.startswith("chaos-") else None
+
+    def chaos_pick(self, *choices):
+        """One of `choices` (each a value, or a (value, weight) pair), drawn from this request's scenario."""
+        scenario = self.chaos_scenario()
+        with lock:
+            generator = chaos.setdefault(scenario, random.Random(int(scenario.split("-")[1])))
+            values = [c[0] if isinstance(c, tuple) else c for c in choices]
+            weights = [c[1] if isinstance(c, tuple) else 1 for c in choices]
+            return generator.choices(values, weights)[0]
+
+    def chaos_status(self, refusals_only=False):
+        refusals = [400, 401, 403, 404, 405, 409, 410, 413, 422, 500, 503]
+        return self.chaos_pick(*(refusals if refusals_only else refusals + [200, 201, 204]))
+
+    def chaos_field(self, honest):
+        """Upload-Complete as the draw has it: the honest value, the other, none, one that is no boolean, or the
+        field of versions before 5 in its place."""
+        kind = self.chaos_pick(("honest", 4), "other", "none", "invalid", "legacy")
+        if kind == "honest":
+            return {"Upload-Complete": "?1" if honest else "?0"}
+        if kind == "other":
+            return {"Upload-Complete": "?0" if honest else "?1"}
+        if kind == "invalid":
+            return {"Upload-Complete": self.chaos_pick("yes", "1", "?2", "")}
+        if kind == "legacy":
+            return {"Upload-Incomplete": "?0" if honest else "?1"}
+        return {}
+
+    def chaos_end(self, status, headers, body=b""):
+        """Answers, then keeps the connection or closes it, as drawn."""
+        if self.chaos_pick(("keep", 3), "close") == "close":
+            self.close_connection = True
+            headers = {**headers, "Connection": "close"}
+        self.answer(status, headers, body)
+
+    def chaos_applied(self, upload, status):
+        """The application processes the upload's form (once) and answers it `status`; returns the answer's body."""
+        with lock:
+            body = form_answer(upload) if not upload.get("processed") else upload["body"]
+            upload["processed"] = True
+            upload["body"] = body
+            chaos_answers.append({"tag": self.chaos_scenario(), "sha256": json.loads(body)["sha256"], "status": status})
+        return body
+
+    def chaos_options(self):
+        self.entry(0)
+        kind = self.chaos_pick(("draft", 6), "plain", "status")
+        if kind == "plain":
+            return self.chaos_end(200, {"Allow": "OPTIONS, POST"})
+        if kind == "status":
+            return self.chaos_end(self.chaos_status(refusals_only=True), {})
+        limit = self.chaos_pick(("", 3), "max-append-size=40000")
+        lifetime = f"{'expires' if self.version() in (6, 10) else 'max-age'}=3600"
+        headers = {"Upload-Limit": f"{limit}, {lifetime}" if limit else lifetime}
+        if self.version() >= 8:
+            headers["Accept-Patch"] = "application/partial-upload"
+        self.chaos_end(200, headers)
+
+    def chaos_post(self):
+        data, _ = self.read()
+        self.entry(len(data))
+        plain = self.headers.get("Upload-Complete") is None or not self.speaks_draft()
+        if plain:
+            kind = self.chaos_pick(("processed", 4), "dropped", "refused")
+            if kind == "refused":
+                return self.chaos_end(self.chaos_status(refusals_only=True), {"Content-Type": "text/plain"}, b"no")
+            status = 0 if kind == "dropped" else self.chaos_status()
+            body = self.chaos_applied({"data": data}, status)
+            if kind == "dropped":
+                return self.drop()
+            return self.chaos_end(status, {"Content-Type": "application/json"}, body)
+        kind = self.chaos_pick(("honest", 5), "status", "drop")
+        if kind == "drop":
+            return self.drop()
+        with lock:
+            next_id[0] += 1
+            upload_id = str(next_id[0])
+            length = int(self.headers.get("Upload-Length") or 0)
+            uploads[upload_id] = {"scenario": self.chaos_scenario(), "data": bytearray(), "length": length,
+                                  "patches": 0, "heads": 0, "next": threading.Event()}
+        headers = {"Location": f"http://127.0.0.1:{ports['main']}/u/{upload_id}"}
+        if kind == "honest":
+            return self.chaos_end(201, {**headers, "Upload-Complete": "?0", "Upload-Offset": "0"})
+        status = self.chaos_status()
+        headers.update(self.chaos_field(False))
+        self.chaos_end(status, headers, json.dumps({"refused": status}).encode() if status >= 400 else b"")
+
+    def chaos_head(self):
+        self.entry(0)
+        upload = uploads.get(self.path.split("/")[-1])
+        if upload is None:
+            return self.answer(404)
+        with lock:
+            stored, length, processed = len(upload["data"]), upload["length"], upload.get("processed", False)
+        kind = self.chaos_pick(("honest", 5), "legacy", "none", "invalid", "short", "503", "404")
+        headers = {"Upload-Offset": str(stored), "Cache-Control": "no-store"}
+        if kind == "503":
+            return self.chaos_end(503, {"Retry-After": "0"})
+        if kind == "404":
+            return self.chaos_end(404, {})
+        if kind == "honest" or kind == "legacy" and self.version() == 6:
+            # In version 6 Upload-Incomplete is how a server says complete: said only where it is true.
+            name, value = ("Upload-Complete", processed) if kind == "honest" else ("Upload-Incomplete", not processed)
+            headers[name] = "?1" if value else "?0"
+        elif kind == "legacy":
+            headers["Upload-Incomplete"] = self.chaos_pick("?0", "?1")
+        elif kind == "invalid":
+            headers["Upload-Complete"] = self.chaos_pick("yes", "1", "?2")
+        elif kind == "short":
+            headers.update({"Upload-Complete": "?1", "Upload-Offset": str(max(0, min(stored, length - 1)))})
+        self.chaos_end(204, headers)
+
+    def chaos_patch(self):
+        upload = uploads.get(self.path.split("/")[-1])
+        if upload is None:
+            self.read()
+            self.entry(0)
+            return self.answer(404)
+        declared = int(self.headers.get("Content-Length") or 0)
+        offset = int(self.headers.get("Upload-Offset") or -1)
+        completes = self.headers.get("Upload-Complete") == "?1"
+        keep = self.chaos_pick(("all", 6), "part")
+        data, _ = self.read(limit=None if keep == "all" else self.chaos_pick(0, declared // 3, declared // 2))
+        self.entry(len(data))
+        with lock:
+            if upload.get("processed"):
+                return self.answer(400, {}, b"already processed")
+            if offset != len(upload["data"]):
+                return self.answer(409, {"Upload-Offset": str(len(upload["data"])), "Upload-Complete": "?0"})
+            upload["data"] += data
+            stored, length = len(upload["data"]), upload["length"]
+        if len(data) < declared:
+            return self.drop()
+        whole = completes and stored == length
+        kind = self.chaos_pick(("honest", 5), "status", "drop")
+        if kind == "drop":
+            if whole and self.chaos_pick("processed", "not") == "processed":
+                self.chaos_applied(upload, 0)
+            return self.drop()
+        if whole:
+            if kind == "honest":
+                status = self.chaos_pick(200, 201, 204)
+                body = self.chaos_applied(upload, status)
+                return self.chaos_end(status, {"Upload-Complete": "?1", "Upload-Offset": str(stored),
+                                               "Content-Type": "application/json"}, body)
+            # Any status; a success is said complete only once the application has the form.
+            status = self.chaos_status()
+            if status < 300:
+                body = self.chaos_applied(upload, status)
+                field = {} if self.version() == 6 else {"Upload-Complete": "?1"}
+                return self.chaos_end(status, {**field, "Content-Type": "application/json"}, body)
+            headers = self.chaos_field(False)
+            if headers.get("Upload-Complete") == "?1" or headers.get("Upload-Incomplete") == "?0":
+                # The application's refusal, unprocessed.
+                with lock:
+                    chaos_answers.append({"tag": self.chaos_scenario(), "sha256": "", "status": status})
+            return self.chaos_end(status, headers, b"refused")
+        if kind == "honest":
+            return self.chaos_end(204, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
+        status = self.chaos_status()
+        headers = {"Upload-Offset": str(self.chaos_pick(stored, length, 0))}
+        if status >= 300 or self.version() > 6:
+            # A success without the field is the application's answer in version 6: never to an append that is not
+            # the last, nor before the application has the form.
+            headers.update(self.chaos_field(False))
+        else:
+            headers["Upload-Complete"] = "?0"
+        self.chaos_end(status, headers, b"not the answer")
 
     def hostile_append(self, upload, offset, answer):
         """The hostile scenario's append: `keep-drop` keeps a random part and drops; `process-drop` keeps it all and,

@@ -230,6 +230,12 @@ public struct MultipartError: Error, CustomStringConvertible, LocalizedError {
         /// append the upload is deleted; after a `HEAD`, which said the server may hold it whole, nothing is deleted,
         /// and a saved upload is kept, resource and state, for a later run to ask again.
         case uploadCompleteMissing(statusCode: Int)
+        /// The server answered a `HEAD` with `Upload-Complete: ?1` at `Upload-Offset` `offset`, short of the form's
+        /// `contentLength` bytes (`nil`: a stream whose end the client had not reached): a complete upload holds every
+        /// byte, so that answer says neither that the form reached the application nor that it did not, and the
+        /// upload is never taken as complete. Nothing is deleted, and a saved upload is kept, resource and state, for a
+        /// later run to ask again.
+        case completeAtShortOffset(offset: UInt64, contentLength: UInt64?)
         /// The server's `Upload-Limit` asks for appends of at least `minAppendSize` bytes and at most
         /// `maxAppendSize`, which no append can keep.
         case appendLimitsConflict(minAppendSize: UInt64, maxAppendSize: UInt64)
@@ -404,6 +410,10 @@ extension MultipartError.Reason: CustomStringConvertible {
         case .uploadCompleteMissing(let statusCode):
             "the server answered \(statusCode) without Upload-Complete, which its version of the draft requires: "
                 + "it did not say whether the upload is complete"
+        case .completeAtShortOffset(let offset, let contentLength):
+            "the server said Upload-Complete: ?1 at Upload-Offset \(offset), and the form has "
+                + (contentLength.map { "\($0) bytes" } ?? "more bytes than were sent")
+                + ": a complete upload holds every byte, so it did not say that the form reached the application"
         case .appendLimitsConflict(let least, let most):
             "the server asks for appends of at least \(least) bytes (Upload-Limit min-append-size) and at most "
                 + "\(most) (max-append-size), which no append can keep"
@@ -461,6 +471,7 @@ extension MultipartError.Reason {
         case .resumeFailed, .resumeSaved, .appendResent, .resumptionRefused, .uploadExpired, .answerLost,
             .formOverUploadLimit,
             .offsetOutOfRange, .uploadLengthMismatch, .insecureUploadLocation, .uploadCompleteMissing,
+            .completeAtShortOffset,
             .appendLimitsConflict, .uploadInProgress, .stateUnwritable, .resumeTimeExceeded, .outageOutlasted,
             .offsetNotBuffered,
             .completedBeforeEnd, .completionClaimedEarly, .unusableUploadLocation:

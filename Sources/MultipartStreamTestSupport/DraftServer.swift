@@ -90,6 +90,21 @@ public final class DraftServer: @unchecked Sendable {
         try JSONDecoder().decode([Form].self, from: fetch("/forms"))
     }
 
+    /// An answer the application of the `chaos` scenario gave.
+    public struct ApplicationAnswer: Decodable, Equatable, Sendable {
+        /// The scenario it was given in (`chaos-SEED-TAG`).
+        public var tag: String
+        /// The SHA-256 of the form it processed, in hex; empty for a refusal of a form it never processed.
+        public var sha256: String
+        /// Its status; 0 where the form was processed and the answer dropped with the connection.
+        public var status: Int
+    }
+
+    /// The answers the application of the `chaos` scenario gave so far.
+    public func answers() throws -> [ApplicationAnswer] {
+        try JSONDecoder().decode([ApplicationAnswer].self, from: fetch("/answers"))
+    }
+
     /// The most uploads that had an append being read at once, so far.
     public func mostInFlight() throws -> Int {
         struct InFlight: Decodable { var most: Int }

@@ -142,7 +142,11 @@ extension ResumableUpload {
     /// (the upload goes on from its offset, bounded by what was handed out); `?1`, it claims a form it cannot have,
     /// the breach the machine fails it with, deleting nothing the server calls complete.
     static let appendFraming = UploadRequest.PartFraming(
-        contentType: partialUploadType, takesEarlySuccess: { Answer($0).isComplete != nil })
+        contentType: partialUploadType,
+        takesEarlySuccess: { response in
+            let answer = Answer(response)
+            return answer.isComplete != nil || answer.incomplete != nil
+        })
 
     /// A request of the protocol.
     enum Step: Equatable, Sendable {
@@ -246,8 +250,12 @@ extension ResumableUpload {
         var location: URL?
         /// `Upload-Offset`, a non-negative structured-field integer.
         var offset: UInt64?
-        /// `Upload-Complete`, a structured-field boolean; else the opposite of `Upload-Incomplete`.
+        /// `Upload-Complete`, a structured-field boolean: the only field that says an upload is complete from version
+        /// 7 on (``read(in:)`` takes `Upload-Incomplete`'s word for it in version 6).
         var isComplete: Bool?
+        /// `Upload-Incomplete`, the field of interop versions before 5, meaning the opposite: `NIOResumableUpload`
+        /// still puts it on its version 6 answers; in a later version it says nothing.
+        var incomplete: Bool?
         /// `Upload-Length`, the form's length as the server knows it.
         var length: UInt64?
         /// `Retry-After` in seconds (its HTTP-date form is not read).
@@ -259,6 +267,16 @@ extension ResumableUpload {
 
         /// Whether `Upload-Limit` was present.
         var hasUploadLimit: Bool { limits != nil }
+
+        /// This answer as `version` reads it: in version 6, `Upload-Incomplete` answers for a missing
+        /// `Upload-Complete`, as `NIOResumableUpload` writes it; from version 7 on only `Upload-Complete` says whether
+        /// an upload is complete, so a server of those versions that says `Upload-Incomplete: ?0` has said nothing.
+        func read(in version: InteropVersion) -> Answer {
+            guard isComplete == nil, version < .v7, let incomplete else { return self }
+            var answer = self
+            answer.isComplete = !incomplete
+            return answer
+        }
 
         /// The draft's fields of `response`, with `Location` and `Retry-After`, by name: what `-v` shows of it.
         static func fields(of response: HTTPURLResponse) -> [String: String] {
@@ -287,8 +305,8 @@ extension ResumableUpload {
                         .absoluteURL
                 },
                 offset: field(Header.offset).flatMap(StructuredField.integer).flatMap { UInt64(exactly: $0) },
-                isComplete: field(Header.complete).flatMap(StructuredField.boolean)
-                    ?? field(Header.incomplete).flatMap(StructuredField.boolean).map { !$0 },
+                isComplete: field(Header.complete).flatMap(StructuredField.boolean),
+                incomplete: field(Header.incomplete).flatMap(StructuredField.boolean),
                 length: field(Header.length).flatMap(StructuredField.integer).flatMap { UInt64(exactly: $0) },
                 retryAfter: field(Header.retryAfter).flatMap {
                     UInt32($0.trimmingCharacters(in: .whitespaces)).map(Double.init)
@@ -310,6 +328,7 @@ extension ResumableUpload {
             location: URL? = nil,
             offset: UInt64? = nil,
             isComplete: Bool? = nil,
+            incomplete: Bool? = nil,
             length: UInt64? = nil,
             retryAfter: Double? = nil,
             interopVersion: Int? = nil,
@@ -320,6 +339,7 @@ extension ResumableUpload {
             self.location = location
             self.offset = offset
             self.isComplete = isComplete
+            self.incomplete = incomplete
             self.length = length
             self.retryAfter = retryAfter
             self.interopVersion = interopVersion

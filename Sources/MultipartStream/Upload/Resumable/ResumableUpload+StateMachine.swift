@@ -310,6 +310,8 @@ extension ResumableUpload {
             case .headersFailed(let error):
                 return ended(by: error, formsOwn: false)
             case .answered(let answer, let reply, let handedOut):
+                // Read in the version spoken: an older version's field says nothing in a newer one.
+                let answer = answer.read(in: version)
                 let action = answered(answer, reply, handedOut: handedOut)
                 // An upload the server says it holds complete is never deleted, whatever else its answer says.
                 return answer.isComplete == true ? action.sparingUpload : action
@@ -650,8 +652,7 @@ extension ResumableUpload {
                 return giveUp(because: unexpected)
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
-            if let missing = completeMissing(answer, resource, course) { return missing }
-            if let lost = answerLost(answer, at: offset) { return lost }
+            if let complete = completed(answer, at: offset, resource, course) { return complete }
             var course = course
             if let settling = course.settling, settling.asks < Settling.most, settling.last.map({ offset > $0 }) ?? true
             {
@@ -665,23 +666,30 @@ extension ResumableUpload {
             return acknowledge(offset, answer: answer, resource, course)
         }
 
-        /// A `HEAD` that says the server completed the upload (`?1`): the application has it, but its answer went
-        /// with the connection, and the upload is never deleted. Only `?1` says so: every byte and no word either way
-        /// (a version 6 server may leave the field out) is completed by an empty append with `?1`, whose answer is the
-        /// application's, never assumed. `nil` for any other answer.
-        private mutating func answerLost(_ answer: Answer, at offset: UInt64) -> Action? {
-            guard answer.isComplete == true else { return nil }
-            return finish(.fail(MultipartError(.answerLost(contentLength: contentLength ?? offset)), deleting: nil))
-        }
-
-        /// From version 7 on, a `HEAD`'s 2xx must say `Upload-Complete`: one without it (or with a value that is no
-        /// boolean) says neither that the upload completed nor that it did not, so that the form may or may not have
-        /// reached the application. A breach, but not the server's last word on an upload that may be whole: nothing
-        /// is deleted, and a saved upload is kept, resource and state, for a later run to ask again. `nil` for an
-        /// answer that says it, and in version 6.
-        private mutating func completeMissing(_ answer: Answer, _ resource: Resource, _ course: Course) -> Action? {
-            guard answer.isComplete == nil, version.requiresUploadComplete else { return nil }
-            let breach = MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode))
+        /// What a `HEAD`'s 2xx at `offset` says of completion, `nil` where it says the upload is not complete. `?1` with
+        /// every byte (`offset` is the form's length): the application has the form, but its answer went with the
+        /// connection, and the upload is never deleted. Every byte and no word either way (a version 6 server may
+        /// leave the field out) is completed by an empty append with `?1`, whose answer is the application's, never
+        /// assumed. Any other word is a breach that says neither that the form reached the application nor that it
+        /// did not: from version 7 on no `Upload-Complete` (or one that is no boolean), or `?1` at an offset short of
+        /// the form's length (or of a form whose length the client has not found yet). Nothing is deleted, and a
+        /// saved upload is kept, resource and state, for a later run to ask again.
+        private mutating func completed(_ answer: Answer, at offset: UInt64, _ resource: Resource, _ course: Course)
+            -> Action?
+        {
+            let breach: MultipartError
+            switch answer.isComplete {
+            case false?: return nil
+            case nil:
+                guard version.requiresUploadComplete else { return nil }
+                breach = MultipartError(.uploadCompleteMissing(statusCode: answer.statusCode))
+            case true?:
+                guard let contentLength, offset == contentLength else {
+                    breach = MultipartError(.completeAtShortOffset(offset: offset, contentLength: contentLength))
+                    break
+                }
+                return finish(.fail(MultipartError(.answerLost(contentLength: contentLength)), deleting: nil))
+            }
             guard savesState else { return finish(.fail(breach, deleting: nil)) }
             return finish(.stop(breach, keeping: keeping(resource, course, at: resource.acknowledged)))
         }
@@ -947,8 +955,7 @@ extension ResumableUpload {
                 return stop(because: failure, resource, course, at: resource.acknowledged)
             }
             if let breach = breach(offset: offset, answer: answer, resource) { return fail(breach) }
-            if let missing = completeMissing(answer, resource, course) { return missing }
-            if let lost = answerLost(answer, at: offset) { return lost }
+            if let complete = completed(answer, at: offset, resource, course) { return complete }
             return stop(because: failure, resource, course, at: offset)
         }
 

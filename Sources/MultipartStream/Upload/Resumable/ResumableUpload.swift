@@ -305,13 +305,19 @@ package struct ResumableUpload {
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }
-        // An append's answer may be the application's: the last append's, and in interop 10 an early one to any
-        // append, `?0` too (a refusal with `Upload-Complete: ?1`). Only an answer the machine ends the upload with
-        // reaches the caller: the body of one it goes on from (a 307 to the moved upload, a 5xx, a 413) is no one's.
-        let isAppend = if case .append = step { true } else { false }
+        // The creation's answer may be the application's (a refusal: 400, 401, 413), and an append's: the last
+        // append's, and in interop 10 an early one to any append, `?0` too (a refusal with `Upload-Complete: ?1`).
+        // Each is judged as a plain upload's answer is (`acceptableStatusCodes`, the body's bound and sink), and only
+        // an answer the machine ends the upload with: the body of one it goes on from (a 307 to the moved upload, a
+        // 5xx, a 413 to an append it makes smaller) is no one's.
+        let mayAnswer =
+            switch step {
+            case .create, .append: true
+            case .detect, .askOffset, .delete: false
+            }
         let (upload, result) = makeUpload(
             role, buffered: buffered,
-            reception: isAppend ? reception.answering(only: answering) : reception.notTheAnswer,
+            reception: mayAnswer ? reception.answering(only: answering) : reception.notTheAnswer,
             progress: progress)
         if let url = request.url {
             policy.events?(.requestSent(method: request.httpMethod ?? "", url: url, fields: step.fields(of: request)))
