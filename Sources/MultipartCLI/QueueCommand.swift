@@ -262,13 +262,19 @@ extension Command {
         var report = TransferReport(effectiveURL: upload.url.absoluteString)
         report.seconds = seconds
         report.bytesUploaded = log.bytesSent(by: upload.id)
+        // The answer that completed the upload, or the one that refused it, as -w shows a plain upload's.
+        var answer: MultipartUploadQueue.Answer?
         switch event {
-        case .completed(_, let answer):
+        case .completed(_, let completed): answer = completed
+        case .failed(_, let failure):
+            answer = failure.answer
+            report.exitCode = ExitStatus.network.rawValue
+        default: report.exitCode = ExitStatus.network.rawValue
+        }
+        if let answer {
             report.statusCode = answer.statusCode ?? 0
             report.bytesDownloaded = answer.body.count
             report.contentType = answer.headers.first { $0.key.lowercased() == "content-type" }?.value
-        default:
-            report.exitCode = ExitStatus.network.rawValue
         }
         Command.writeOut(format, report)
     }

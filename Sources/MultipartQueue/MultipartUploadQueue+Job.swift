@@ -11,8 +11,8 @@ extension MultipartUploadQueue {
         enum Outcome: Sendable {
             /// The server has the form.
             case completed(Answer)
-            /// The upload is over without it, for this reason.
-            case failed(String)
+            /// The upload is over without it, as the upload's error says.
+            case failed(Failure)
             /// The network (`outage`: no answer) or a busy server failed it for now.
             case waiting(outage: Bool)
             /// Cancelled: the upload is kept, for the next run.
@@ -140,18 +140,21 @@ extension MultipartUploadQueue {
             // URLSession would have sent the whole form again on a new connection: the next send counts it.
             case .busy, .resendRefused: .waiting(outage: false)
             case .answerLost: .completed(Answer(statusCode: nil, headers: [:], body: Data()))
-            case .local, .final: .failed(reason(error))
+            case .local, .final: .failed(failure(error))
             }
         }
 
-        /// A failure in words, as the queue keeps it.
-        private static func reason(_ error: any Error) -> String {
-            if let error = error as? URLError { return error.localizedDescription }
-            if let error = error as? MultipartError {
-                if case .unacceptableStatus(let status, _) = error.reason { return "the server answered \(status)" }
-                return error.description
+        /// A failure as the queue keeps it: in words, its kind, and the answer that refused the form, as the upload
+        /// threw them.
+        static func failure(_ error: any Error) -> Failure {
+            if let error = error as? URLError { return Failure(reason: error.localizedDescription) }
+            guard let error = error as? MultipartError else { return Failure(reason: String(describing: error)) }
+            guard case .unacceptableStatus(let status, let body) = error.reason else {
+                return Failure(reason: error.description, category: error.category)
             }
-            return String(describing: error)
+            let fields = (error.response?.allHeaderFields as? [String: String]) ?? [:]
+            let answer = Answer(statusCode: status, headers: fields, body: body.prefix(answerPrefix))
+            return Failure(reason: "the server answered \(status)", category: error.category, answer: answer)
         }
     }
 

@@ -48,9 +48,9 @@ extension MultipartUploadQueue {
         case waiting(until: Date)
         /// The server has the form: its answer, kept until the upload is removed.
         case completed(Answer)
-        /// The upload ended without the server's having the form, for this reason (a file deleted or changed, a
-        /// refused status, the server's final word); it can be retried or removed.
-        case failed(reason: String)
+        /// The upload ended without the server's having the form (a file deleted or changed, a refused status, the
+        /// server's final word), as ``Failure`` says; it can be retried or removed.
+        case failed(Failure)
         /// The caller paused it (``MultipartUploadQueue/pause(_:)``): it stays so, in every process, until resumed,
         /// its saved state kept.
         case paused
@@ -62,7 +62,7 @@ extension MultipartUploadQueue {
             case .running: "running"
             case .waiting(let until): "waiting until \(until)"
             case .completed(let answer): "completed (\(answer))"
-            case .failed(let reason): "failed (\(reason))"
+            case .failed(let failure): "failed (\(failure))"
             case .paused: "paused"
             }
         }
@@ -85,6 +85,14 @@ extension MultipartUploadQueue {
 
     /// The server's answer to a completed upload; printed as its status (`HTTP 201`).
     public struct Answer: Sendable, Equatable, CustomStringConvertible {
+        /// An answer of `statusCode` (`nil`: lost with its connection), with its `headers` and the start of its
+        /// `body`.
+        public init(statusCode: Int?, headers: [String: String] = [:], body: Data = Data()) {
+            self.statusCode = statusCode
+            self.headers = headers
+            self.body = body
+        }
+
         /// The answer's status; `nil` when the answer was lost with its connection and the server then said it holds
         /// the whole form.
         public var statusCode: Int?
@@ -95,6 +103,35 @@ extension MultipartUploadQueue {
 
         /// Its status, or that it was lost.
         public var description: String { statusCode.map { "HTTP \($0)" } ?? "its answer lost" }
+    }
+
+    /// Why an upload failed, as the upload threw it (``MultipartError``), kept across processes: in words, its kind,
+    /// and the server's answer where the server refused the form, so that an app tells a form too large (413) from a
+    /// credential refused (401, 403) and reads what the server said; printed as its reason.
+    public struct Failure: Sendable, Equatable, CustomStringConvertible {
+        /// The failure in words: a file deleted or changed, `the server answered 413`, a breach of the protocol.
+        public var reason: String
+        /// The kind of ``MultipartError`` it was: `.status` for an answer whose status the queue does not accept
+        /// (any but 2xx; 408, 429 and 5xx are waited out instead), `.file` for a file gone or changed, `.resumable`
+        /// for a server that broke the protocol. `nil` for a failure of the system or the network that no later try
+        /// changes (a certificate refused), or of the queue's own record.
+        public var category: MultipartError.Category?
+        /// The answer that refused the form (``MultipartError/Reason/unacceptableStatus(statusCode:body:)``): its
+        /// status, header fields and the first 64 KiB of its body. `nil` where no answer refused it.
+        public var answer: Answer?
+
+        /// A failure for `reason`, of `category`, with the refusing `answer` if any.
+        public init(reason: String, category: MultipartError.Category? = nil, answer: Answer? = nil) {
+            self.reason = reason
+            self.category = category
+            self.answer = answer
+        }
+
+        /// The status of the answer that refused the form; `nil` where none did.
+        public var statusCode: Int? { answer?.statusCode }
+
+        /// The reason.
+        public var description: String { reason }
     }
 
     /// One upload of the queue.
@@ -136,8 +173,8 @@ extension MultipartUploadQueue {
         case waiting(ID, until: Date)
         /// An upload completed: the server has the form.
         case completed(ID, Answer)
-        /// An upload failed, for this reason.
-        case failed(ID, reason: String)
+        /// An upload failed, as ``Failure`` says.
+        case failed(ID, Failure)
     }
 }
 

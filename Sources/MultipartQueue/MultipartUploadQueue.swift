@@ -253,9 +253,10 @@ public actor MultipartUploadQueue {
             case .running: .running
             case .waiting(let until): .waiting(until: until)
             case .paused: .paused
-            case .failed(let reason): .failed(reason: reason)
+            case .failed(let reason):
+                .failed(Failure(reason: reason, category: listing?.category, answer: listing?.answer.map(Answer.init)))
             case .completed:
-                .completed(listing?.answer.map(Answer.init) ?? Answer(statusCode: nil, headers: [:], body: Data()))
+                .completed(listing?.answer.map(Answer.init) ?? Answer(statusCode: nil))
             }
         return Upload(
             id: upload.id, key: upload.key, files: listing?.files.map { URL(fileURLWithPath: $0) } ?? [], state: state,
@@ -762,7 +763,7 @@ public actor MultipartUploadQueue {
                 for (id, until) in next.parked { eventSink.yield(.waiting(id, until: until)) }
                 guard let upload = schedule.uploads[next.id] else { continue }
                 guard upload.sequence != nil else {
-                    _ = failing(next.id, because: "its record cannot be read: it is no record")
+                    _ = failing(next.id, because: Failure(reason: "its record cannot be read: it is no record"))
                     continue
                 }
                 starting.append((next.id, schedule.isPlain(upload.origin)))
@@ -772,7 +773,9 @@ public actor MultipartUploadQueue {
             do {
                 written = try recordCompletions(with: starting.map { ($0.id, .started(plain: $0.plain, at: now)) })
             } catch {
-                for (id, _) in starting { _ = failing(id, because: "its record cannot be read or written: \(error)") }
+                for (id, _) in starting {
+                    _ = failing(id, because: Failure(reason: "its record cannot be read or written: \(error)"))
+                }
                 continue
             }
             for ((id, plain), state) in zip(starting, written) {
@@ -796,7 +799,7 @@ public actor MultipartUploadQueue {
             record.state = found
         } catch {
             if error.gone { return dropping(id) }
-            return failing(id, because: "its record cannot be read: \(error.reason)")
+            return failing(id, because: Failure(reason: "its record cannot be read: \(error.reason)"))
         }
         // Its start counted, where it was written: a run before started it.
         let startedBefore = record.state.starts > 1
@@ -817,15 +820,15 @@ public actor MultipartUploadQueue {
         do {
             form = try record.form.rebuilt()
         } catch {
-            return failing(id, because: "\(error)")
+            return failing(id, because: Job.failure(error))
         }
-        guard let form else { return failing(id, because: "its record does not make a form") }
+        guard let form else { return failing(id, because: Failure(reason: "its record does not make a form")) }
         // A file gone or changed while the upload waited fails it before it asks the server for anything. One a run
         // before started is left to its saved state, which deletes the server's upload of the old file.
         do {
             if !startedBefore { try form.checkFiles() }
         } catch {
-            return failing(id, because: "\(error)")
+            return failing(id, because: Job.failure(error))
         }
         let handle = CancelHandle()
         cancels[id] = handle
@@ -934,9 +937,9 @@ public actor MultipartUploadQueue {
     }
 
     /// An upload the schedule started fails before its send: `nil`, for the next to be tried.
-    private func failing(_ id: ID, because reason: String) -> Job? {
-        _ = schedule.finished(id, .failed(reason: reason), sentWhole: false, at: clock.now())
-        fail(id, because: reason)
+    private func failing(_ id: ID, because failure: Failure) -> Job? {
+        _ = schedule.finished(id, .failed(reason: failure.reason), sentWhole: false, at: clock.now())
+        fail(id, because: failure)
         return nil
     }
 
@@ -999,7 +1002,7 @@ public actor MultipartUploadQueue {
         let outcome: QueueSchedule.Outcome =
             switch finished.outcome {
             case .completed: .completed
-            case .failed(let reason): .failed(reason: reason)
+            case .failed(let failure): .failed(reason: failure.reason)
             case .waiting(let outage): .waiting(outage: outage)
             case .stopped: .stopped
             }
@@ -1033,7 +1036,12 @@ public actor MultipartUploadQueue {
             // Written with the next start, in one commit (``recordCompletions(with:)``).
             if case .completed(let answer) = finished.outcome { completing.append((upload, answer)) }
         case .failed(let reason):
-            fail(finished.id, because: reason)
+            // The upload's own failure, whole; the schedule keeps its words.
+            if case .failed(let failure) = finished.outcome {
+                fail(finished.id, because: failure)
+            } else {
+                fail(finished.id, because: Failure(reason: reason))
+            }
         case .waiting(let until):
             if case .waiting(outage: true) = outcome { gate?.markOut() } else { gate?.answered() }
             _ = try? write([(finished.id, .stopped)])
@@ -1087,10 +1095,10 @@ public actor MultipartUploadQueue {
     }
 
     /// The upload failed, and its record says so (where it can be read).
-    private func fail(_ id: ID, because reason: String) {
+    private func fail(_ id: ID, because failure: Failure) {
         // What it handed out stays counted, and what it did not keeps the progress short of done.
-        if schedule.uploads[id]?.sequence != nil { _ = try? write([(id, .failed(reason: reason))]) }
-        eventSink.yield(.failed(id, reason: reason))
+        if schedule.uploads[id]?.sequence != nil { _ = try? write([(id, .failed(failure))]) }
+        eventSink.yield(.failed(id, failure))
     }
 
     /// Removes `upload`'s record and state; `givingUp` an upload that has not completed deletes its upload resource.

@@ -10,7 +10,7 @@ extension QueueRecord {
         /// The server has the form, and answered so.
         case completed(Answer)
         /// The upload is over without it.
-        case failed(reason: String)
+        case failed(MultipartUploadQueue.Failure)
         /// Its send stopped for the caller's pause, where it stood: its saved state is kept.
         case paused
         /// Its send ended for now (it waits, or the run was cancelled): no process runs it.
@@ -42,8 +42,8 @@ extension QueueRecord {
                 state.runner = nil
                 // A pause that came as it completed has nothing left to pause.
                 state.paused = nil
-            case .failed(let reason):
-                state.outcome = .failed(reason: reason)
+            case .failed(let failure):
+                state.outcome = .failed(failure)
                 state.runner = nil
                 state.paused = nil
             case .paused:

@@ -159,7 +159,7 @@ struct QueueRecord: Codable, Sendable {
     /// How the upload ended.
     enum Outcome: Sendable, Equatable {
         case completed(Answer)
-        case failed(reason: String)
+        case failed(MultipartUploadQueue.Failure)
     }
 
     /// The server's answer to a completed upload: status, headers and the start of its body; no status when the
@@ -202,7 +202,7 @@ extension QueueRecord {
                     switch state.outcome {
                     case _ where state.removing == true: .removing
                     case .completed?: .completed
-                    case .failed(let reason)?: .failed(reason: reason)
+                    case .failed(let failure)?: .failed(reason: failure.reason)
                     case nil: state.paused == true ? .paused : .pending
                     }
             }

@@ -59,7 +59,7 @@ struct QueueStore: Sendable {
             try database.withConnection { connection throws(SQLiteDatabase.Failure) in
                 // Another layout is refused before anything is written to it.
                 found = try Self.otherLayout(on: connection)
-                guard found == nil else { return }
+                guard found == nil || found == Self.earlierLayout else { return }
                 // A commit is on disk when it returns (FULL); the log lets readers in other processes go on while
                 // one writes. A record of a few kilobytes takes a 4 KiB page of its own, and splits one at every
                 // add: 16 KiB pages (set before the first table, and kept) hold several, and took a hundred
@@ -70,7 +70,10 @@ struct QueueStore: Sendable {
                 try connection.execute("BEGIN IMMEDIATE")
                 do throws(SQLiteDatabase.Failure) {
                     found = try Self.otherLayout(on: connection)
-                    if found == nil, try Self.isEmpty(connection) {
+                    if found == Self.earlierLayout {
+                        try connection.execute(Self.fromEarlierLayout)
+                        found = nil
+                    } else if found == nil, try Self.isEmpty(connection) {
                         try connection.execute(Self.schema + "PRAGMA user_version = \(Self.layout);")
                     }
                     try connection.execute("COMMIT")
@@ -91,8 +94,13 @@ struct QueueStore: Sendable {
         }
     }
 
-    /// The database's layout, in its `user_version`: another is refused, not misread.
-    private static let layout: Int64 = 2
+    /// The database's layout, in its `user_version`: another is refused, not misread, but for ``earlierLayout``.
+    private static let layout: Int64 = 3
+
+    /// The layout before this one, which a first open brings to this one in the transaction that checks it: a failed
+    /// upload's kind of failure (``MultipartUploadQueue/Failure/category``) has a column of its own now.
+    private static let earlierLayout: Int64 = 2
+    private static let fromEarlierLayout = "ALTER TABLE uploads ADD COLUMN category TEXT; PRAGMA user_version = 3;"
 
     /// The layout of a database that holds tables of another; `nil` for this one's, or none yet.
     private static func otherLayout(on connection: SQLiteDatabase.Connection) throws(SQLiteDatabase.Failure) -> Int64? {
@@ -130,7 +138,8 @@ struct QueueStore: Sendable {
             starts INTEGER NOT NULL,
             sent_whole REAL,
             generation INTEGER,
-            version INTEGER NOT NULL
+            version INTEGER NOT NULL,
+            category TEXT
         ) WITHOUT ROWID;
         CREATE TABLE records (id TEXT PRIMARY KEY NOT NULL, record BLOB NOT NULL, bytes BLOB NOT NULL);
         CREATE INDEX uploads_by_order ON uploads (coalesce(priority, 0) DESC, sequence, id);
@@ -198,7 +207,7 @@ struct QueueStore: Sendable {
     private static let order = "ORDER BY coalesce(priority, 0) DESC, sequence, id"
     private static let summaryColumns = "id, sequence, key, priority, content_length, url, standing, reason"
     private static let listingColumns =
-        "url, added, sent_again, files, answer_status, answer_headers, answer_body, runner"
+        "url, added, sent_again, files, answer_status, answer_headers, answer_body, runner, category"
 
     /// What changed since `version`, as another process or this one wrote it: each upload written since, and the IDs
     /// of those removed since, with the database's version now.
@@ -265,7 +274,8 @@ struct QueueStore: Sendable {
         Listing(
             url: URL(string: row.text(first) ?? ""), added: Date(timeIntervalSince1970: row.real(first + 1) ?? 0),
             sentAgain: Int(row.integer(first + 2) ?? 0), files: Listing.split(row.blob(first + 3) ?? Data()),
-            answer: answer(row, from: first + 4), runner: row.integer(first + 7).flatMap { Int32(exactly: $0) })
+            answer: answer(row, from: first + 4), runner: row.integer(first + 7).flatMap { Int32(exactly: $0) },
+            category: row.text(first + 8).flatMap(category(named:)))
     }
 
     /// A completed upload's answer in `row`'s columns from `first` on: status, headers, body; `nil` for none.
@@ -283,10 +293,12 @@ struct QueueStore: Sendable {
         var added: Date
         var sentAgain: Int
         var files: [String]
-        /// A completed upload's answer.
+        /// A completed upload's answer, or the answer that refused a failed upload's form.
         var answer: QueueRecord.Answer?
         /// The process sending it, as its record says.
         var runner: Int32?
+        /// A failed upload's kind of failure.
+        var category: MultipartError.Category?
 
         /// Strings one after another, each ended by a NUL, which no path or header holds.
         static func joined(_ strings: [String]) -> Data {
@@ -569,15 +581,18 @@ struct QueueStore: Sendable {
                 try connection.run(
                     "INSERT OR REPLACE INTO removals (id, version, completed, answer_status, answer_headers,"
                         + " answer_body) SELECT ?1, ?2, 1, answer_status, answer_headers, coalesce(answer_body, x'')"
-                        + " FROM uploads WHERE id = ?1 AND answer_body IS NOT NULL"
+                        + " FROM uploads WHERE id = ?1 AND \(Self.holdsCompletion)"
                         + " UNION ALL SELECT ?1, ?2, 0, NULL, NULL, NULL"
-                        + " WHERE NOT EXISTS (SELECT 1 FROM uploads WHERE id = ?1 AND answer_body IS NOT NULL)",
+                        + " WHERE NOT EXISTS (SELECT 1 FROM uploads WHERE id = ?1 AND \(Self.holdsCompletion))",
                     [.text(id), .integer(version)])
                 try connection.run("DELETE FROM uploads WHERE id = ?", [.text(id)])
                 try connection.run("DELETE FROM records WHERE id = ?", [.text(id)])
             }
         }
     }
+
+    /// A row whose answer is a completion's: a failed upload's answer (a refusal) goes with its reason.
+    private static let holdsCompletion = "answer_body IS NOT NULL AND reason IS NULL"
 
     /// How the upload `id` was removed: `nil` while it has not been; else its answer where it had completed.
     func removal(of id: String) -> Removed? {
@@ -643,7 +658,7 @@ struct QueueStore: Sendable {
     /// The columns of ``stateRow(_:)``, in its order.
     private static let stateColumns = [
         "standing", "reason", "priority", "sent_again", "answer_status", "answer_headers", "answer_body", "runner",
-        "paused", "removing", "starts", "sent_whole", "generation",
+        "paused", "removing", "starts", "sent_whole", "generation", "category",
     ]
 
     /// The columns of a state, for ``state(_:from:)`` to read.
@@ -652,10 +667,11 @@ struct QueueStore: Sendable {
     /// The columns of `state`: where the upload stands, as listings and indexes take it, then each field.
     private static func stateRow(_ state: QueueRecord.State) -> [SQLiteDatabase.Value] {
         var answer: QueueRecord.Answer?
-        var reason: String?
+        var (reason, category): (String?, String?)
         switch state.outcome {
         case .completed(let completed)?: answer = completed
-        case .failed(let failure)?: reason = failure
+        case .failed(let failure)?:
+            (reason, category, answer) = (failure.reason, failure.category.map(Self.name), failure.answer?.stored)
         case nil: break
         }
         let standing =
@@ -675,6 +691,7 @@ struct QueueStore: Sendable {
             answer.map { .blob($0.body) } ?? .null, state.runner.map { .integer(Int64($0)) } ?? .null,
             flag(state.paused), flag(state.removing), .integer(Int64(state.starts)),
             state.sentWhole.map { .real($0.timeIntervalSince1970) } ?? .null, .optional(state.generation),
+            .optional(category),
         ]
     }
 
@@ -682,10 +699,14 @@ struct QueueStore: Sendable {
     /// from its own column; the standing, which they make, is not read back.
     private static func state(_ row: SQLiteDatabase.Row, from first: Int32) -> QueueRecord.State {
         var outcome: QueueRecord.Outcome?
-        if let answer = answer(row, from: first + 4) {
+        let answer = answer(row, from: first + 4)
+        if let reason = row.text(first + 1) {
+            let failure = MultipartUploadQueue.Failure(
+                reason: reason, category: row.text(first + 13).flatMap(Self.category(named:)),
+                answer: answer.map(MultipartUploadQueue.Answer.init))
+            outcome = .failed(failure)
+        } else if let answer {
             outcome = .completed(answer)
-        } else if let reason = row.text(first + 1) {
-            outcome = .failed(reason: reason)
         }
         let flag = { (column: Int32) -> Bool? in row.integer(first + column) == 1 ? true : nil }
         return QueueRecord.State(
@@ -694,6 +715,17 @@ struct QueueStore: Sendable {
             starts: Int(row.integer(first + 10) ?? 0), sentAgain: Int(row.integer(first + 3) ?? 0),
             sentWhole: row.real(first + 11).map(Date.init(timeIntervalSince1970:)),
             generation: row.integer(first + 12).map { Int($0) })
+    }
+
+    /// A failure's ``MultipartError/Category`` as its column holds it.
+    static func name(_ category: MultipartError.Category) -> String {
+        String(describing: category)
+    }
+
+    /// The category a column names; `nil` for one this version does not know.
+    static func category(named name: String) -> MultipartError.Category? {
+        let known: [MultipartError.Category] = [.file, .form, .stream, .upload, .resumable, .status, .output]
+        return known.first { Self.name($0) == name }
     }
 
     /// What each origin's server was found to speak (``MultipartStream/ResumableUpload/KnownServer``), by its

@@ -248,7 +248,8 @@ extension CommandLineTests {
                 Issue.record("never completed without ?1: \(state)")
                 return
             }
-            #expect(reason.contains("without Upload-Complete"), "\(reason)")
+            #expect(reason.reason.contains("without Upload-Complete"), "\(reason)")
+            #expect(reason.category == .resumable && reason.answer == nil, "a breach, not a refusal: \(reason)")
             #expect(try server.forms().isEmpty)
         }
     }
@@ -317,6 +318,39 @@ extension CommandLineTests {
             }
         }
         print("hostile trials: \(trials), \(tally.sorted { $0.key < $1.key })")
+    }
+
+    /// A refusal is never a completion: a creation refused with 413 or 401 (a JSON body, the form never sent), and a
+    /// `HEAD` that says complete in a field version 9 does not read (`Upload-Incomplete: ?0`) or at an offset short
+    /// of the form's length. `--run` exits 4 naming each as failed; `-w '%{http_code}'` prints the refusal's status
+    /// (000 where no answer refused it); `-C -` alone ends each the same way, with exit 4.
+    @Test func aRefusalOrAHeadThatDoesNotSayCompleteFailsTheQueueRunAndTheCommandAlike() async throws {
+        let server = try await DraftServer(version: 9)
+        let queue = directory.path("queue").path
+        let scenarios = ["create-refused-413", "create-refused-401", "legacy-head", "complete-short"]
+        var ids: [String: String] = [:]
+        for (index, scenario) in scenarios.enumerated() {
+            _ = try directory.file("f-\(index).bin", contents: Data(repeating: UInt8(index), count: 30_000))
+            ids[scenario] = try await enqueue(index, to: server.url(scenario: scenario), queue: queue).id
+        }
+        let ran = try await run(["--queue", queue, "--run", "-w", "%{http_code} %{url_effective}\\n"])
+        #expect(ran.status == 4, "\(ran.stderr)")
+        let written = String(decoding: ran.stdout, as: UTF8.self)
+        for (scenario, id) in ids {
+            #expect(ran.stderr.contains("\(id) failed: "), "\(scenario): \(ran.stderr)")
+            #expect(!ran.stderr.contains("\(id) completed"), "\(scenario): \(ran.stderr)")
+            let code = scenario.hasPrefix("create-refused-") ? String(scenario.suffix(3)) : "000"
+            #expect(written.contains("\(code) \(server.url(scenario: scenario))\n"), "\(scenario): \(written)")
+        }
+        #expect(ran.stderr.hasSuffix("multipart: 0 completed, 4 failed\n"), "\(ran.stderr)")
+        for (index, scenario) in scenarios.enumerated() {
+            let alone = try await run([
+                "-sS", "-C", "-", "-m", "30", "-F", "file=@f-\(index).bin",
+                server.url(scenario: scenario).absoluteString,
+            ])
+            #expect(alone.status == 4, "\(scenario): \(alone.stderr)")
+        }
+        #expect(try server.forms().isEmpty)
     }
 
     /// A credential given to an add is refused, and never written: it goes to `--run`, on every request.

@@ -12,7 +12,7 @@ import Testing
     /// A state with every field set: a run of another process, a pause, a move, an earlier failure.
     private var busy: QueueRecord.State {
         QueueRecord.State(
-            paused: true, runner: 1, removing: nil, priority: 4, outcome: .failed(reason: "earlier"), starts: 2,
+            paused: true, runner: 1, removing: nil, priority: 4, outcome: .failed(.init(reason: "earlier")), starts: 2,
             sentAgain: 1, sentWhole: Date(timeIntervalSince1970: 1), generation: 3)
     }
 
@@ -39,7 +39,7 @@ import Testing
         #expect(start.declines(QueueRecord.State(removing: true)))
         #expect(!start.declines(QueueRecord.State()))
         let others: [QueueRecord.Change] = [
-            .completed(answer), .failed(reason: "x"), .paused, .stopped, .sending(again: true, wholeAt: now),
+            .completed(answer), .failed(.init(reason: "x")), .paused, .stopped, .sending(again: true, wholeAt: now),
         ]
         for change in others {
             #expect(!change.declines(QueueRecord.State(paused: true, removing: true)), "\(change)")
@@ -51,8 +51,8 @@ import Testing
         (completed.outcome, completed.runner, completed.paused) = (.completed(answer), nil, nil)
         #expect(applied(.completed(answer), to: busy) == completed, "a pause that came as it completed goes")
         var failed = busy
-        (failed.outcome, failed.runner, failed.paused) = (.failed(reason: "the server answered 400"), nil, nil)
-        #expect(applied(.failed(reason: "the server answered 400"), to: busy) == failed)
+        (failed.outcome, failed.runner, failed.paused) = (.failed(.init(reason: "the server answered 400")), nil, nil)
+        #expect(applied(.failed(.init(reason: "the server answered 400")), to: busy) == failed)
         let paused = QueueRecord.State(runner: 9, starts: 1)
         #expect(applied(.paused, to: paused) == QueueRecord.State(paused: true, starts: 1))
         var stopped = busy
@@ -71,7 +71,7 @@ import Testing
     }
 
     @Test func theEndsACallerReliesOnAreSynced() {
-        #expect(QueueRecord.Change.failed(reason: "x").isSynced && QueueRecord.Change.paused.isSynced)
+        #expect(QueueRecord.Change.failed(.init(reason: "x")).isSynced && QueueRecord.Change.paused.isSynced)
         #expect(!QueueRecord.Change.started(plain: true, at: now).isSynced)
         #expect(!QueueRecord.Change.completed(answer).isSynced && !QueueRecord.Change.stopped.isSynced)
         #expect(!QueueRecord.Change.sending(again: true, wholeAt: now).isSynced)

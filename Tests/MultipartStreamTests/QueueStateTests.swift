@@ -16,7 +16,10 @@ import Testing
         let said: [(MultipartUploadQueue.State, String)] = [
             (.pending, "pending"), (.running, "running"), (.paused, "paused"),
             (.completed(answer), "completed (HTTP 201)"), (.completed(lost), "completed (its answer lost)"),
-            (.failed(reason: "photo.jpg changed since it was added"), "failed (photo.jpg changed since it was added)"),
+            (
+                .failed(.init(reason: "photo.jpg changed since it was added")),
+                "failed (photo.jpg changed since it was added)"
+            ),
             (.waiting(until: until), "waiting until \(until)"),
         ]
         for (state, line) in said {

@@ -34,7 +34,7 @@ import Testing
     @Test func aRecordIsListedFromItsColumnsAndReadWhole() throws {
         var keyed = try record(sequence: 3, key: "a\tb\r\nc%41 \u{0}d")
         keyed.state.priority = -2
-        keyed.state.outcome = .failed(reason: "the server answered 400\r\nX-Injected: 1")
+        keyed.state.outcome = .failed(.init(reason: "the server answered 400\r\nX-Injected: 1"))
         let plain = try record(sequence: 1, key: nil)
         try store.write([keyed, plain])
         #expect(store.summaries() == [plain.summary, keyed.summary], "in the queue's order, every string as it was")
@@ -57,7 +57,16 @@ import Testing
             QueueRecord.State(
                 paused: true, runner: 4_242, removing: true, priority: -3, outcome: .completed(answer), starts: 2,
                 sentAgain: 1, sentWhole: Date(timeIntervalSince1970: 1_700_000_000.25), generation: 4),
-            QueueRecord.State(outcome: .failed(reason: "the server answered 400\r\nX-Injected: 1")),
+            QueueRecord.State(outcome: .failed(.init(reason: "the server answered 400\r\nX-Injected: 1"))),
+            // A refusal keeps its kind and its answer, and is never read back as a completion.
+            QueueRecord.State(
+                outcome: .failed(
+                    .init(
+                        reason: "the server answered 413", category: .status,
+                        answer: .init(
+                            statusCode: 413, headers: ["Content-Type": "application/json"], body: Data("{}".utf8))
+                    ))),
+            QueueRecord.State(outcome: .failed(.init(reason: "photo.jpg changed", category: .file))),
             QueueRecord.State(outcome: .completed(QueueRecord.Answer(statusCode: nil, headers: [:], body: Data()))),
             QueueRecord.State(),
         ]

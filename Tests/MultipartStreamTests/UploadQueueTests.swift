@@ -328,7 +328,8 @@ extension URLSessionSuites {
                 case (_, .failed(let reason))
                 where !(200..<300).contains(status) && status != 408 && status != 429
                     && status < 500:
-                    #expect(reason.contains("\(status)"), "\(status): \(reason)")
+                    #expect(reason.reason.contains("\(status)"), "\(status): \(reason)")
+                    #expect(reason.statusCode == status && reason.category == .status, "\(status): \(reason)")
                 default:
                     Issue.record("\(status): \(upload.state)")
                 }
@@ -446,7 +447,10 @@ extension URLSessionSuites {
                 return
             }
             #expect(answer.statusCode == 200 || answer.statusCode == 201, "\(answer)")
-            #expect(try server.log().count == log.count, "nothing deleted on the server for it")
+            // DELETEs alone: the slow append's own entry is logged once the server stops reading it, which a loaded
+            // machine may put after this point.
+            #expect(
+                try server.log().filter { $0.method == "DELETE" }.count == 1, "nothing deleted on the server for it")
             #expect(await queue.remove(done) == .notInQueue)
             #expect(records().isEmpty)
         }
@@ -502,8 +506,8 @@ extension URLSessionSuites {
                 Issue.record("\(states)")
                 return
             }
-            #expect(reason.contains("photo") && reason.contains("removed"), "\(reason)")
-            #expect(changed.contains("photo") && changed.contains("changed"), "\(changed)")
+            #expect(reason.reason.contains("photo") && reason.reason.contains("removed"), "\(reason)")
+            #expect(changed.reason.contains("photo") && changed.reason.contains("changed"), "\(changed)")
             #expect(states[0] != states[1] && states[3] != states[1])
             #expect(try server.forms().count == 2)
             #expect(try server.log().filter { $0.method == "POST" }.count == 2, "no upload made for the files gone")
@@ -595,7 +599,7 @@ extension URLSessionSuites {
                 Issue.record("\(states)")
                 return
             }
-            #expect(reason.contains("damaged"))
+            #expect(reason.reason.contains("damaged"))
             #expect(try server.forms().count == 1)
         }
 
@@ -620,7 +624,7 @@ extension URLSessionSuites {
                 Issue.record("\(await reopened.uploads.map(\.state))")
                 return
             }
-            #expect(reason.contains("not a whole queue record"), "\(reason)")
+            #expect(reason.reason.contains("not a whole queue record"), "\(reason)")
             #expect(try server.forms().count == 1)
         }
 
@@ -712,7 +716,7 @@ extension URLSessionSuites {
                 Issue.record("\(await queue.uploads)")
                 return
             }
-            #expect(reason.contains("403"), "\(reason)")
+            #expect(reason.reason.contains("403"), "\(reason)")
             #expect(!queue.progress.isFinished, "a failure is not done")
             try await queue.retry(refused)
             #expect(await queue.uploads[0].state == .pending)
@@ -989,7 +993,7 @@ extension URLSessionSuites {
                 Issue.record("\(String(describing: await queue.upload(id)))")
                 return
             }
-            #expect(reason.contains("photo"), "\(reason)")
+            #expect(reason.reason.contains("photo"), "\(reason)")
             try await queue.retry(id)
             try await within(seconds: 60, "the queue's run") { try await queue.run() }
             guard case .completed? = await queue.upload(id)?.state else {
@@ -1022,7 +1026,52 @@ extension URLSessionSuites {
                 Issue.record("the refused upload ended \(String(describing: state))")
                 return
             }
-            #expect(reason.contains("400"), "\(reason)")
+            #expect(reason.reason.contains("400"), "\(reason)")
+            #expect(try server.forms().isEmpty)
+        }
+
+        /// A creation refused with 413 (or 401) and a JSON body, the form never sent: the queued upload fails with
+        /// that answer, typed (its status, its kind, the body's start), and says so in its event and to another
+        /// process that opens the queue; never completed. A `HEAD` that says complete in a field its version does not
+        /// read, or at an offset short of the form's length, fails it too: the server completed nothing.
+        @Test func aRefusalOrAHeadThatDoesNotSayCompleteFailsTheQueuedUpload() async throws {
+            let server = try await DraftServer(version: 9)
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            var ids: [String: MultipartUploadQueue.ID] = [:]
+            for (index, scenario) in ["create-refused-413", "create-refused-401", "legacy-head", "complete-short"]
+                .enumerated()
+            {
+                ids[scenario] = try await queue.add(
+                    try form(index), with: URLRequest(url: server.url(scenario: scenario)))
+            }
+            let events = Task {
+                var failures: [MultipartUploadQueue.ID: MultipartUploadQueue.Failure] = [:]
+                for await event in queue.events {
+                    if case .failed(let id, let failure) = event { failures[id] = failure }
+                    if failures.count == 4 { break }
+                }
+                return failures
+            }
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            let heard = try await within(seconds: 10, "the events") { await events.value }
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            for (scenario, id) in ids {
+                for state in [await queue.upload(id)?.state, await reopened.upload(id)?.state] {
+                    guard case .failed(let failure)? = state else {
+                        Issue.record("\(scenario) ended \(String(describing: state))")
+                        continue
+                    }
+                    #expect(heard[id] == failure, "\(scenario): the event says what the listing says")
+                    if let status = Int(scenario.split(separator: "-").last ?? "") {
+                        #expect(failure.statusCode == status && failure.category == .status, "\(failure)")
+                        #expect(failure.answer?.body == Data("{\"refused\": \(status)}".utf8), "\(scenario)")
+                        #expect(failure.answer?.headers["Content-Type"] == "application/json", "\(scenario)")
+                        #expect(failure.reason == "the server answered \(status)")
+                    } else {
+                        #expect(failure.answer == nil && failure.category == .resumable, "\(scenario): \(failure)")
+                    }
+                }
+            }
             #expect(try server.forms().isEmpty)
         }
 
