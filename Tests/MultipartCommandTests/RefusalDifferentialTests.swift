@@ -1,0 +1,220 @@
+import Foundation
+import MultipartStream
+import MultipartStreamTestSupport
+import Testing
+
+@testable import MultipartQueue
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The same server behaviour through every way a resumable upload ends: the library's
+/// `upload(strategy: .resumable, acceptableStatusCodes:)`, the command's `-C -`, and a queue's run. The draft server's
+/// `chaos-SEED-TAG` scenario draws every answer from SEED in the order the requests come (any status, `Upload-Complete`
+/// present, absent, invalid, legacy or short of the form, the connection kept, closed or dropped), so that two clients
+/// that send the same requests under two TAGs get the same answers.
+extension CommandLineTests {
+    /// How one way of sending ended.
+    enum Verdict: Equatable, CustomStringConvertible {
+        /// The upload reported success: the application's answer with this status, or (`nil`) a server that says it
+        /// holds the whole form, its answer lost.
+        case completed(Int?)
+        /// The application refused the form with this status.
+        case refused(Int)
+        /// The upload failed for good, for this reason.
+        case failed(String)
+        /// The upload was kept for a later try (the network or a busy server).
+        case kept
+
+        /// Whether it says the server has the form.
+        var isCompleted: Bool {
+            if case .completed = self { true } else { false }
+        }
+
+        var description: String {
+            switch self {
+            case .completed(let status?): "completed \(status)"
+            case .completed(nil): "completed, answer lost"
+            case .refused(let status): "refused \(status)"
+            case .failed(let reason): "failed: \(reason)"
+            case .kept: "kept"
+            }
+        }
+    }
+
+    /// A few hundred cases, each through the library and a queue, every fifth through the command too; seeded,
+    /// replayable from `MULTIPART_CHAOS_SEED` (its first case's seed) and `MULTIPART_CHAOS_CASES`.
+    @Test func aRefusalIsNeverACompletionOnAnyPathAgainstRandomAnswers() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        try await differential(
+            cases: environment["MULTIPART_CHAOS_CASES"].flatMap(Int.init) ?? 200,
+            seed: environment["MULTIPART_CHAOS_SEED"].flatMap(UInt64.init) ?? 77_000, commandEvery: 5)
+    }
+
+    /// The same, a thousand cases, every one through the command too.
+    @Test(.longRun) func aRefusalIsNeverACompletionOnAnyPathAgainstRandomAnswersLongRun() async throws {
+        try await differential(cases: 1_000, seed: 770_000, commandEvery: 1)
+    }
+
+    private func differential(cases: Int, seed first: UInt64, commandEvery: Int) async throws {
+        let versions = [6, 7, 8, 9, 10]
+        var servers: [Int: DraftServer] = [:]
+        for version in versions { servers[version] = try await DraftServer(version: version) }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        var tally: [String: Int] = [:]
+        var compared = 0
+        for index in 0..<cases {
+            let seed = first + UInt64(index)
+            var generator = SeededGenerator(seed: seed)
+            let version = versions.randomElement(using: &generator)!
+            let server = try #require(servers[version])
+            let file = directory.path("f-\(seed).bin")
+            try generator.writeFile(at: file, size: UInt64.random(in: 1...100_000, using: &generator))
+            let replay = "seed \(seed) (MULTIPART_CHAOS_SEED=\(seed) MULTIPART_CHAOS_CASES=1), version \(version)"
+            // The same policy everywhere: few, quick retries, and the state kept, as the queue and -C - keep it.
+            let policy = { (directory: URL?) in
+                var policy = MultipartResumption(maximumAttempts: 3, initialDelay: 0.01, maximumDelay: 0.01)
+                policy.stateDirectory = directory
+                return policy
+            }
+            let url = { (tag: String) in server.url(scenario: "chaos-\(seed)-\(tag)") }
+
+            var form = try MultipartFormData(boundary: "chaos-\(seed)")
+            form.append("\(seed)", name: "n")
+            try form.append(fileURL: file, name: "file")
+            let libraryForm = try sha256sum(try directory.file("l-\(seed).multipart", contents: try form.encode()))
+            let library = await libraryVerdict(
+                session, form, url("library"), policy(directory.path("library-state-\(seed)")))
+
+            let queue = try MultipartUploadQueue(
+                directory: directory.path("queue-\(seed)"), resumption: policy(nil))
+            let id = try await queue.add(form, with: URLRequest(url: url("queue")))
+            let queued = try await queueVerdict(queue, id, in: directory.path("queue-\(seed)"))
+
+            var command: Verdict?
+            var commandForm: String?
+            if index % commandEvery == 0 {
+                let arguments = ["--boundary", "chaos-\(seed)", "-F", "n=\(seed)", "-F", "file=@f-\(seed).bin"]
+                let written = try await run(["-s"] + arguments + ["-o", "c-\(seed).multipart"])
+                #expect(written.status == 0, "\(written.stderr)")
+                commandForm = try sha256sum(directory.path("c-\(seed).multipart"))
+                let sent = try await run(
+                    [
+                        "-sS", "-C", "-", "--retry", "3", "--retry-delay", "0.01", "-m", "60", "--state-dir",
+                        "command-state-\(seed)", "-o", "answer-\(seed).json",
+                    ] + arguments + [url("command").absoluteString])
+                command = sent.status == 0 ? .completed(nil) : .failed("exit \(sent.status): \(sent.stderr)")
+            }
+
+            // Success only where the server holds the form byte for byte, and its application answered it so.
+            let forms = Set(try server.forms().map(\.sha256))
+            let answers = try server.answers()
+            let paths: [(String, Verdict, String)] =
+                [("library", library, libraryForm), ("queue", queued, libraryForm)]
+                + (command.map { [("command", $0, commandForm ?? "")] } ?? [])
+            for (tag, verdict, sha) in paths {
+                let kind = verdict.isCompleted ? "completed" : "\(verdict)".prefix { $0 != " " && $0 != ":" }
+                tally["\(tag) \(kind)", default: 0] += 1
+                switch verdict {
+                case .completed(let status):
+                    #expect(forms.contains(sha), "\(tag) completed a form the server does not hold: \(replay)")
+                    if let status {
+                        #expect(
+                            (200..<300).contains(status)
+                                && answers.contains {
+                                    $0.tag == "chaos-\(seed)-\(tag)" && $0.sha256 == sha && $0.status == status
+                                },
+                            "\(tag) completed with \(status), which the application never answered: \(replay)")
+                    }
+                case .refused(let status):
+                    #expect(!(200..<300).contains(status), "\(tag): \(replay)")
+                case .failed, .kept:
+                    break
+                }
+            }
+            if let command, let commandForm, command.isCompleted {
+                let body = try Data(contentsOf: directory.path("answer-\(seed).json"))
+                // The application's answer, or none where its answer was lost and the server said it has the form.
+                #expect(
+                    body.isEmpty || String(decoding: body, as: UTF8.self).contains(commandForm),
+                    "the command's -o holds the application's answer: \(replay)")
+            }
+
+            // The same requests got the same answers: the same verdict.
+            #expect(library == queued, "the library ended \(library), the queue \(queued): \(replay)")
+            if library == queued { compared += 1 }
+            // The command exits 0 for the application's answer alone: a form the server says it holds, its answer
+            // lost, exits 4 with that said, as it has no answer to show.
+            if let command {
+                let answered = if case .completed(_?) = library { true } else { false }
+                #expect(
+                    command.isCompleted == answered, "the library ended \(library), the command \(command): \(replay)")
+            }
+        }
+        print(
+            "chaos differential: \(cases) cases from seed \(first), \(compared) alike; \(tally.sorted { $0.key < $1.key })"
+        )
+    }
+
+    /// The library's verdict on `form` to `url` under `policy`.
+    private func libraryVerdict(
+        _ session: URLSession, _ form: MultipartFormData, _ url: URL, _ policy: MultipartResumption
+    ) async -> Verdict {
+        do {
+            let (_, response) = try await session.upload(
+                form, with: URLRequest(url: url), strategy: .resumable(policy), acceptableStatusCodes: 200..<300)
+            return .completed((response as? HTTPURLResponse)?.statusCode ?? 0)
+        } catch let error as MultipartError {
+            // As the queue reads a failure: a busy answer (a 503, a 500) or none is for later, whatever its status.
+            switch FailureMeaning.of(error) {
+            case .answerLost: return .completed(nil)
+            case .noAnswer, .busy, .resendRefused: return .kept
+            default:
+                if case .unacceptableStatus(let status, _) = error.reason { return .refused(status) }
+                return .failed("\(error.category)")
+            }
+        } catch {
+            return FailureMeaning.of(error).isTransient ? .kept : .failed("\(error)")
+        }
+    }
+
+    /// Whether the queue in `directory` is sending upload `id`, as its record says to another process.
+    private nonisolated func isSending(_ id: MultipartUploadQueue.ID, in directory: URL) -> Bool {
+        var runner: Int64?
+        let path = directory.appendingPathComponent(QueueStore.databaseName).path
+        try? SQLiteDatabase(path: path).withConnection { connection throws(SQLiteDatabase.Failure) in
+            try connection.run("SELECT runner FROM uploads WHERE id = ?", [.text(id.rawValue)]) {
+                runner = $0.integer(0)
+            }
+        }
+        return runner != nil
+    }
+
+    /// The queue's verdict on upload `id` after its first send: completed, failed, or waiting for a later one.
+    private func queueVerdict(
+        _ queue: MultipartUploadQueue, _ id: MultipartUploadQueue.ID, in directory: URL
+    ) async throws -> Verdict {
+        let events = queue.events
+        let run = Task { try await queue.run() }
+        defer { run.cancel() }
+        let ended = try await within(seconds: 60, "the queued upload's first send") { () -> Verdict in
+            for await event in events {
+                switch event {
+                case .completed(id, let answer): return .completed(answer.statusCode)
+                case .failed(id, let failure):
+                    return failure.statusCode.map(Verdict.refused)
+                        ?? .failed(failure.category.map { "\($0)" } ?? "other")
+                // A wait between the tries of one send is said too: the send ended once its record names no runner.
+                case .waiting(id, _) where !self.isSending(id, in: directory): return .kept
+                default: continue
+                }
+            }
+            return .kept
+        }
+        run.cancel()
+        _ = try await within(seconds: 30, "the run's end") { try? await run.value }
+        return ended
+    }
+}
