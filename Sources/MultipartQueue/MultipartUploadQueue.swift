@@ -91,8 +91,9 @@ public actor MultipartUploadQueue {
     private(set) var sleeps = 0
     /// The store's version this queue has seen: what other processes wrote since is looked for while it runs.
     private var seenVersion: Int64
-    /// How often a run looks for what other processes changed.
-    static let lookAgain: Duration = .milliseconds(500)
+    /// How often a run looks for what other processes changed, in nanoseconds: `Task.sleep(nanoseconds:)` is there
+    /// from the package's floor (iOS 13), where `Duration` and `sleep(for:)` wait for iOS 16.
+    static let lookAgain: UInt64 = 500_000_000
     /// Where the queue's times come from.
     private let clock: QueueClock
 
@@ -450,8 +451,8 @@ public actor MultipartUploadQueue {
         try await withThrowingTaskGroup(of: Finished?.self) { group in
             // What other processes say (an add, a pause, a removal) reaches the run within `lookAgain`.
             group.addTask {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: Self.lookAgain)
+                // A cancel ends the sleep with an error, and the loop with it.
+                while (try? await Task.sleep(nanoseconds: Self.lookAgain)) != nil {
                     await self.applyChanges()
                 }
                 return nil
