@@ -630,7 +630,8 @@ public actor MultipartUploadQueue {
     /// deleted there.
     ///
     /// While another process runs the queue, that run stops and deletes the upload, as its own remove would, and this
-    /// returns once it has (within a few seconds; ``Removal/asked`` where it has not yet).
+    /// returns once it has (within a few seconds; ``Removal/asked`` where it has not yet, or at once when the task
+    /// that waits is cancelled: the removal stays asked, and that run carries it out).
     @discardableResult
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async -> Removal {
         guard let upload = schedule.uploads[id] else { return .notInQueue }
@@ -649,7 +650,9 @@ public actor MultipartUploadQueue {
         // Another process runs the queue: it may be sending this upload, with its saved state.
         if (try? change(upload, { $0.removing = true })) != nil {
             let deadline = clock.now().addingTimeInterval(Self.removalWait)
-            while clock.now() < deadline, store.listing(of: id.rawValue) != nil {
+            // The clock's sleep returns at once when cancelled, and would spin here until the deadline: a cancel ends
+            // the wait.
+            while !Task.isCancelled, clock.now() < deadline, store.listing(of: id.rawValue) != nil {
                 await clock.sleep(min(deadline, clock.now().addingTimeInterval(0.02)))
             }
             guard store.listing(of: id.rawValue) == nil else { return .asked }
