@@ -23,8 +23,10 @@ What it cannot see:
   `firstRange(of:)`, macOS 10.15, beside `Collection`'s, macOS 13) is not seen, so such a use is reported: write the
   unambiguous Foundation call (`Data.range(of:)`), or put it under `@available`.
 - Foundation: on Linux it is swift-corelibs-foundation and swift-foundation, which ship binary modules only here and
-  carry the availability of their Linux builds, not Apple's SDK's: `URL.appending(path:)` (macOS 13) or
-  `FormatStyle` (macOS 12) is not seen. Dispatch and the C modules (Glibc, SQLite) are not read either.
+  carry the availability of their Linux builds, not Apple's SDK's. Only the few calls FOUNDATION below writes out
+  from Apple's SDK are checked (FileHandle's throwing reads and writes, macOS 10.15.4; URLSession's async calls and
+  `formatted()`, macOS 12; `URL.appending(path:)` and its kin, macOS 13); any other Foundation API newer than the floor
+  (`FormatStyle`, `AttributedString`, ...) is not seen. Dispatch and the C modules (Glibc, SQLite) are not read.
 - A declaration's own `@available` is trusted, not checked against what its body needs beyond the names above, and
   `#if` conditions it does not know (`DEBUG`, `compiler(>=6.2)`) count as compiled everywhere.
 The GitHub workflow's builds for each Apple platform at the floor are the real check; this one runs where they do not.
@@ -227,6 +229,22 @@ def newer_names(declarations):
     return result
 
 
+# Foundation's declarations newer than the floor that the package's code is likeliest to reach for, written out from
+# Apple's SDK: Foundation here is a binary module whose availability is its Linux build's, not Apple's.
+FOUNDATION = {
+    **{("func", name, label): {"macOS": (10, 15, 4), "iOS": (13, 4, 0), "tvOS": (13, 4, 0), "watchOS": (6, 2, 0)}
+       for name, label in [("write", "contentsOf"), ("read", "upToCount"), ("readToEnd", ""), ("seekToEnd", ""),
+                           ("seek", "toOffset"), ("offset", ""), ("truncate", "atOffset"), ("synchronize", "")]},
+    **{("func", name, label): {"macOS": (12, 0, 0), "iOS": (15, 0, 0), "tvOS": (15, 0, 0), "watchOS": (8, 0, 0)}
+       for name, label in [("data", "for"), ("data", "from"), ("upload", "for"), ("download", "for"),
+                           ("download", "from"), ("bytes", "for"), ("bytes", "from"), ("formatted", ""),
+                           ("formatted", "_")]},
+    **{("func", name, label): {"macOS": (13, 0, 0), "iOS": (16, 0, 0), "tvOS": (16, 0, 0), "watchOS": (9, 0, 0)}
+       for name, label in [("appending", "path"), ("appending", "component"), ("appending", "components"),
+                           ("appending", "queryItems"), ("URL", "filePath"), ("path", "percentEncoded")]},
+}
+
+
 TOKEN = re.compile(
     r"(?P<newline>\n)|(?P<space>[ \t\r]+)|(?P<comment>//[^\n]*)|(?P<block>/\*)"
     r"|(?P<string>#*\"\"\"|#*\")|(?P<directive>^[ \t]*#(?:if|elseif|else|endif)\b[^\n]*)"
@@ -417,7 +435,7 @@ def main():
             sys.exit("availability-check: no swift on the PATH")
         toolchain = pathlib.Path(swift).resolve().parent.parent / "lib/swift/linux"
     base = floor()
-    names = newer_names(interface_declarations(toolchain, base))
+    names = {**FOUNDATION, **newer_names(interface_declarations(toolchain, base))}
     if ("type", "Duration") not in names:
         sys.exit(f"availability-check: {toolchain} has no interface that marks Duration as macOS 13: nothing to check"
                  " against")
