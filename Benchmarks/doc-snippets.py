@@ -9,8 +9,9 @@ FoundationNetworking on Linux, and MultipartStream.
 
 Each block runs in a nested scope under declarations of the names the documentation leaves to the reader (`form`,
 `request`, `uploadURL`, ...: CONTEXT below, made by DocContext in Sources/DocSnippets/Context.swift, which imports
-what they need, so that they need no import of the block's), so a block may declare any of them again. An HTML comment right above a block, `<!-- snippet: CODE -->`, puts CODE before it in
-that scope (for a `request` that is another client's type, say). Leading imports go to the top of its file.
+what they need, so that they need no import of the block's), so a block may declare any of them again. An HTML
+comment right above a block, `<!-- snippet: CODE -->`, puts CODE before it in that scope (for a `request` that is
+another client's type, say). Leading imports go to the top of its file.
 `#sourceLocation` makes a compiler error name the Markdown file and line.
 
 A block under `<!-- manifest -->` holds a recipe's Package.swift lines: it is not compiled but checked. Each package
@@ -106,7 +107,8 @@ def check_manifest(where, code, recipe):
         sys.exit(f"{where}: the recipe names {sorted(named)}; DocSnippets depends on {sorted(products)}")
     if recipe is None:
         sys.exit(f"{where}: a manifest with no recipe after it")
-    imported = set(m.group(1) for line in recipe if (m := IMPORT_NAME.match(line))) - {"Foundation", "FoundationNetworking"}
+    imported = set(m.group(1) for line in recipe if (m := IMPORT_NAME.match(line)))
+    imported -= {"Foundation", "FoundationNetworking"}
     if imported != named:
         sys.exit(f"{where}: the recipe imports {sorted(imported)}, its manifest names {sorted(named)}")
 
