@@ -17,7 +17,7 @@ enum RawArguments {
     /// `bytes` as UTF-8, each byte that is not valid UTF-8 escaped.
     static func decode(_ bytes: [CChar]) -> String {
         let bytes = bytes.map { UInt8(bitPattern: $0) }
-        if let valid = String(validating: bytes, as: UTF8.self) { return valid }
+        if let valid = String(validUTF8: bytes) { return valid }
         var scalars = String.UnicodeScalarView()
         var index = 0
         while index < bytes.count {
@@ -29,7 +29,7 @@ enum RawArguments {
                 default: 1
                 }
             if index + length <= bytes.count,
-                let sequence = String(validating: bytes[index..<index + length], as: UTF8.self),
+                let sequence = String(validUTF8: bytes[index..<index + length]),
                 sequence.unicodeScalars.count == 1
             {
                 scalars.append(sequence.unicodeScalars.first!)
@@ -77,7 +77,7 @@ enum RawArguments {
     /// gets its lossy path, which the error then names.
     static func fileURL(_ string: String) -> URL {
         let pathBytes = bytes(of: string)
-        guard String(validating: pathBytes, as: UTF8.self) == nil else { return URL(fileURLWithPath: string) }
+        guard String(validUTF8: pathBytes) == nil else { return URL(fileURLWithPath: string) }
         guard let descriptor = try? POSIX.open(fileSystemRepresentation(string), O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         else {
             return URL(fileURLWithPath: String(decoding: pathBytes, as: UTF8.self))

@@ -1,7 +1,9 @@
+import MultipartStream
+
 /// The command's version, as `--version` prints it and the `User-Agent` carries it.
 enum Version {
-    /// No release is tagged yet: the version the first one will have.
-    static let current = "0.1.0"
+    /// The package's one version constant: the command is released with the library, never apart from it.
+    static let current = MultipartStreamVersion.string
 
     /// `multipart --version`: the version, what it runs on, and what it speaks.
     static var description: String {

@@ -76,8 +76,8 @@ extension MultipartUploadQueue {
         /// The upload is gone from the queue, and the server has its whole form, with this answer: it had completed,
         /// or completed as the remove came. Nothing was deleted on the server.
         case completed(Answer)
-        /// Another process runs the queue and had not stopped the upload within 10 s: that run removes it once it
-        /// can, and starts no send of it.
+        /// Another process runs the queue and had not stopped the upload within 10 s, or before the remove's task
+        /// was cancelled: that run removes it once it can, and starts no send of it.
         case asked
         /// The queue holds no upload of that ID.
         case notInQueue

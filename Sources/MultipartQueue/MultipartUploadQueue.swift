@@ -91,8 +91,9 @@ public actor MultipartUploadQueue {
     private(set) var sleeps = 0
     /// The store's version this queue has seen: what other processes wrote since is looked for while it runs.
     private var seenVersion: Int64
-    /// How often a run looks for what other processes changed.
-    static let lookAgain: Duration = .milliseconds(500)
+    /// How often a run looks for what other processes changed, in nanoseconds: `Task.sleep(nanoseconds:)` is there
+    /// from the package's floor (iOS 13), where `Duration` and `sleep(for:)` wait for iOS 16.
+    static let lookAgain: UInt64 = 500_000_000
     /// Where the queue's times come from.
     private let clock: QueueClock
 
@@ -451,8 +452,8 @@ public actor MultipartUploadQueue {
         try await withThrowingTaskGroup(of: Finished?.self) { group in
             // What other processes say (an add, a pause, a removal) reaches the run within `lookAgain`.
             group.addTask {
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: Self.lookAgain)
+                // A cancel ends the sleep with an error, and the loop with it.
+                while (try? await Task.sleep(nanoseconds: Self.lookAgain)) != nil {
                     await self.applyChanges()
                 }
                 return nil
@@ -630,7 +631,8 @@ public actor MultipartUploadQueue {
     /// deleted there.
     ///
     /// While another process runs the queue, that run stops and deletes the upload, as its own remove would, and this
-    /// returns once it has (within a few seconds; ``Removal/asked`` where it has not yet).
+    /// returns once it has (within a few seconds; ``Removal/asked`` where it has not yet, or at once when the task
+    /// that waits is cancelled: the removal stays asked, and that run carries it out).
     @discardableResult
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async -> Removal {
         guard let upload = schedule.uploads[id] else { return .notInQueue }
@@ -649,7 +651,9 @@ public actor MultipartUploadQueue {
         // Another process runs the queue: it may be sending this upload, with its saved state.
         if (try? change(upload, { $0.removing = true })) != nil {
             let deadline = clock.now().addingTimeInterval(Self.removalWait)
-            while clock.now() < deadline, store.listing(of: id.rawValue) != nil {
+            // The clock's sleep returns at once when cancelled, and would spin here until the deadline: a cancel ends
+            // the wait.
+            while !Task.isCancelled, clock.now() < deadline, store.listing(of: id.rawValue) != nil {
                 await clock.sleep(min(deadline, clock.now().addingTimeInterval(0.02)))
             }
             guard store.listing(of: id.rawValue) == nil else { return .asked }

@@ -77,7 +77,13 @@ public final class FaultProxy: @unchecked Sendable {
     public func seen() throws -> Summary {
         try lock.withLock {
             if let summary { return summary }
-            try peer.stdin.fileHandleForWriting.write(contentsOf: Data("\n".utf8))
+            let ask = Data("\n".utf8)
+            // write(contentsOf:), which throws rather than raising, from macOS 10.15.4: the package's floor is 10.15.
+            if #available(macOS 10.15.4, iOS 13.4, tvOS 13.4, watchOS 6.2, *) {
+                try peer.stdin.fileHandleForWriting.write(contentsOf: ask)
+            } else {
+                peer.stdin.fileHandleForWriting.write(ask)
+            }
             var line = Data()
             while !line.contains(UInt8(ascii: "\n")) {
                 let chunk = peer.stdout.fileHandleForReading.availableData

@@ -27,7 +27,7 @@ public func loopbackGet(_ url: URL) throws -> Data {
     try LoopbackSocket.send(Array(request.utf8), on: descriptor, to: url)
     let (answer, failure) = readAll(from: descriptor)
     if let failure { throw Peer.Failure(description: "reading \(url): errno \(failure)") }
-    guard let headEnd = answer.firstRange(of: Data("\r\n\r\n".utf8)) else {
+    guard let headEnd = answer.range(of: Data("\r\n\r\n".utf8)) else {
         throw Peer.Failure(description: "\(url) answered \(answer.count) bytes without an HTTP head")
     }
     let head = String(decoding: answer[..<headEnd.lowerBound], as: UTF8.self).lowercased()
@@ -40,7 +40,7 @@ public func loopbackGet(_ url: URL) throws -> Data {
 private func dechunked(_ body: Data, from url: URL) throws -> Data {
     var bytes = Data()
     var rest = body[...]
-    while let lineEnd = rest.firstRange(of: Data("\r\n".utf8)) {
+    while let lineEnd = rest.range(of: Data("\r\n".utf8)) {
         let sizeText = String(decoding: rest[..<lineEnd.lowerBound], as: UTF8.self)
         guard let size = Int(sizeText.split(separator: ";").first ?? "", radix: 16),
             rest.distance(from: lineEnd.upperBound, to: rest.endIndex) >= size

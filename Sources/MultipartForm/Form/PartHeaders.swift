@@ -27,7 +27,7 @@ package struct PartHeaders: Sendable {
         while !rest.isEmpty {
             guard let end = rest.indices.first(where: { rest[$0] == UInt8(ascii: "\r") }), end + 1 < rest.endIndex,
                 rest[end + 1] == UInt8(ascii: "\n"),
-                let line = String(validating: rest[rest.startIndex..<end], as: UTF8.self),
+                let line = String(validUTF8: rest[rest.startIndex..<end]),
                 let colon = line.firstIndex(of: ":"), line[line.index(after: colon)...].hasPrefix(" ")
             else { return nil }
             lines.append((String(line[..<colon]), String(line[line.index(colon, offsetBy: 2)...])))
