@@ -113,18 +113,6 @@ package enum POSIX {
         _ = try retryingInterrupts { fsync(descriptor) }
     }
 
-    /// Makes every write to the file system that holds `descriptor`'s file durable, in one call: many files written
-    /// unsynced, then this, cost one flush rather than one each. Where there is no `syncfs`, the descriptor's file
-    /// alone is synced, after `sync()` scheduled the rest.
-    package static func syncFileSystem(of descriptor: Int32) throws(Failure) {
-        #if os(Linux)
-            _ = try retryingInterrupts { linuxSyncfs(descriptor) }
-        #else
-            sync()
-            _ = try retryingInterrupts { fsync(descriptor) }
-        #endif
-    }
-
     /// Takes or releases an advisory lock on `descriptor`'s file (`LOCK_EX | LOCK_NB`, `LOCK_UN`).
     package static func lock(_ descriptor: Int32, _ operation: Int32) throws(Failure) {
         _ = try retryingInterrupts { flock(descriptor, operation) }
@@ -210,9 +198,3 @@ private func systemRename(_ source: UnsafePointer<CChar>, _ destination: UnsafeP
     rename(source, destination)
 }
 private func systemUnlink(_ path: UnsafePointer<CChar>) -> Int32 { unlink(path) }
-
-#if os(Linux)
-    /// `syncfs(2)`, which Glibc declares only under `_GNU_SOURCE`.
-    @_silgen_name("syncfs")
-    private func linuxSyncfs(_ descriptor: Int32) -> Int32
-#endif

@@ -12,8 +12,6 @@ public final class LargeAnswerServer: @unchecked Sendable {
         public var sha256: String?
         /// Whether the client hung up before the body's end.
         public var hungUp: Bool
-        /// How many bytes the request's body had.
-        public var requestBytes: Int
     }
 
     private let peer: PeerProcess

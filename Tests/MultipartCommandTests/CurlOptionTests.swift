@@ -183,7 +183,9 @@ extension CommandLineTests {
         let result = try await run(["-sS", "--max-time", "1", "-F", "a=1", server.url("/silent").absoluteString])
         #expect(result.status == 4)
         #expect(result.stderr.contains("timed out after 1.0 s (--max-time)"), "\(result.stderr)")
-        #expect(result.seconds < 10)
+        // A --max-time not kept waits for the silent server until URLSession's own 60 s: 30 s fails that, and leaves
+        // a loaded machine thirty times the second asked to start the command and stop it.
+        #expect(result.seconds < 30)
     }
 
     @Test func connectTimeoutEndsAConnectionThatNeverOpens() async throws {
@@ -191,7 +193,8 @@ extension CommandLineTests {
         let result = try await run(["-sS", "--connect-timeout", "1", "-F", "a=1", listener.url("/").absoluteString])
         #expect(result.status == 4)
         #expect(result.stderr.contains("no connection within 1.0 s (--connect-timeout)"), "\(result.stderr)")
-        #expect(result.seconds < 10)
+        // As --max-time's above: one not kept waits 60 s.
+        #expect(result.seconds < 30)
     }
 
     @Test func retrySendsTheWholeFormAgainOnA503() async throws {
@@ -334,7 +337,10 @@ extension CommandLineTests {
         #expect(!shown.stderr.contains("sent 0 B"), "no summary with -s")
     }
 
-    @Test func limitRateHoldsWithinTenPercentFrom100KTo50M() async throws {
+    /// Within 10 % where the test runs alone (`measuredAlone`). Beside other suites the command may get less than
+    /// the CPU 50 MB/s takes, which can only slow it: the rate is then held to at most 10 % over, and at least half,
+    /// which a limiter that waits twice as long as it should still fails.
+    @Test(.tags(.measuredAlone)) func limitRateHoldsWithinTenPercentFrom100KTo50M() async throws {
         let server = try await UploadServer(.countSink)
         for (rate, bytesPerSecond) in [("100K", 100 << 10), ("2M", 2 << 20), ("50M", 50 << 20)] {
             // About three seconds at the rate, in a sparse file.
@@ -349,7 +355,9 @@ extension CommandLineTests {
             // The rate at which the body arrived, the first chunk aside: it came at once.
             let measured = Double(counted.bytes - counted.firstChunk) / counted.seconds
             let ratio = measured / Double(bytesPerSecond)
-            #expect(ratio > 0.9 && ratio < 1.1, "--limit-rate \(rate): \(Int(measured)) B/s, \(ratio) of the rate")
+            let least = LongRuns.alone ? 0.9 : 0.5
+            #expect(
+                ratio > least && ratio < 1.1, "--limit-rate \(rate): \(Int(measured)) B/s, \(ratio) of the rate")
         }
     }
 

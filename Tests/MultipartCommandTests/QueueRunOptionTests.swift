@@ -64,8 +64,10 @@ extension CommandLineTests {
 
     /// `--limit-rate` with `--run` is one rate for the whole queue, measured at the link (a proxy that counts the
     /// bytes it passes each tenth of a second): with 1, 3 and 8 uploads in flight, no 5 s carry more than 5 % over
-    /// the rate, and the queue keeps to at least 80 % of it, every form whole on the server.
-    @Test(arguments: [1, 3, 8]) func aRunsLimitRateHoldsForTheWholeQueueAtTheLink(inFlight: Int) async throws {
+    /// the rate, and the queue keeps to at least 80 % of it (where the test runs alone, `measuredAlone`), every form
+    /// whole on the server.
+    @Test(.tags(.measuredAlone), arguments: [1, 3, 8])
+    func aRunsLimitRateHoldsForTheWholeQueueAtTheLink(inFlight: Int) async throws {
         let server = try await DraftServer()
         let proxy = try await FaultProxy(to: server.port, cuts: [])
         let queue = directory.path("queue").path
@@ -93,7 +95,10 @@ extension CommandLineTests {
             "--limit-rate 1M, \(inFlight) in flight: the most in 5 s \(most) B (\(over) of the rate), \(average) on average"
         )
         #expect(over <= 1.05, "\(inFlight) in flight: \(most) bytes in 5 s, \(over) of the rate")
-        #expect(average >= 0.8, "\(inFlight) in flight: \(average) of the rate on average")
+        // Beside other suites, late wake-ups of the pacing can only slow the run: half the rate there, which a run
+        // that waits twice as long as the rate asks still fails.
+        let least = LongRuns.alone ? 0.8 : 0.5
+        #expect(average >= least, "\(inFlight) in flight: \(average) of the rate on average")
         #expect(try server.mostInFlight() <= inFlight)
     }
 

@@ -487,8 +487,9 @@ extension URLSessionSuites {
         }
 
         /// The clean-up never holds the caller: with a headers hook that takes 3 s to answer for the `DELETE`, the
-        /// cancel returns within 1 s, and the `DELETE` still goes out, with the hook's headers, once it answers.
-        @Test(arguments: [0.0, 3.0])
+        /// cancel returns within 1 s (where the test runs alone, `measuredAlone`), and the `DELETE` still goes out, with
+        /// the hook's headers, once it answers.
+        @Test(.tags(.measuredAlone), arguments: [0.0, 3.0])
         func aCancelledUploadDeletesItsResourceWithoutWaitingForIt(hookSeconds: Double) async throws {
             let server = try await DraftServer()
             // 3 MB, which the slow server reads in 2.4 s: the DELETE comes while it still reads what was in flight,
@@ -513,7 +514,9 @@ extension URLSessionSuites {
             let stopwatch = Stopwatch()
             upload.cancel()
             await #expect(throws: CancellationError.self) { _ = try await upload.value }
-            #expect(stopwatch.seconds < 1, "the cancel returned after \(stopwatch.seconds) s")
+            // Beside other suites, 2.5 s: short of the hook's 3 s, which a cancel that waits for the clean-up takes.
+            let bound = min(CancelBound.seconds(promised: 1), 2.5)
+            #expect(stopwatch.seconds < bound, "the cancel returned after \(stopwatch.seconds) s")
             // The slow server logs the PATCH in flight once it has read it, which may be after the DELETE.
             try await Stopwatch.wait(atMost: hookSeconds + 10) {
                 try !server.log().contains { $0.method == "DELETE" }

@@ -21,9 +21,34 @@ extension URLSessionSuites {
             return saved
         }
 
+        /// Two storms of cancels through `URLSession.shared`, in a process of their own (an exit test): what they
+        /// leave is counted in the whole process, which is then theirs alone. Run beside the other suites, the second
+        /// storm once counted one event descriptor more than the first under ThreadSanitizer: another suite's (#78).
         @Test(arguments: [MultipartUploadStrategy.stream, .file])
         func cancelStormsThroughTheSharedSessionLeaveNoSessionOrSocketOpen(
             strategy: MultipartUploadStrategy
+        ) async throws {
+            #if compiler(>=6.2)  // exit tests are Swift 6.2's; the manifest's 6.1 leaves the whole-process count out
+                // An exit test's body captures nothing before Swift 6.3: one body for each strategy.
+                if case .file = strategy.kind {
+                    await #expect(processExitsWith: .success) {
+                        try await Self.cancelStorms(strategy: .file, countingEventDescriptors: true)
+                    }
+                } else {
+                    await #expect(processExitsWith: .success) {
+                        try await Self.cancelStorms(strategy: .stream, countingEventDescriptors: true)
+                    }
+                }
+            #else
+                try await Self.cancelStorms(strategy: strategy, countingEventDescriptors: false)
+            #endif
+        }
+
+        /// 100 uploads through `URLSession.shared`, each cancelled 0 to 60 ms after it starts, twice: no private
+        /// session, connection or temporary body is left after either, and, where `countingEventDescriptors` (the
+        /// process runs nothing else), the second storm leaves no more event descriptors than the first.
+        private static func cancelStorms(
+            strategy: MultipartUploadStrategy, countingEventDescriptors: Bool
         ) async throws {
             let savedTimeout = try await Self.shortenIdleTimeout()
             defer { PrivateSessions.shared.idleTimeout = savedTimeout }
@@ -72,8 +97,8 @@ extension URLSessionSuites {
                 // first use, as one plain URLSession upload makes them) only if a second storm adds nothing to it.
                 let first = try await storm(1)
                 let second = try await storm(2)
-                // Files, pipes and sockets are left out: suites outside URLSessionSuites open theirs meanwhile.
-                for (kind, count) in second where kind.hasPrefix("anon_inode:") {
+                // Files, pipes and sockets are left out: the exit test's own channel to its parent is among them.
+                for (kind, count) in second where countingEventDescriptors && kind.hasPrefix("anon_inode:") {
                     #expect(count <= first[kind] ?? 0, "storm 2 left more \(kind) than storm 1: \(second) vs \(first)")
                 }
                 let log = try await server.log()
@@ -153,8 +178,9 @@ extension URLSessionSuites {
 
         /// A session made for each upload and invalidated after it, thousands of times under the common limit of
         /// 1,024 descriptors: every upload arrives whole, and descriptors and memory stay as flat as plain
-        /// URLSession's in the same loop.
-        @Test(.longRun) func aSessionPerUploadKeepsDescriptorsAndMemoryFlat() async throws {
+        /// URLSession's in the same loop. Its sockets and memory are the whole process's: it runs alone
+        /// (`measuredAlone`), not beside the other long runs.
+        @Test(.longRun, .tags(.measuredAlone)) func aSessionPerUploadKeepsDescriptorsAndMemoryFlat() async throws {
             let savedTimeout = try await Self.shortenIdleTimeout()
             defer { PrivateSessions.shared.idleTimeout = savedTimeout }
             try await ProcessDescriptors.withSoftLimit(1_024) {
@@ -245,8 +271,9 @@ extension URLSessionSuites {
             try await Stopwatch.wait(atMost: 10, polling: 0.01) { PrivateSessions.shared.isOpen(forCallerWith: key) }
             #expect(caller == nil)
             #expect(!PrivateSessions.shared.isOpen(forCallerWith: key))
-            // The idle timeout is 30 s here.
-            #expect(stopwatch.seconds < 2, "closed only after \(stopwatch.seconds) s")
+            // The idle timeout is 30 s here: a private session that waited for it closes after 30 s. 10 s fails that,
+            // and leaves a loaded machine a hundred times the 0.1 s between the private session's looks at its caller.
+            #expect(stopwatch.seconds < 10, "closed only after \(stopwatch.seconds) s")
         }
     }
 }

@@ -411,8 +411,9 @@ extension URLSessionSuites {
         }
 
         /// `.file` cancelled at any moment of writing a 1 GiB body answers within 0.5 s and leaves no file: the write
-        /// stops at its next 64 MiB, where one kernel copy of the whole file once held the cancel for seconds.
-        @Test func aFileUploadCancelledWhileItsBodyIsWrittenAnswersAtOnce() async throws {
+        /// stops at its next 64 MiB, where one kernel copy of the whole file once held the cancel for seconds. The
+        /// 0.5 s is checked where the test runs alone (`measuredAlone`); beside other suites, 5 s (``CancelBound``).
+        @Test(.tags(.measuredAlone)) func aFileUploadCancelledWhileItsBodyIsWrittenAnswersAtOnce() async throws {
             let big = directory.url.appending(path: "big.bin")
             var generator = SeededGenerator(seed: 1)
             let chunk = Data([UInt8].random(count: 1 << 20, using: &generator))
@@ -435,7 +436,9 @@ extension URLSessionSuites {
                 let stopwatch = Stopwatch()
                 upload.cancel()
                 await #expect(throws: CancellationError.self) { _ = try await upload.value }
-                #expect(stopwatch.seconds <= 0.5, "cancelled \(delay) s in, answered after \(stopwatch.seconds) s")
+                #expect(
+                    stopwatch.seconds <= CancelBound.seconds(),
+                    "cancelled \(delay) s in, answered after \(stopwatch.seconds) s")
                 #expect(try await TemporaryBodies.noneLeft(since: before), "cancelled \(delay) s in")
             }
         }

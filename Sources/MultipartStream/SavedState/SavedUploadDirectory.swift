@@ -199,18 +199,6 @@ package struct SavedUploadDirectory: Sendable {
         if (try? POSIX.unlink(file(for: key).path)) != nil { syncDirectory() }
     }
 
-    /// Makes every file written into the directory unsynced durable, with their renames, in one flush of the file
-    /// system.
-    package func syncEverything() throws(MultipartError) {
-        do throws(POSIX.Failure) {
-            let descriptor = try POSIX.open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            defer { POSIX.close(descriptor) }
-            try POSIX.syncFileSystem(of: descriptor)
-        } catch {
-            throw MultipartError(.stateUnwritable(url, errno: error.code))
-        }
-    }
-
     /// Makes the renames and removals in the directory durable.
     private func syncDirectory() {
         guard let descriptor = try? POSIX.open(url.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) else { return }
