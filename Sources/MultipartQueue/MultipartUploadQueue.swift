@@ -16,7 +16,7 @@ import MultipartStream
 /// try await queue.run(on: .shared, headers: .fresh { _ in ["Authorization": try await tokens.current()] })
 /// ```
 ///
-/// Each upload is on disk before ``add(_:with:key:)`` returns: what rebuilds its form byte for byte (fields, data and
+/// Each upload is committed before ``add(_:with:key:)`` returns, and outlives a kill of the process: what rebuilds its form byte for byte (fields, data and
 /// file parts by path with the file's identity, custom part headers), and the request without credentials, which go
 /// through the `headers` hook of ``run(on:headers:pacing:)`` and are never written. ``run(on:headers:pacing:)`` sends the uploads
 /// ``maximumConcurrentUploads`` at a time as resumable uploads (<doc:ResumableUploads>), each with its saved state in
@@ -268,8 +268,12 @@ public actor MultipartUploadQueue {
 
     // MARK: Adding
 
-    /// Adds an upload of `form` with `request` to the end of the queue, on disk before it returns; with a `key`
+    /// Adds an upload of `form` with `request` to the end of the queue, committed before it returns; with a `key`
     /// already in the queue, adds nothing and returns that upload's ID.
+    ///
+    /// The add outlives a kill or a crash of the process at any moment after it returns. It is not synced to the disk
+    /// (a sync costs as long as a small upload): a power cut may lose the last adds, which an app that adds its files
+    /// with their keys at launch adds again.
     ///
     /// A key makes adding safe to repeat: an app that adds every photo of a folder with the photo's own identifier as
     /// the key can add the folder again after a kill, or on every launch, and each photo is queued once, whatever
@@ -290,14 +294,17 @@ public actor MultipartUploadQueue {
     public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
         if let key, let existing = schedule.id(forKey: key) { return existing }
         let record = try newRecord(NewUpload(form: form, request: request, key: key))
-        try store.write(record)
+        // Committed to the write-ahead log, not synced: a commit there outlives a kill of the process (SQLite's WAL
+        // with `synchronous = NORMAL`, what Android gives apps and WorkManager's enqueue relies on); a sync would cost
+        // each add as long as a small upload, and only a power cut can lose it, which adding again by key restores.
+        try store.write(record, syncing: false)
         enter([record])
         return ID(rawValue: record.id)
     }
 
-    /// Adds many uploads to the end of the queue, in their order, all on disk before it returns, in one transaction
-    /// written and synced for the whole call rather than one an upload: a library of photos is added a thousand at a
-    /// time. Each upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing
+    /// Adds many uploads to the end of the queue, in their order, all committed before it returns, in one
+    /// transaction for the whole call rather than one an upload: a library of photos is added a thousand at a time.
+    /// Not synced, as ``add(_:with:key:)`` says. Each upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing
     /// and gives that upload's ID.
     ///
     /// - Throws: What ``add(_:with:key:)`` throws, for the first upload that cannot be queued: then none of the call
@@ -321,8 +328,8 @@ public actor MultipartUploadQueue {
         let made = try QueueStore.inParallel(new) { new throws(MultipartError) in
             try Self.newRecord(new.upload, id: new.id, sequence: new.sequence, at: now)
         }
-        // One transaction: none of the call stays where a write failed.
-        try store.write(made)
+        // One transaction: none of the call stays where a write failed. Not synced, as `add(_:with:key:)` says.
+        try store.write(made, syncing: false)
         enter(made)
         return ids
     }

@@ -150,7 +150,7 @@ if rounds > 0 {
     print(
         "\(rounds) rounds of \(uploadsPerRound) small forms, 3 at a time: upload \(String(format: "%.3f", median(uploadSeconds))) s, "
             + "the queue \(String(format: "%.3f", median(queueSeconds))) s (added, recorded and run; the adds, "
-            + "each on disk before it returns, \(String(format: "%.3f", median(addingSeconds))) s of it)")
+            + "each committed before it returns, \(String(format: "%.3f", median(addingSeconds))) s of it)")
     print(String(format: "time, the queue over upload (median of rounds): %.3f", ratio))
     // What the adds' syncs leave: a floor no run can go under, one fdatasync an add.
     let runs = zip(zip(queueSeconds, addingSeconds), uploadSeconds).map { ($0.0 - $0.1) / $1 }
