@@ -782,7 +782,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return {}
 
     def chaos_end(self, status, headers, body=b""):
-        """Answers, then keeps the connection or closes it, as drawn."""
+        """Answers, then keeps the connection or closes it, as drawn. A 204 carries no body: a client reads none, and
+        one written would be read as the next answer on a connection kept alive."""
+        if status == 204:
+            body = b""
         if self.chaos_pick(("keep", 3), "close") == "close":
             self.close_connection = True
             headers = {**headers, "Connection": "close"}
@@ -878,14 +881,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         data, _ = self.read(limit=None if keep == "all" else self.chaos_pick(0, declared // 3, declared // 2))
         self.entry(len(data))
         with lock:
-            if upload.get("processed"):
-                return self.answer(400, {}, b"already processed")
-            if offset != len(upload["data"]):
-                return self.answer(409, {"Upload-Offset": str(len(upload["data"])), "Upload-Complete": "?0"})
-            upload["data"] += data
+            taken = not upload.get("processed") and offset == len(upload["data"])
+            if taken:
+                upload["data"] += data
             stored, length = len(upload["data"]), upload["length"]
         if len(data) < declared:
+            # What the client still sends is never left on a connection kept alive, where it would read as a request.
             return self.drop()
+        if upload.get("processed"):
+            return self.answer(400, {}, b"already processed")
+        if not taken:
+            return self.answer(409, {"Upload-Offset": str(stored), "Upload-Complete": "?0"})
         whole = completes and stored == length
         kind = self.chaos_pick(("honest", 5), "status", "drop")
         if kind == "drop":
