@@ -20,9 +20,11 @@ import Testing
     }
 
     /// Another process runs the queue (it holds the queue's lock) and never gets to the removal; the queue's clock
-    /// stands still, so only the cancel can end the remove's wait. It returns ``MultipartUploadQueue/Removal/asked``
-    /// within half a second of the cancel, the clock not moved, and the removal stays asked on disk for that run.
-    @Test func aRemoveWaitingForAnotherProcessesRunReturnsAtItsCancel() async throws {
+    /// stands still, so only the cancel can end the remove's wait (a wait that missed it never returns). It returns
+    /// ``MultipartUploadQueue/Removal/asked`` within half a second of the cancel where the test runs alone
+    /// (`measuredAlone`; 5 s beside other suites, ``CancelBound``: a fresh clone's CI measured 4.4 s there), the
+    /// clock not moved, and the removal stays asked on disk for that run.
+    @Test(.tags(.measuredAlone)) func aRemoveWaitingForAnotherProcessesRunReturnsAtItsCancel() async throws {
         let clock = VirtualClock(at: Date(timeIntervalSince1970: 2_000_000_000))
         let queueDirectory = directory.path("queue")
         let queue = try MultipartUploadQueue(directory: queueDirectory, clock: clock.queueClock)
@@ -37,8 +39,8 @@ import Testing
         #expect(!clock.sleeps.isEmpty, "the remove waits on the queue's clock")
         let sinceCancel = Stopwatch()
         remover.cancel()
-        let removal = try await within(seconds: 5, "the cancelled remove") { await remover.value }
-        #expect(sinceCancel.seconds < 0.5, "returned \(sinceCancel.seconds) s after its cancel")
+        let removal = try await within(seconds: 30, "the cancelled remove") { await remover.value }
+        #expect(sinceCancel.seconds < CancelBound.seconds(), "returned \(sinceCancel.seconds) s after its cancel")
         #expect(removal == .asked)
         #expect(clock.now == Date(timeIntervalSince1970: 2_000_000_000), "the cancel ended the wait, not its time")
         #expect(try QueueStore(queueDirectory).read(id.rawValue).state.removing == true, "asked of the other run")
