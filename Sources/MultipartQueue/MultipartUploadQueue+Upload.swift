@@ -105,19 +105,20 @@ extension MultipartUploadQueue {
         public var description: String { statusCode.map { "HTTP \($0)" } ?? "its answer lost" }
     }
 
-    /// Why an upload failed, as the upload threw it (``MultipartError``), kept across processes: in words, its kind,
-    /// and the server's answer where the server refused the form, so that an app tells a form too large (413) from a
-    /// credential refused (401, 403) and reads what the server said; printed as its reason.
+    /// Why an upload failed, as the upload threw it (``MultipartStream/MultipartError``), kept across processes: in
+    /// words, its kind, and the server's answer where the server refused the form, so that an app tells a form too
+    /// large (413) from a credential refused (401, 403) and reads what the server said; printed as its reason.
     public struct Failure: Sendable, Equatable, CustomStringConvertible {
         /// The failure in words: a file deleted or changed, `the server answered 413`, a breach of the protocol.
         public var reason: String
-        /// The kind of ``MultipartError`` it was: `.status` for an answer whose status the queue does not accept
-        /// (any but 2xx; 408, 429 and 5xx are waited out instead), `.file` for a file gone or changed, `.resumable`
-        /// for a server that broke the protocol. `nil` for a failure of the system or the network that no later try
-        /// changes (a certificate refused), or of the queue's own record.
+        /// The kind of ``MultipartStream/MultipartError`` it was: `.status` for an answer whose status the queue does
+        /// not accept (any but 2xx; 408, 429 and 5xx are waited out instead), `.file` for a file gone or changed,
+        /// `.resumable` for a server that broke the protocol. `nil` for a failure of the system or the network that
+        /// no later try changes (a certificate refused), or of the queue's own record.
         public var category: MultipartError.Category?
-        /// The answer that refused the form (``MultipartError/Reason/unacceptableStatus(statusCode:body:)``): its
-        /// status, header fields and the first 64 KiB of its body. `nil` where no answer refused it.
+        /// The answer that refused the form
+        /// (``MultipartStream/MultipartError/Reason/unacceptableStatus(statusCode:body:)``): its status, header
+        /// fields and the first 64 KiB of its body. `nil` where no answer refused it.
         public var answer: Answer?
 
         /// A failure for `reason`, of `category`, with the refusing `answer` if any.
