@@ -16,8 +16,8 @@ import MultipartStream
 /// try await queue.run(on: .shared, headers: .fresh { _ in ["Authorization": try await tokens.current()] })
 /// ```
 ///
-/// Each upload is committed before ``add(_:with:key:)`` returns, and outlives a kill of the process: what rebuilds its form byte for byte (fields, data and
-/// file parts by path with the file's identity, custom part headers), and the request without credentials, which go
+/// Each upload is committed before ``add(_:with:key:)`` returns, and outlives a kill of the process: what rebuilds its
+/// form byte for byte (fields, data and file parts by path with the file's identity, custom part headers), and the request without credentials, which go
 /// through the `headers` hook of ``run(on:headers:pacing:)`` and are never written. ``run(on:headers:pacing:)`` sends the uploads
 /// ``maximumConcurrentUploads`` at a time as resumable uploads (<doc:ResumableUploads>), each with its saved state in
 /// the queue's directory: a kill, a crash or a reboot costs what was in flight, and the next run, in any process,
@@ -304,8 +304,8 @@ public actor MultipartUploadQueue {
 
     /// Adds many uploads to the end of the queue, in their order, all committed before it returns, in one
     /// transaction for the whole call rather than one an upload: a library of photos is added a thousand at a time.
-    /// Not synced, as ``add(_:with:key:)`` says. Each upload's ID, in the order given; a key already in the queue, or earlier in the call, adds nothing
-    /// and gives that upload's ID.
+    /// Not synced, as ``add(_:with:key:)`` says. Each upload's ID, in the order given; a key already in the queue, or
+    /// earlier in the call, adds nothing and gives that upload's ID.
     ///
     /// - Throws: What ``add(_:with:key:)`` throws, for the first upload that cannot be queued: then none of the call
     ///   is added.
