@@ -94,7 +94,7 @@ extension CommandLineTests {
             let queue = try MultipartUploadQueue(
                 directory: directory.path("queue-\(seed)"), resumption: policy(nil))
             let id = try await queue.add(form, with: URLRequest(url: url("queue")))
-            let queued = try await queueVerdict(queue, id, in: directory.path("queue-\(seed)"))
+            let queued = try await queueVerdict(queue, id, in: directory.path("queue-\(seed)"), server, replay)
 
             var command: Verdict?
             if index % commandEvery == 0 {
@@ -199,29 +199,62 @@ extension CommandLineTests {
         return runner != nil
     }
 
-    /// The queue's verdict on upload `id` after its first send: completed, failed, or waiting for a later one.
+    /// The queue's verdict on upload `id` after its first send: completed, failed, or waiting for a later one. A send
+    /// that does not end within a minute fails the case with what the queue said and what the server saw, to replay;
+    /// five under a sanitizer, where beside every suite one send waited past a minute (each hop of its tasks waits its
+    /// turn on the two threads that run them all there).
     private func queueVerdict(
-        _ queue: MultipartUploadQueue, _ id: MultipartUploadQueue.ID, in directory: URL
+        _ queue: MultipartUploadQueue, _ id: MultipartUploadQueue.ID, in directory: URL, _ server: DraftServer,
+        _ replay: String
     ) async throws -> Verdict {
         let events = queue.events
+        let said = LockedEvents()
         let run = Task { try await queue.run() }
         defer { run.cancel() }
-        let ended = try await within(seconds: 60, "the queued upload's first send") { () -> Verdict in
-            for await event in events {
-                switch event {
-                case .completed(id, let answer): return .completed(answer.statusCode)
-                case .failed(id, let failure):
-                    return failure.statusCode.map(Verdict.refused)
-                        ?? .failed(failure.category.map { "\($0)" } ?? "other")
-                // A wait between the tries of one send is said too: the send ended once its record names no runner.
-                case .waiting(id, _) where !self.isSending(id, in: directory): return .kept
-                default: continue
+        let ended: Verdict
+        do {
+            ended = try await within(seconds: CancelBound.sanitized ? 300 : 60, "the queued upload's first send") {
+                () -> Verdict in
+                for await event in events {
+                    said.append(event)
+                    switch event {
+                    case .completed(id, let answer): return .completed(answer.statusCode)
+                    case .failed(id, let failure):
+                        return failure.statusCode.map(Verdict.refused)
+                            ?? .failed(failure.category.map { "\($0)" } ?? "other")
+                    // A wait between the tries of one send is said too: the send ended once its record names no
+                    // runner.
+                    case .waiting(id, _) where !self.isSending(id, in: directory): return .kept
+                    default: continue
+                    }
                 }
+                return .kept
             }
-            return .kept
+        } catch {
+            // The queue's requests are the server's last: the library's send of the case ended before it began.
+            let requests = (try? server.log().suffix(40)) ?? []
+            throw WaitGaveUp(
+                description: "\(error): \(replay); the queue said \(said.events); the server's last requests: "
+                    + requests.map { "\($0.method) \($0.path) \($0.bytes) B" }.joined(separator: ", "))
         }
         run.cancel()
         _ = try await within(seconds: 30, "the run's end") { try? await run.value }
         return ended
     }
+}
+
+/// The events a queue said, as a failure shows them: all but progress, and the last progress.
+private final class LockedEvents: @unchecked Sendable {
+    // @unchecked: `said` is guarded by `lock`.
+    private let lock = NSLock()
+    private var said: [String] = []
+
+    func append(_ event: MultipartUploadQueue.Event) {
+        lock.withLock {
+            if case .progress = event, let last = said.last, last.hasPrefix("progress") { said.removeLast() }
+            said.append("\(event)")
+        }
+    }
+
+    var events: [String] { lock.withLock { said } }
 }
