@@ -34,6 +34,7 @@ Scenarios (the default answers as the draft's examples do; the others change one
   creation-201          the creation answer has Location only: no Upload-Complete, no Upload-Offset
   max-size              OPTIONS says max-size=100
   min-size              OPTIONS says min-size=1000000000; a plain POST of the whole form is the application's
+  min-size-N            the same with min-size=N: a form of N bytes or more is an upload resource, as usual
   head-503              the first PATCH keeps half and drops the connection; the first HEAD answers 503,
                         Retry-After: 0
   patch-503             the first PATCH keeps half and answers 503 without Upload-Complete
@@ -434,6 +435,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                  "lie-complete-none": "max-append-size=100000", "refused-whole": "max-append-size=100000"}.get(scenario, "")
         if scenario.startswith("refuse-") and not scenario.endswith("-last"):
             limit = "max-append-size=100000"
+        if scenario.startswith("min-size-"):
+            limit = f"min-size={int(scenario.split('-')[2])}"
         lifetime = f"{'expires' if self.version() in (6, 10) else 'max-age'}=3600"
         headers = {"Upload-Limit": f"{limit}, {lifetime}" if limit else lifetime}
         if self.version() >= 8:

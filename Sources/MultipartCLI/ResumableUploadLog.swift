@@ -63,6 +63,8 @@ final class ResumableUploadLog: @unchecked Sendable {
             }
         case .notResumable:
             line = "the server does not take resumable uploads: sending the whole form"
+        case .underMinimumSize(let minSize):
+            line = "the form is under the server's min-size for resumable uploads (\(minSize) bytes): sending it whole"
         case .settling(let offset):
             line = "the last run ended moments ago: the server has \(offset) bytes so far; asking again"
         case .bodySent(let bytes):

@@ -21,8 +21,9 @@ extension MultipartUploadQueue {
 
         var id: ID
         var outcome: Outcome
-        /// Whether the server speaks no version of the draft: the form went whole.
-        var sentWhole: Bool
+        /// Whether the server was found to speak no version of the draft: its next forms go whole. A form under a
+        /// server's `min-size` goes whole too, and that server speaks the draft.
+        var speaksNone: Bool
         /// The record as the send left it, with the form's sends again counted.
         var record: QueueRecord
     }
@@ -47,6 +48,9 @@ extension MultipartUploadQueue {
         let knownServer: ResumableUpload.KnownServer?
         /// Told what this upload found the server to speak, where it asked.
         let learned: @Sendable (ResumableUpload.KnownServer) -> Void
+        /// Where the uploads to its server wait for the one that asks what it speaks, while the queue knows nothing
+        /// of it: three uploads that start together ask once.
+        let discovery: DiscoveryGate?
         /// Its place among the uploads to its server that wait out an outage together.
         let outage: OutageGate.Pass?
         /// The queue's clock, shared by the uploads in flight.
@@ -93,7 +97,7 @@ extension MultipartUploadQueue {
             // The record, not the answer, says when the state may go.
             let membership = ResumableUpload.Membership(
                 keepsStateAfterAnswer: true, knownNotResumable: knownNotResumable, outage: outage,
-                knownServer: knownServer, learned: learned, pacer: pacer)
+                knownServer: knownServer, learned: learned, discovery: discovery, pacer: pacer)
             defer { outage?.leave() }
             // The same key for every send of this upload, in every process: a server that honours it creates the
             // upload resource, or takes the whole form, once. A key of the caller's own is kept.
@@ -118,15 +122,16 @@ extension MultipartUploadQueue {
             } onCancel: {
                 work.cancel()
             }
-            let whole = knownNotResumable || notes.sentWhole
+            let speaksNone = knownNotResumable || notes.speaksNone
             switch result {
             case .success(let (_, response)):
                 let http = response as? HTTPURLResponse
                 let fields = (http?.allHeaderFields as? [String: String]) ?? [:]
                 let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
-                return Finished(id: id, outcome: .completed(answer), sentWhole: whole, record: notes.record)
+                return Finished(id: id, outcome: .completed(answer), speaksNone: speaksNone, record: notes.record)
             case .failure(let error):
-                return Finished(id: id, outcome: Self.outcome(of: error), sentWhole: whole, record: notes.record)
+                return Finished(
+                    id: id, outcome: Self.outcome(of: error), speaksNone: speaksNone, record: notes.record)
             }
         }
 
@@ -158,7 +163,7 @@ extension MultipartUploadQueue {
         }
     }
 
-    /// What one send saw: the start of the answer's body, whether the form went whole, and its record, in which a send
+    /// What one send saw: the start of the answer's body, whether its server speaks no draft, and its record, in which a send
     /// of the form from its first byte that may give the server a second copy is counted (``QueueRecord/sentAgain``)
     /// before the request goes, so that a kill after it cannot hide it: the whole form after a run that started the
     /// upload, a new upload after the server forgot the one a run before made, or any send from the first byte after
@@ -167,7 +172,7 @@ extension MultipartUploadQueue {
         private struct Seen {
             /// The record as this send last wrote it.
             var record: QueueRecord
-            var whole = false
+            var speaksNone = false
             var counted = false
             /// Whether the record says the form went whole.
             var noted = false
@@ -201,6 +206,9 @@ extension MultipartUploadQueue {
             switch event {
             case .notResumable:
                 // The whole form goes next, in one request.
+                seen.withLock { $0.speaksNone = true }
+                note(again: startedBefore, whole: true)
+            case .underMinimumSize:
                 note(again: startedBefore, whole: true)
             case .startedOver(.uploadGone):
                 note(again: startedBefore)
@@ -219,7 +227,6 @@ extension MultipartUploadQueue {
                 let say = whole && !seen.noted
                 seen.counted = seen.counted || count
                 seen.noted = seen.noted || say
-                seen.whole = seen.whole || whole
                 return (count, say)
             }
             guard count || say else { return }
@@ -236,7 +243,7 @@ extension MultipartUploadQueue {
         }
 
         var record: QueueRecord { seen.withLock { $0.record } }
-        var sentWhole: Bool { seen.withLock { $0.whole } }
+        var speaksNone: Bool { seen.withLock { $0.speaksNone } }
         var answer: Data { seen.withLock { $0.answer } }
     }
 

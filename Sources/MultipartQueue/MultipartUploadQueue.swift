@@ -73,6 +73,8 @@ public actor MultipartUploadQueue {
     private var completing: [(upload: QueueSchedule.Upload, answer: Answer)] = []
     /// Where the uploads to each server wait out an outage together: their own retries, as the queue's probes.
     private var gates: [Origin: OutageGate] = [:]
+    /// Where the uploads to each server wait for the one that asks what it speaks.
+    private var discoveries: [Origin: DiscoveryGate] = [:]
     /// What each server was found to speak, by its origin, kept in the database for later runs: only the first
     /// upload to a server asks it (`OPTIONS` in each version down to the one it speaks).
     private var knownServers: [String: ResumableUpload.KnownServer]
@@ -817,14 +819,14 @@ public actor MultipartUploadQueue {
         // Its removal asked for by another process since the queue last looked: removed, not started.
         if record.state.removing == true {
             _ = schedule.pause(id)
-            _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
+            _ = schedule.finished(id, .stopped, speaksNone: false, at: clock.now())
             Task { await self.removeAsked(id) }
             return nil
         }
         // Paused by another process since the queue last looked: it stays as it is.
         if record.state.paused == true {
             _ = schedule.pause(id)
-            _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
+            _ = schedule.finished(id, .stopped, speaksNone: false, at: clock.now())
             return nil
         }
         let form: MultipartFormData?
@@ -845,6 +847,7 @@ public actor MultipartUploadQueue {
         cancels[id] = handle
         let outage = upload.origin.map { gate($0).pass() }
         eventSink.yield(.started(id))
+        let askOnce = upload.origin.map { discovery($0) }
         return Job(
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: store.stateDirectory(of: id.rawValue),
@@ -855,6 +858,7 @@ public actor MultipartUploadQueue {
                 guard let origin = upload.origin else { return }
                 Task { await self?.learned(server, for: origin) }
             },
+            discovery: askOnce,
             outage: outage, pacer: pacer, session: session, headers: headers, cancel: handle,
             waits: { [weak self] until, turn in Task { await self?.inFlight(id, waitsUntil: until, turn: turn) } },
             progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } }, clock: clock)
@@ -864,7 +868,7 @@ public actor MultipartUploadQueue {
     /// to be tried. The process that removed it deleted its upload resource.
     private func dropping(_ id: ID) -> Job? {
         _ = schedule.stop(id, for: .remove)
-        _ = schedule.finished(id, .stopped, sentWhole: false, at: clock.now())
+        _ = schedule.finished(id, .stopped, speaksNone: false, at: clock.now())
         if let upload = schedule.remove(id) { ended(upload) }
         return nil
     }
@@ -949,7 +953,7 @@ public actor MultipartUploadQueue {
 
     /// An upload the schedule started fails before its send: `nil`, for the next to be tried.
     private func failing(_ id: ID, because failure: Failure) -> Job? {
-        _ = schedule.finished(id, .failed(reason: failure.reason), sentWhole: false, at: clock.now())
+        _ = schedule.finished(id, .failed(reason: failure.reason), speaksNone: false, at: clock.now())
         fail(id, because: failure)
         return nil
     }
@@ -976,6 +980,14 @@ public actor MultipartUploadQueue {
         if let gate = gates[origin] { return gate }
         let gate = OutageGate { [weak self] in Task { await self?.outageEnded(at: origin) } }
         gates[origin] = gate
+        return gate
+    }
+
+    /// The discovery gate of `origin`'s uploads, made at its first upload.
+    private func discovery(_ origin: Origin) -> DiscoveryGate {
+        if let gate = discoveries[origin] { return gate }
+        let gate = DiscoveryGate()
+        discoveries[origin] = gate
         return gate
     }
 
@@ -1018,11 +1030,11 @@ public actor MultipartUploadQueue {
             case .stopped: .stopped
             }
         // A server that went whole speaks no draft now, whatever an earlier upload found.
-        if finished.sentWhole, let origin = upload.origin?.serialized, knownServers[origin] != nil {
+        if finished.speaksNone, let origin = upload.origin?.serialized, knownServers[origin] != nil {
             knownServers[origin] = nil
             store.forgetServer(origin)
         }
-        guard let ending = schedule.finished(finished.id, outcome, sentWhole: finished.sentWhole, at: clock.now())
+        guard let ending = schedule.finished(finished.id, outcome, speaksNone: finished.speaksNone, at: clock.now())
         else {
             return
         }

@@ -205,7 +205,7 @@ struct QueueSchedule {
     // MARK: The caller's moves
 
     /// Pauses an upload that has not ended: `true` when it is in flight, and its send must be stopped (it is paused
-    /// when it ends, ``finished(_:_:sentWhole:at:)``). One whose removal is under way stays to be removed: its remover
+    /// when it ends, ``finished(_:_:speaksNone:at:)``). One whose removal is under way stays to be removed: its remover
     /// waits for that.
     mutating func pause(_ id: ID) -> Bool {
         guard var upload = uploads[id], upload.stopping != .remove else { return false }
@@ -394,15 +394,15 @@ struct QueueSchedule {
         case pending
     }
 
-    /// The send of `id` ended with `outcome` at `now`; `sentWhole` when its server turned out to speak no draft.
+    /// The send of `id` ended with `outcome` at `now`; `speaksNone` when its server turned out to speak no draft.
     /// `nil` for an upload that was not in flight.
-    mutating func finished(_ id: ID, _ outcome: Outcome, sentWhole: Bool, at now: Date) -> Ending? {
+    mutating func finished(_ id: ID, _ outcome: Outcome, speaksNone: Bool, at now: Date) -> Ending? {
         guard var upload = uploads[id], upload.isInFlight else { return nil }
         upload.isInFlight = false
         inFlight.remove(id)
         if let origin = upload.origin {
             servers[origin]?.running -= 1
-            if sentWhole { servers[origin]?.plain = true }
+            if speaksNone { servers[origin]?.plain = true }
         }
         let stopping = upload.stopping
         upload.stopping = nil

@@ -194,7 +194,7 @@ import Testing
             guard let id = schedule.inFlight.randomElement(using: &generator), let upload = schedule.uploads[id] else {
                 let someone = pick()
                 if let someone, schedule.uploads[someone]?.isInFlight == false,
-                    schedule.finished(someone, .completed, sentWhole: false, at: now) != nil
+                    schedule.finished(someone, .completed, speaksNone: false, at: now) != nil
                 {
                     broken = "the end of \(someone), not in flight, was taken"
                 }
@@ -205,7 +205,7 @@ import Testing
             ]
             let outcome = outcomes.randomElement(using: &generator)!
             last = "end \(id.rawValue): \(outcome)"
-            let ending = schedule.finished(id, outcome, sentWhole: Bool.random(using: &generator), at: now)
+            let ending = schedule.finished(id, outcome, speaksNone: Bool.random(using: &generator), at: now)
             let after = schedule.uploads[id]
             switch upload.stopping {
             case .remove:

@@ -401,10 +401,18 @@ extension URLSessionSuites {
             #expect(try server.log().map(\.method) == ["OPTIONS"])
         }
 
+        /// A form under the server's `min-size` goes whole, in a request without the draft's fields, and the events say
+        /// why: the server speaks the draft (``MultipartResumption/Event/underMinimumSize(minSize:)``), not that it
+        /// speaks none.
         @Test func aFormUnderMinSizeGoesWholeAsAPlainRequest() async throws {
             let server = try await DraftServer()
-            let (_, status) = try await upload(server, "min-size")
+            let events = EventLog()
+            var resumption = fast
+            resumption.events = events.record
+            let (_, status) = try await upload(server, "min-size", resumption: resumption)
             #expect(status == 200)
+            #expect(events.all.contains(.underMinimumSize(minSize: 1_000_000_000)), "\(events.all)")
+            #expect(!events.all.contains(.notResumable), "\(events.all)")
             #expect(try server.forms() == [expected])
             let log = try server.log()
             #expect(log.map(\.method) == ["OPTIONS", "POST"])

@@ -66,7 +66,7 @@ import Testing
             #expect(keeping == other && step == otherStep, comment)
         case (.answer(let reply), .answer):
             #expect(reply.0 == Self.reply.0, comment)
-        case (.sendWhole, .sendWhole): break
+        case (.sendWhole(let minSize), .sendWhole(let other)): #expect(minSize == other, comment)
         case (.settle(let offset, let seconds), .settle(let other, let otherSeconds)):
             #expect(offset == other && seconds == otherSeconds, comment)
         default: Issue.record("\(action), expected \(expected)")
@@ -95,7 +95,7 @@ import Testing
             is: .send(.append(from: 0, upTo: 600)))
 
         var small = ResumableUpload.StateMachine(contentLength: 9, policy: policy, known: found, jitter: \.upperBound)
-        expect(small.start(), is: .sendWhole, "under the server's min-size")
+        expect(small.start(), is: .sendWhole(underMinimumSize: 10), "under the server's min-size")
         var large = ResumableUpload.StateMachine(
             contentLength: 6_000, policy: policy, known: found, jitter: \.upperBound)
         guard case .fail = large.start() else {
@@ -130,7 +130,7 @@ import Testing
         // Asked again, the server speaks no draft at all now: the whole form goes.
         var action = gone.handle(answer(405))
         while case .send(.detect) = action { action = gone.handle(answer(405)) }
-        expect(action, is: .sendWhole)
+        expect(action, is: .sendWhole(underMinimumSize: nil))
     }
 
     // MARK: Detection: nothing partial before the server says it resumes
@@ -158,7 +158,7 @@ import Testing
             expect(resumption.handle(answer(status, limit: limit)), is: .send(.detect))
             #expect(resumption.version == older)
         }
-        expect(resumption.handle(answer(status, limit: limit)), is: .sendWhole)
+        expect(resumption.handle(answer(status, limit: limit)), is: .sendWhole(underMinimumSize: nil))
     }
 
     @Test func theFirstVersionTheServerSpeaksIsSpokenToTheEnd() {
@@ -672,7 +672,9 @@ import Testing
         }
         var small = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = small.start()
-        expect(small.handle(answer(200, limits: ResumableUpload.Limits(minSize: 1_001))), is: .sendWhole)
+        expect(
+            small.handle(answer(200, limits: ResumableUpload.Limits(minSize: 1_001))),
+            is: .sendWhole(underMinimumSize: 1_001))
         var later = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = later.start()
         _ = later.handle(answer(200, limit: true))
@@ -797,7 +799,8 @@ import Testing
         _ = detecting.start()
         for _ in 0..<4 { expect(detecting.handle(answer(407)), is: .send(.detect)) }
         expect(
-            detecting.handle(answer(407)), is: .sendWhole, "the whole form, whose request gets the 407 as its answer")
+            detecting.handle(answer(407)), is: .sendWhole(underMinimumSize: nil),
+            "the whole form, whose request gets the 407 as its answer")
         var creating = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy, jitter: \.upperBound)
         _ = creating.start()
         _ = creating.handle(answer(200, limit: true))

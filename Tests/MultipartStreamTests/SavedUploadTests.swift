@@ -57,7 +57,9 @@ extension URLSessionSuites {
             /// Keeps what happens to the saved state; the protocol's requests and answers are others' to check.
             func record(_ event: MultipartResumption.Event) {
                 switch event {
-                case .requestSent, .answerReceived, .retrying, .continuing, .notResumable, .bodySent, .settling: return
+                case .requestSent, .answerReceived, .retrying, .continuing, .notResumable, .underMinimumSize, .bodySent,
+                    .settling:
+                    return
                 default: lock.withLock { list.append(event) }
                 }
             }

@@ -390,7 +390,7 @@ private final class StuckStream: InputStream {
 }
 
 /// The events of a resumable upload, in order.
-private final class EventLog: @unchecked Sendable {
+final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
     private var events: [MultipartResumption.Event] = []
 

@@ -357,6 +357,38 @@ extension URLSessionSuites {
             #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
         }
 
+        /// Three uploads that start together to a server the queue knows nothing of ask it once: the first asks what
+        /// it speaks, and the others wait for its finding, where each asked every version on its own before (15
+        /// `OPTIONS` to a server without the draft).
+        @Test(arguments: [false, true]) func uploadsThatStartTogetherAskTheirServerOnce(speaksDraft: Bool) async throws
+        {
+            let draftServer = speaksDraft ? try await DraftServer() : nil
+            let plainServer = speaksDraft ? nil : try await UploadServer()
+            let url = try draftServer.map { $0.url() } ?? #require(plainServer).url("/headers")
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 3)
+            var forms: [MultipartFormData] = []
+            for index in 0..<3 {
+                forms.append(try form(index))
+                _ = try await queue.add(forms[index], with: URLRequest(url: url))
+            }
+            try await within(seconds: 60, "the queue's run") { try await queue.run() }
+            let methods: [String]
+            if let draftServer {
+                methods = try draftServer.log().map(\.method)
+                #expect(Set(try draftServer.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
+            } else {
+                let log = try await #require(plainServer).log()
+                methods = log.map(\.method)
+                #expect(
+                    log.filter { $0.method == "POST" }.map(\.bytes).sorted()
+                        == forms.map { Int($0.contentLength!) }.sorted())
+            }
+            let asked = methods.filter { $0 == "OPTIONS" }.count
+            // A server with the draft answers the newest version's question; one without it, each of five.
+            #expect(speaksDraft ? asked == 1 : (1...5).contains(asked), "\(methods)")
+            #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
+        }
+
         /// A server found to speak the draft is asked once for a queue, in this run and the next: the first upload's
         /// `OPTIONS` find its version, and every later upload creates its resource at once (a `POST` and its
         /// `PATCH`), however many runs and processes later.
@@ -387,6 +419,35 @@ extension URLSessionSuites {
             #expect(Set(second.compactMap(\.version)).count == 1, "in the version the first run found")
             #expect(try server.forms().count == 6, "each once")
             #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
+        }
+
+        /// A form under the server's `min-size` goes whole, and the server still speaks the draft: the next form, over
+        /// it, is an upload resource created at once (its `POST` and `PATCH`), in this run and the next. A queue that
+        /// took the whole form for a server without the draft sent every later form whole, never to resume.
+        @Test func aFormUnderTheServersMinSizeGoesWholeAndTheNextIsResumable() async throws {
+            let server = try await DraftServer()
+            let url = server.url(scenario: "min-size-30000")
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let forms = [try form(0, fileBytes: 1_000), try form(1, fileBytes: 60_000)]
+            for form in forms { _ = try await queue.add(form, with: URLRequest(url: url)) }
+            try await within(seconds: 60, "the first run") { try await queue.run() }
+            let first = try server.log()
+            let probes = first.prefix { $0.method == "OPTIONS" }.count
+            #expect(probes >= 1, "the first upload asks")
+            let sent = first.dropFirst(probes)
+            #expect(sent.map(\.method) == ["POST", "POST", "PATCH"], "\(first.map(\.method))")
+            #expect(
+                sent.first?.complete == nil && sent.first?.bytes == Int(forms[0].contentLength!), "the small form whole"
+            )
+            #expect(sent.dropFirst().first?.complete == "?0", "the larger form's creation")
+            #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
+            // The next run, in a queue opened anew: the server is still known to speak the draft.
+            let reopened = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let third = try form(2, fileBytes: 60_000)
+            _ = try await reopened.add(third, with: URLRequest(url: url))
+            try await within(seconds: 60, "the second run") { try await reopened.run() }
+            #expect(try server.log().dropFirst(first.count).map(\.method) == ["POST", "PATCH"])
+            #expect(Set(try server.forms().map(\.sha256)) == Set(try (forms + [third]).map { try expected($0).sha256 }))
         }
 
         /// What the queue kept of a server that no longer speaks the draft costs one bodiless creation, refused: the

@@ -16,6 +16,9 @@ extension ResumableUpload {
         var knownServer: KnownServer?
         /// Told what this upload's `OPTIONS` found, once the server said it speaks the draft.
         var learned: (@Sendable (KnownServer) -> Void)?
+        /// Where the queue's uploads to the server wait for the one that asks what it speaks, when nothing is known
+        /// of it yet; `nil` for an upload that asks on its own.
+        var discovery: DiscoveryGate?
         /// The queue's clock, which every upload in flight shares so that their sum keeps to the queue's rate, in
         /// place of the strategy's pacing.
         var pacer: MultipartPacer?
@@ -23,11 +26,11 @@ extension ResumableUpload {
         package init(
             keepsStateAfterAnswer: Bool = false, knownNotResumable: Bool = false, outage: OutageGate.Pass? = nil,
             knownServer: KnownServer? = nil, learned: (@Sendable (KnownServer) -> Void)? = nil,
-            pacer: MultipartPacer? = nil
+            discovery: DiscoveryGate? = nil, pacer: MultipartPacer? = nil
         ) {
             (self.keepsStateAfterAnswer, self.knownNotResumable, self.outage) =
                 (keepsStateAfterAnswer, knownNotResumable, outage)
-            (self.knownServer, self.learned, self.pacer) = (knownServer, learned, pacer)
+            (self.knownServer, self.learned, self.discovery, self.pacer) = (knownServer, learned, discovery, pacer)
         }
 
         /// An upload on its own, as every upload but a queue's.

@@ -29,8 +29,9 @@ extension ResumableUpload {
         enum Action {
             /// Send this request.
             case send(Step)
-            /// The server does not speak the draft: send the whole form in one request, as `.stream` does.
-            case sendWhole
+            /// Send the whole form in one request, as `.stream` does: the server speaks no version of the draft
+            /// (`underMinimumSize` `nil`), or speaks it and takes no form under its `min-size` as an upload resource.
+            case sendWhole(underMinimumSize: UInt64?)
             /// Wait, then send this request.
             case wait(seconds: Double, then: Step)
             /// The run before was interrupted moments ago, and the server, which has `offset` bytes, may still be
@@ -467,7 +468,7 @@ extension ResumableUpload {
             if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
             if let unkeepable = unkeepableLimits(course.limits) { return fail(unkeepable) }
             if let minSize = course.limits.minSize, let contentLength, contentLength < minSize {
-                return finish(.sendWhole)
+                return finish(.sendWhole(underMinimumSize: minSize))
             }
             return .send(.create)
         }
@@ -476,7 +477,7 @@ extension ResumableUpload {
         /// speaking it, even a 405: a server that speaks only an older version may leave a newer one's `OPTIONS` to
         /// its application.
         private mutating func ask(in next: InteropVersion?, _ course: Course) -> Action {
-            guard let next else { return finish(.sendWhole) }
+            guard let next else { return finish(.sendWhole(underMinimumSize: nil)) }
             var course = course
             course.limits = Limits()
             course.expiry = nil

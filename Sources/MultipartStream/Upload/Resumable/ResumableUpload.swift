@@ -56,6 +56,18 @@ package struct ResumableUpload {
     ) async throws -> Reply {
         // No progress comes after the upload returns or throws.
         defer { progress?.finish() }
+        // A new upload to a server the queue knows nothing of waits for the one that asks what it speaks.
+        var (known, knownNone) = (membership.knownServer, membership.knownNotResumable)
+        let discovery = record == nil && known == nil && !knownNone ? membership.discovery : nil
+        let turn = discovery?.turn()
+        defer { if let turn { discovery?.leave(turn) } }
+        if let discovery, let turn {
+            switch await discovery.finding(for: turn) {
+            case .ask: break
+            case .speaks(let server): known = server
+            case .speaksNone: knownNone = true
+            }
+        }
         var resumption = StateMachine(
             contentLength: form.contentLength, policy: policy, requestURL: request.url, savesState: state != nil,
             resuming: record.flatMap { record in
@@ -67,12 +79,12 @@ package struct ResumableUpload {
             // what the last run had in flight.
             interruptedMomentsAgo: (record?.interrupted ?? record?.updated).map { -$0.timeIntervalSinceNow < 60 }
                 ?? false,
-            known: membership.knownServer)
+            known: known)
         // A saved upload's state is on disk already.
         if let state, record != nil { policy.events?(.saved(state.directory.file(for: state.key))) }
         var record = record
         // One probe for a server, not one an upload: a queue that found it speaks no draft sends the form whole.
-        var action = membership.knownNotResumable && record == nil ? .sendWhole : resumption.start()
+        var action = knownNone && record == nil ? .sendWhole(underMinimumSize: nil) : resumption.start()
         // Whether the queue was told what the server speaks.
         var told = false
         // Why the last request failed, until the upload goes on from where the server stands.
@@ -125,6 +137,7 @@ package struct ResumableUpload {
                     if let found = resumption.found, !told {
                         told = true
                         membership.learned?(found)
+                        membership.discovery?.found(.speaks(found))
                     }
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
@@ -171,12 +184,16 @@ package struct ResumableUpload {
                     action = .send(step)
                 }
             case .startOver(let reason, let location):
+                // The run again takes a turn of its own: one it held as the asker is not left for it to wait on.
+                if let turn { discovery?.leave(turn) }
                 policy.events?(.startedOver(reason))
                 await delete(location, version: resumption.version)
                 state?.remove()
                 return try await (fresh ?? self).run(saving: state)
-            case .sendWhole:
-                policy.events?(.notResumable)
+            case .sendWhole(let minSize):
+                // A server under whose min-size the form goes whole still speaks the draft, for the next upload.
+                policy.events?(minSize.map(MultipartResumption.Event.underMinimumSize) ?? .notResumable)
+                if minSize == nil { membership.discovery?.found(.speaksNone) }
                 state?.remove()
                 let events = policy.events
                 return try await WholeFormUpload(

@@ -74,7 +74,7 @@ public struct MultipartResumption: Sendable {
     public enum Event: Sendable, Equatable {
         /// A request of the protocol went out: its method, URL, and the draft's fields it carries (with an append's
         /// `Content-Length`), by name; or, to a server that speaks no version of the draft, the whole form's request
-        /// with its `Content-Length` (after ``notResumable``).
+        /// with its `Content-Length` (after ``notResumable`` or ``underMinimumSize(minSize:)``).
         case requestSent(method: String, url: URL, fields: [String: String])
         /// Its answer came: the status, and the draft's fields with `Location` and `Retry-After`, by name.
         case answerReceived(statusCode: Int, fields: [String: String])
@@ -92,6 +92,10 @@ public struct MultipartResumption: Sendable {
         case spooled(contentLength: UInt64)
         /// The server speaks no version of the draft: the whole form goes in one request.
         case notResumable
+        /// The server speaks the draft, and takes no form shorter than its `min-size` (`minSize` bytes) as an
+        /// upload resource: the whole form goes in one request, as to a server that speaks none. The next upload to
+        /// it is resumable all the same.
+        case underMinimumSize(minSize: UInt64)
         /// The saved upload's run before ended moments ago (interrupted, killed, or stopped), and the server, which
         /// has `offset` bytes, may still be taking what that run had in flight: it is asked again shortly, until its
         /// offset stops growing.

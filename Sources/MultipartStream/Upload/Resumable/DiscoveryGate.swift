@@ -1,0 +1,106 @@
+import Foundation
+
+/// What a server speaks, asked once for the uploads to it that start together: the first upload to a server nobody
+/// has asked asks it (an `OPTIONS` in each version, five for a server that speaks none), and those that start
+/// meanwhile wait for what it finds rather than each asking the same questions. An asker that ends without finding
+/// out (a failure, a cancel) lets every upload that waits ask on its own, as it would have: a server out of reach is
+/// then probed by one of them at a time through their ``OutageGate``, and none waits out another's retries before its
+/// own. A queue keeps one for each origin.
+package final class DiscoveryGate: Sendable {
+    /// What an upload goes on with.
+    package enum Finding: Equatable, Sendable {
+        /// Nobody knows, and nobody else asks: this upload asks.
+        case ask
+        /// The server speaks the draft, in this version and with these limits.
+        case speaks(ResumableUpload.KnownServer)
+        /// The server speaks no version of the draft: the form goes whole.
+        case speaksNone
+    }
+
+    private struct State {
+        /// What the last upload to find out found.
+        var found: Finding?
+        /// The turn of the upload that asks, while one does.
+        var asker: Int?
+        /// The uploads that wait for the asker, in the order they came.
+        var waiting: [(turn: Int, continuation: CheckedContinuation<Finding, Never>)] = []
+        /// Turns taken whose wait has not begun, and those of them cancelled meanwhile.
+        var taken: Set<Int> = []
+        var cancelled: Set<Int> = []
+        var lastTurn = 0
+    }
+
+    private let state = LockedValue(State())
+
+    package init() {}
+
+    /// A turn at the gate, for one upload.
+    func turn() -> Int {
+        state.withLock { state in
+            state.lastTurn += 1
+            state.taken.insert(state.lastTurn)
+            return state.lastTurn
+        }
+    }
+
+    /// What the upload of `turn` goes on with: what was found, or ``Finding/ask`` where nobody asks now, and it asks
+    /// (saying what it finds, ``found(_:)``, and leaving, ``leave(_:)``). Otherwise it waits for the asker; a cancel
+    /// ends the wait at once with ``Finding/ask``, which a cancelled upload never sends.
+    func finding(for turn: Int) async -> Finding {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Finding, Never>) in
+                let now = state.withLock { state -> Finding? in
+                    state.taken.remove(turn)
+                    if state.cancelled.remove(turn) != nil { return .ask }
+                    if let found = state.found { return found }
+                    guard state.asker != nil else {
+                        state.asker = turn
+                        return .ask
+                    }
+                    state.waiting.append((turn, continuation))
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiting = state.withLock { state -> CheckedContinuation<Finding, Never>? in
+                guard let index = state.waiting.firstIndex(where: { $0.turn == turn }) else {
+                    // Cancelled before its wait began: it begins and ends at once.
+                    if state.taken.contains(turn) { state.cancelled.insert(turn) }
+                    return nil
+                }
+                return state.waiting.remove(at: index).continuation
+            }
+            waiting?.resume(returning: .ask)
+        }
+    }
+
+    /// What an upload found the server to speak, said by whoever finds out (the asker, or an upload that asked again
+    /// after the server refused a creation made on an earlier finding): every upload that waits goes on with it, and
+    /// every later one.
+    func found(_ finding: Finding) {
+        guard finding != .ask else { return }
+        let waiting = state.withLock { state -> [CheckedContinuation<Finding, Never>] in
+            defer { state.waiting.removeAll() }
+            (state.found, state.asker) = (finding, nil)
+            return state.waiting.map(\.continuation)
+        }
+        for continuation in waiting { continuation.resume(returning: finding) }
+    }
+
+    /// The upload of `turn` ended: if it asked and found nothing, every upload that waits asks on its own now.
+    func leave(_ turn: Int) {
+        let released = state.withLock { state -> [CheckedContinuation<Finding, Never>] in
+            state.taken.remove(turn)
+            state.cancelled.remove(turn)
+            guard state.asker == turn else { return [] }
+            state.asker = nil
+            defer { state.waiting.removeAll() }
+            return state.waiting.map(\.continuation)
+        }
+        for continuation in released { continuation.resume(returning: .ask) }
+    }
+
+    /// How many uploads wait for the asker.
+    var waiting: Int { state.withLock { $0.waiting.count } }
+}
