@@ -102,7 +102,10 @@ struct Transfer {
     /// How `-C -` resumes: `--retry`, `--retry-delay` and `--retry-max-time` shape its retries, `--speed-limit` and
     /// `--speed-time` its stall rule, and its state is kept under `--state-dir` (else the user's state directory),
     /// unless the form reads standard input into a file, which another run cannot read again.
-    static func resumption(_ options: Options, log: ResumableUploadLog?) -> MultipartResumption {
+    static func resumption(
+        _ options: Options, log: ResumableUploadLog?,
+        learned: @escaping @Sendable (MultipartResumption.Event) -> Void = { _ in }
+    ) -> MultipartResumption {
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         // The policy trusts as the upload does (--location-trusted): `--abandon`'s DELETE has only the policy.
         // The library's ceiling on waits (so that a retry comes within it of the network's return), from curl's 1 s.
@@ -115,8 +118,31 @@ struct Transfer {
         if !readsStandardInput {
             resumption.stateDirectory = options.stateDirectoryURL
         }
-        if let log { resumption.events = { log.record($0) } }
+        resumption.events = { event in
+            learned(event)
+            log?.record(event)
+        }
         return resumption
+    }
+
+    /// What `-C -` kept of the request's server (``KnownServers``), for the upload; and what keeps what it finds now,
+    /// given the upload's events: that it speaks none, where it was not known so. What it finds to speak the draft
+    /// comes through the membership.
+    private func servers() -> (ResumableUpload.Membership, @Sendable (MultipartResumption.Event) -> Void) {
+        guard let origin = Origin(request.url)?.serialized else { return (ResumableUpload.Membership(), { _ in }) }
+        let servers = KnownServers(in: options.stateDirectoryURL)
+        let found = servers.finding(for: origin)
+        let knownServer: ResumableUpload.KnownServer?
+        if case .speaks(let server)? = found { knownServer = server } else { knownServer = nil }
+        let knownNone = found.map { if case .speaksNone = $0 { true } else { false } } ?? false
+        return (
+            ResumableUpload.Membership(
+                knownNotResumable: knownNone, knownServer: knownServer,
+                learned: { servers.keep(.speaks($0), for: origin) }),
+            { event in
+                if event == .notResumable, !knownNone { servers.keep(.speaksNone(since: Date()), for: origin) }
+            }
+        )
     }
 
     /// One attempt, cancelled by the `--max-time` and `--connect-timeout` timers, a stall (`--speed-limit`), or
@@ -127,9 +153,12 @@ struct Transfer {
         let watchdog = Watchdog()
         let (form, request) = (form, request)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
+        // What an earlier run found the server to speak: a new upload asks nothing it knows.
+        let (membership, learned): (ResumableUpload.Membership, @Sendable (MultipartResumption.Event) -> Void) =
+            options.resumes ? servers() : (ResumableUpload.Membership(), { _ in })
         let strategy: MultipartUploadStrategy =
             switch (options.resumes, options.strategy ?? .automatic, pacing) {
-            case (true, _, _): .resumable(Self.resumption(options, log: log), pacing: pacing)
+            case (true, _, _): .resumable(Self.resumption(options, log: log, learned: learned), pacing: pacing)
             case (false, .file, _): .file
             case (false, _, let pacing?): .stream(pacing: pacing)
             case (false, .stream, nil): .stream
@@ -139,12 +168,13 @@ struct Transfer {
         let writer = writer
         let upload = Task {
             try await session.upload(
-                form, with: request, strategy: strategy, credentialsToOtherOrigins: options.trustsRedirects,
-                responseBody: .chunks(writer.write)
-            ) { sent in
-                watchdog.sawBody()
-                progress.report(sent)
-            }
+                form, with: request, strategy: strategy, headers: nil,
+                credentialsToOtherOrigins: options.trustsRedirects, acceptableStatusCodes: nil,
+                responseBody: .chunks(writer.write),
+                progress: { sent in
+                    watchdog.sawBody()
+                    progress.report(sent)
+                }, membership: membership)
         }
         if options.resumes { Interruption.shared.onSignal { upload.cancel() } }
         if let maxTime = options.maxTime {

@@ -15,7 +15,10 @@ extension CommandLineTests {
                 let url = RedirectCases.withCredentials(
                     first, RedirectCases.redirectPath(code, to: location))
                 let before = try await (first.log().count, other.log().count)
-                let result = try await run(["-sS", "-F", "a=b", "-o", "/dev/null"] + options + [url.absoluteString])
+                // Each -C - run with a state of its own: none knows what an earlier one found the server to speak.
+                let state = options.contains("-C") ? ["--state-dir", "state-\(UUID())"] : []
+                let result = try await run(
+                    ["-sS", "-F", "a=b", "-o", "/dev/null"] + options + state + [url.absoluteString])
                 #expect(result.status == 0 || code <= 303, "\(options) \(code) \(location): \(result.stderr)")
                 let reached = try await leaves ? other.log().dropFirst(before.1) : first.log().dropFirst(before.0)
                 let landed = reached.filter { $0.path.hasSuffix("landed") }
