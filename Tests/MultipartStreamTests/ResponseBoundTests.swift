@@ -97,10 +97,12 @@ extension URLSessionSuites {
             // An endless answer ends only by the upload's stop: returning at all shows it did not wait for the rest.
             // A 2 GiB one could end by being read whole, which takes minutes on URLSession's one thread under a
             // sanitizer: the time tells the two apart, with room for a loaded machine (an endless one under
-            // ThreadSanitizer, all suites at once, took 31 s to be stopped and to return).
+            // ThreadSanitizer, all suites at once, took 31 s to be stopped and to return). Under AddressSanitizer beside
+            // every suite, the resumable path's five refused OPTIONS and its form took 98 s: there the endless answers
+            // alone tell, as for the bound above.
             if endless {
                 #expect(try await sentOnceSettled(server).hungUp, "\(path)")
-            } else {
+            } else if !CancelBound.sanitized {
                 #expect(Date().timeIntervalSince(started) < 60, "\(path)")
             }
         }
