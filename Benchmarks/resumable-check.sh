@@ -138,7 +138,9 @@ path=$(json "$(cat "$work/answer.json")" '["path"]')
     || check "large: the proxy cut five times" "$stats"
 rm -f "$path"
 
-state_files() { find "$XDG_STATE_HOME/multipart" -name '*.json' 2> /dev/null | wc -l; }
+# The saved uploads are the state directory's own KEY.json; servers/origins.json, beside them, is what -C - found each
+# server to speak, and stays.
+state_files() { find "$XDG_STATE_HOME/multipart" -maxdepth 1 -name '*.json' 2> /dev/null | wc -l; }
 
 # Waits until the server's next body (the first after the last one when the command was started) has at least
 # BYTES, for at most 20 s.
