@@ -104,7 +104,7 @@ struct Transfer {
     /// unless the form reads standard input into a file, which another run cannot read again.
     static func resumption(
         _ options: Options, log: ResumableUploadLog?,
-        learned: @escaping @Sendable (MultipartResumption.Event) -> Void = { _ in }
+        heard: @escaping @Sendable (MultipartResumption.Event) -> Void = { _ in }
     ) -> MultipartResumption {
         let givenDelay = options.retryDelay.flatMap { $0 > 0 ? $0 : nil }
         // The policy trusts as the upload does (--location-trusted): `--abandon`'s DELETE has only the policy.
@@ -119,7 +119,7 @@ struct Transfer {
             resumption.stateDirectory = options.stateDirectoryURL
         }
         resumption.events = { event in
-            learned(event)
+            heard(event)
             log?.record(event)
         }
         return resumption
@@ -154,11 +154,11 @@ struct Transfer {
         let (form, request) = (form, request)
         let pacing = options.rateLimit.map(MultipartPacing.init(bytesPerSecond:))
         // What an earlier run found the server to speak: a new upload asks nothing it knows.
-        let (membership, learned): (ResumableUpload.Membership, @Sendable (MultipartResumption.Event) -> Void) =
+        let (membership, heard): (ResumableUpload.Membership, @Sendable (MultipartResumption.Event) -> Void) =
             options.resumes ? servers() : (ResumableUpload.Membership(), { _ in })
         let strategy: MultipartUploadStrategy =
             switch (options.resumes, options.strategy ?? .automatic, pacing) {
-            case (true, _, _): .resumable(Self.resumption(options, log: log, learned: learned), pacing: pacing)
+            case (true, _, _): .resumable(Self.resumption(options, log: log, heard: heard), pacing: pacing)
             case (false, .file, _): .file
             case (false, _, let pacing?): .stream(pacing: pacing)
             case (false, .stream, nil): .stream

@@ -163,11 +163,11 @@ extension MultipartUploadQueue {
         }
     }
 
-    /// What one send saw: the start of the answer's body, whether its server speaks no draft, and its record, in which a send
-    /// of the form from its first byte that may give the server a second copy is counted (``QueueRecord/sentAgain``)
-    /// before the request goes, so that a kill after it cannot hide it: the whole form after a run that started the
-    /// upload, a new upload after the server forgot the one a run before made, or any send from the first byte after
-    /// a run that sent the form whole. At most one count a send.
+    /// What one send saw: the start of the answer's body, whether its server speaks no draft, and its record, in which
+    /// a send of the form from its first byte that may give the server a second copy is counted
+    /// (``QueueRecord/sentAgain``) before the request goes, so that a kill after it cannot hide it: the whole form
+    /// after a run that started the upload, a new upload after the server forgot the one a run before made, or any
+    /// send from the first byte after a run that sent the form whole. At most one count a send.
     final class Notes: Sendable {
         private struct Seen {
             /// The record as this send last wrote it.
