@@ -150,9 +150,10 @@ GET /down on the other port closes the first port's listener, so that connection
 are kept); GET /up there opens it again on the same port.
 
 GET /log lists every request: {method, path, port, authorization, cookie, offset, complete, version, bytes,
-length (its Upload-Length), idempotency (its Idempotency-Key), interims (the 104 answers it got)}; GET /forms
-lists the forms the application processed: {bytes, sha256}; GET /in-flight says how many uploads had an append
-being read at once, at most: {most}.
+length (its Upload-Length), idempotency (its Idempotency-Key), interims (the 104 answers it got), scenario (its
+start URL's or its upload's), status (of its answer: 0 where the connection was dropped, null where none went out)};
+GET /forms lists the forms the application processed: {bytes, sha256}; GET /in-flight says how many uploads had an
+append being read at once, at most: {most}.
 """
 import hashlib
 import http.server
@@ -203,6 +204,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def entry(self, bytes_read):
+        if self.path.startswith("/u/"):
+            upload = uploads.get(self.path.split("/")[-1])
+            scenario = upload["scenario"] if upload else None
+        else:
+            scenario = self.path.split("/")[-1]
         with lock:
             log.append({
                 "method": self.command, "path": self.path, "port": self.server.server_address[1],
@@ -210,11 +216,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 "offset": self.headers.get("Upload-Offset"), "complete": self.headers.get("Upload-Complete"),
                 "version": self.headers.get("Upload-Draft-Interop-Version"), "bytes": bytes_read,
                 "length": self.headers.get("Upload-Length"), "idempotency": self.headers.get("Idempotency-Key"),
-                "interims": getattr(self, "interims", 0),
+                "interims": getattr(self, "interims", 0), "scenario": scenario, "status": None,
             })
+            # The answer's status is noted as it goes out (answer, drop): 0 where the connection was dropped.
+            self.logged = log[-1]
         self.interims = 0
 
     def answer(self, status, headers=None, body=b""):
+        if getattr(self, "logged", None) is not None:
+            with lock:
+                self.logged["status"] = status
+            self.logged = None
         if not body and self.command == "PATCH" and status >= 300:
             # Every answer to an append that is not the application's carries a body, which must reach no caller.
             body = f"{status} to an append: not the answer\n".encode()
@@ -253,6 +265,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def drop(self):
         """Ends the connection without an answer, as a network failure would."""
+        if getattr(self, "logged", None) is not None:
+            with lock:
+                self.logged["status"] = 0
+            self.logged = None
         self.close_connection = True
         try:
             self.connection.shutdown(socket.SHUT_RDWR)

@@ -32,6 +32,10 @@ public final class DraftServer: @unchecked Sendable {
         public var idempotency: String?
         /// `104 (Upload Resumption Supported)` interim answers it got before its final one.
         public var interims: Int
+        /// The scenario of its start URL or of its upload.
+        public var scenario: String?
+        /// Its answer's status: 0 where the server dropped the connection instead, `nil` where no answer went out.
+        public var status: Int?
     }
 
     /// A form the application processed.
