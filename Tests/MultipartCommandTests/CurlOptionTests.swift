@@ -338,8 +338,10 @@ extension CommandLineTests {
     }
 
     /// Within 10 % where the test runs alone (`measuredAlone`). Beside other suites the command may get less than
-    /// the CPU 50 MB/s takes, which can only slow it: the rate is then held to at most 10 % over, and at least half,
-    /// which a limiter that waits twice as long as it should still fails.
+    /// the CPU 50 MB/s takes, and a stall of its first second is caught up at once (the pacer makes up to a second
+    /// of lag, and the sink's clock starts at its first chunk): there the rate is held to between half and twice,
+    /// which a limiter that waits twice as long as it should fails, and one that does not limit (hundreds of
+    /// times 100K, tens of times 2M on loopback) fails too.
     @Test(.tags(.measuredAlone)) func limitRateHoldsWithinTenPercentFrom100KTo50M() async throws {
         let server = try await UploadServer(.countSink)
         for (rate, bytesPerSecond) in [("100K", 100 << 10), ("2M", 2 << 20), ("50M", 50 << 20)] {
@@ -355,9 +357,9 @@ extension CommandLineTests {
             // The rate at which the body arrived, the first chunk aside: it came at once.
             let measured = Double(counted.bytes - counted.firstChunk) / counted.seconds
             let ratio = measured / Double(bytesPerSecond)
-            let least = LongRuns.alone ? 0.9 : 0.5
+            let (least, most) = LongRuns.alone ? (0.9, 1.1) : (0.5, 2.0)
             #expect(
-                ratio > least && ratio < 1.1, "--limit-rate \(rate): \(Int(measured)) B/s, \(ratio) of the rate")
+                ratio > least && ratio < most, "--limit-rate \(rate): \(Int(measured)) B/s, \(ratio) of the rate")
         }
     }
 

@@ -65,7 +65,9 @@ extension CommandLineTests {
     /// `--limit-rate` with `--run` is one rate for the whole queue, measured at the link (a proxy that counts the
     /// bytes it passes each tenth of a second): with 1, 3 and 8 uploads in flight, no 5 s carry more than 5 % over
     /// the rate, and the queue keeps to at least 80 % of it (where the test runs alone, `measuredAlone`), every form
-    /// whole on the server.
+    /// whole on the server. Beside other suites a stall of the proxy, which counts the bytes as it forwards them,
+    /// bunches what waited into one window: there no 5 s carry more than half as much again, which a run that does
+    /// not keep one rate for all its uploads (3 or 8 times it), or no rate at all, still fails.
     @Test(.tags(.measuredAlone), arguments: [1, 3, 8])
     func aRunsLimitRateHoldsForTheWholeQueueAtTheLink(inFlight: Int) async throws {
         let server = try await DraftServer()
@@ -94,7 +96,8 @@ extension CommandLineTests {
         print(
             "--limit-rate 1M, \(inFlight) in flight: the most in 5 s \(most) B (\(over) of the rate), \(average) on average"
         )
-        #expect(over <= 1.05, "\(inFlight) in flight: \(most) bytes in 5 s, \(over) of the rate")
+        let allowed = LongRuns.alone ? 1.05 : 1.5
+        #expect(over <= allowed, "\(inFlight) in flight: \(most) bytes in 5 s, \(over) of the rate")
         // Beside other suites, late wake-ups of the pacing can only slow the run: half the rate there, which a run
         // that waits twice as long as the rate asks still fails.
         let least = LongRuns.alone ? 0.8 : 0.5

