@@ -75,6 +75,15 @@ let package = Package(
             ],
             path: "Sources/QueueCost"
         ),
+        .executableTarget(
+            name: "round-trips",
+            dependencies: [
+                .product(name: "MultipartQueue", package: "MultipartStream"),
+                .product(name: "MultipartStream", package: "MultipartStream"),
+                "MultipartStreamTestSupport",
+            ],
+            path: "Sources/RoundTrips"
+        ),
         // The library's test support, which is no product of it (its users never see it): the same sources, through
         // the link Sources/MultipartStreamTestSupport.
         .target(

@@ -9,6 +9,9 @@ Usage: fault-proxy.py TARGET_PORT [CUT ...]
         `outage:BYTES:SECONDS` cuts it as CUT does and begins an outage, as when a network is down: every open
         connection is reset, and for SECONDS every new one as soon as it is accepted (each counted as a try during
         the outage).
+        `delay:MS` puts a link of MS ms each way between them, as a network far away does: each connection's bytes
+        start to pass a round trip (2 × MS) after it opened (its TCP handshake), and every chunk in either direction
+        is passed MS after it came, in order.
 Prints its port on the first line of stdout, and on stderr a line for each connection, cut and stall with its time
 (`at SECONDS`, Unix time). For each line on standard input, and when it closes, it prints one JSON line,
 {"forwarded": BYTES, "connections": N, "cuts": N, "stalls": N, "flowing": SECONDS, "outage_tries": N,
@@ -34,9 +37,10 @@ def parse_size(text):
 
 
 class Proxy:
-    def __init__(self, target, cuts):
+    def __init__(self, target, cuts, delay=0.0):
         self.target = target
         self.cuts = list(cuts)
+        self.delay = delay
         self.forwarded = 0
         self.connections = 0
         self.made_cuts = 0
@@ -56,6 +60,16 @@ class Proxy:
         self.tenths[tenth] = self.tenths.get(tenth, 0) + forwarded
         if self.flowing is None and self.forwarded > 1 << 16:
             self.flowing = time.time()
+
+    @staticmethod
+    async def pass_on(writer, data):
+        """Writes `data` to `writer`, or (None) ends its side of the connection."""
+        if data is None:
+            if writer.can_write_eof():
+                writer.write_eof()
+            return
+        writer.write(data)
+        await writer.drain()
 
     @staticmethod
     def reset(*writers):
@@ -94,13 +108,41 @@ class Proxy:
         stalled = False
         pair = (client_writer, upstream_writer)
         self.open.add(pair)
+        if self.delay:
+            # The handshake's round trip, before the client's first byte can be on its way.
+            await asyncio.sleep(2 * self.delay)
+
+        def link(writer):
+            """What writes to `writer` `self.delay` after each chunk came, in order; None ends the stream."""
+            if not self.delay:
+                return None, None
+            queue = asyncio.Queue()
+
+            async def deliver():
+                while True:
+                    due, data = await queue.get()
+                    await asyncio.sleep(max(0.0, due - time.monotonic()))
+                    await self.pass_on(writer, data)
+                    if data is None:
+                        return
+
+            return queue, asyncio.ensure_future(deliver())
+
+        up_link, up_task = link(upstream_writer)
+        down_link, down_task = link(client_writer)
+
+        async def write(writer, queue, data):
+            if queue is None:
+                await self.pass_on(writer, data)
+            else:
+                queue.put_nowait((time.monotonic() + self.delay, data))
 
         async def upward():
             nonlocal sent, stalled
             while True:
                 data = await client_reader.read(1 << 16)
                 if not data:
-                    upstream_writer.write_eof()
+                    await write(upstream_writer, up_link, None)
                     return
                 if self.cuts and sent + len(data) >= self.cuts[0][0]:
                     at, stalls, outage = self.cuts.pop(0)
@@ -125,8 +167,7 @@ class Proxy:
                     print(f"fault-proxy: cut connection {number} after {at} bytes", file=sys.stderr, flush=True)
                     self.reset(client_writer, upstream_writer)
                     return
-                upstream_writer.write(data)
-                await upstream_writer.drain()
+                await write(upstream_writer, up_link, data)
                 sent += len(data)
                 self.count(len(data))
 
@@ -140,16 +181,17 @@ class Proxy:
                     # The client hears nothing more: not the target's reset, not an end.
                     return
                 if not data:
-                    if client_writer.can_write_eof():
-                        client_writer.write_eof()
+                    await write(client_writer, down_link, None)
                     return
-                client_writer.write(data)
-                await client_writer.drain()
+                await write(client_writer, down_link, data)
 
         tasks = [asyncio.ensure_future(upward()), asyncio.ensure_future(downward())]
+        # The link's deliveries end the connection only once they delivered all they hold.
+        tasks += [task for task in (up_task, down_task) if task is not None]
         try:
             await asyncio.gather(*tasks)
-        except (ConnectionError, OSError):
+        except (ConnectionError, OSError, asyncio.CancelledError):
+            # Cancelled: a connection kept alive when the proxy stops.
             pass
         finally:
             self.open.discard(pair)
@@ -162,13 +204,16 @@ class Proxy:
 async def main():
     target = int(sys.argv[1])
     cuts = []
+    delay = 0.0
     for cut in sys.argv[2:]:
-        if cut.startswith("outage:"):
+        if cut.startswith("delay:"):
+            delay = float(cut.removeprefix("delay:")) / 1000
+        elif cut.startswith("outage:"):
             _, size, seconds = cut.split(":")
             cuts.append((parse_size(size), False, float(seconds)))
         else:
             cuts.append((parse_size(cut.removeprefix("stall:")), cut.startswith("stall:"), None))
-    proxy = Proxy(target, cuts)
+    proxy = Proxy(target, cuts, delay)
     server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
     print(server.sockets[0].getsockname()[1], flush=True)
     loop = asyncio.get_running_loop()

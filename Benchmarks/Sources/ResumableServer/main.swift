@@ -15,7 +15,8 @@ import NIOResumableUpload
 //   POST or PUT   the body goes to DIRECTORY/body-N; answers 200 {"bytes": N, "path": "…"} once it has all arrived
 //   GET /bodies   the bodies completed so far: [{"bytes": N, "path": "…"}]
 //   --plain       the same handler without NIOResumableUpload: a server that knows nothing of the draft
-//   --log FILE    a line for each request as it came, before NIOResumableUpload: its method and path
+//   --log FILE    a line for each request as it came, before NIOResumableUpload: its method and path, and its
+//                 Content-Length, Upload-Offset, Upload-Complete and Upload-Incomplete where it has them
 
 /// Bodies completed so far, for `GET /bodies`.
 let completed = NIOLockedValueBox<[String]>([])
@@ -98,7 +99,12 @@ final class RequestLog: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .head(let request) = unwrapInboundIn(data) {
-            file.write(Data("\(request.method.rawValue) \(request.path ?? "")\n".utf8))
+            // The fields that say what the request carries of the upload, where it has them.
+            let fields = ["Content-Length", "Upload-Offset", "Upload-Complete", "Upload-Incomplete"].compactMap {
+                name in HTTPField.Name(name).flatMap { request.headerFields[$0] }.map { "\(name): \($0)" }
+            }
+            let line = ([request.method.rawValue, request.path ?? ""] + fields).joined(separator: " ")
+            file.write(Data("\(line)\n".utf8))
         }
         context.fireChannelRead(data)
     }
@@ -132,11 +138,15 @@ let channel = try ServerBootstrap(group: group)
             try sync.configureHTTPServerPipeline()
             try sync.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             if let requestLog { try sync.addHandler(RequestLog(file: requestLog)) }
-            let recorder = RecordingHandler(directory: directory)
             if plain {
-                try sync.addHandler(recorder)
+                try sync.addHandler(RecordingHandler(directory: directory))
             } else {
-                try sync.addHandler(HTTPResumableUploadHandler(context: uploadContext, handlers: [recorder]))
+                // A recorder for each upload: a connection kept alive carries the creations of several uploads, whose
+                // appends may be under way at once on others (`handlers:` would give them all the same recorder).
+                try sync.addHandler(
+                    HTTPResumableUploadHandler(context: uploadContext) { upload in
+                        try? upload.pipeline.syncOperations.addHandler(RecordingHandler(directory: directory))
+                    })
             }
         }
     }
