@@ -203,12 +203,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def entry(self, bytes_read):
+    def scenario(self):
+        """The scenario of this request: its start URL's, or its upload's (None for an upload it does not have)."""
         if self.path.startswith("/u/"):
             upload = uploads.get(self.path.split("/")[-1])
-            scenario = upload["scenario"] if upload else None
-        else:
-            scenario = self.path.split("/")[-1]
+            return upload["scenario"] if upload else None
+        return self.path.split("/")[-1]
+
+    def entry(self, bytes_read):
+        scenario = self.scenario()
         with lock:
             log.append({
                 "method": self.command, "path": self.path, "port": self.server.server_address[1],
@@ -766,11 +769,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         """The chaos scenario of this request (its start URL's, or its upload's), if it is one, in a version spoken."""
         if not self.speaks_draft() and self.command != "POST":
             return None
-        if self.path.startswith("/u/"):
-            upload = uploads.get(self.path.split("/")[-1])
-            scenario = upload["scenario"] if upload else None
-        else:
-            scenario = self.path.split("/")[-1]
+        scenario = self.scenario()
         return scenario if scenario and scenario.startswith("chaos-") else None
 
     def chaos_pick(self, *choices):

@@ -3,8 +3,9 @@ import MultipartStream
 
 /// What `-C -` found each server to speak, kept beside the saved uploads (`servers/origins.json` in the state
 /// directory, by origin: a directory of its own, so that the saved uploads' is left empty when none is), so that a
-/// later run to the same origin asks nothing: each run asked five `OPTIONS` of a server without the draft. A server found to speak the draft gets its upload created at once, in the version and with the limits
-/// found (one that refuses that creation is asked again, and what it says then is kept); one found to speak none
+/// later run to the same origin asks nothing: each run asked five `OPTIONS` of a server without the draft. A server
+/// found to speak the draft gets its upload created at once, in the version and with the limits found (one that
+/// refuses that creation is asked again, and what it says then is kept); one found to speak none
 /// gets the form whole without a question for a day, then is asked again, in case it took up the draft since.
 ///
 /// Read as the saved uploads are: a file that is not this user's own, or does not decode, is no knowledge, and the
