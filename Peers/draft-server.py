@@ -165,7 +165,8 @@ import sys
 import threading
 import time
 
-lock = threading.Lock()
+# Reentrant: an answer notes its status under the lock, and a handler may answer while it holds it.
+lock = threading.RLock()
 log = []
 forms = []
 huge_answers = []

@@ -83,7 +83,6 @@ extension URLSessionSuites {
         func aRefusedAnswerCarriesABoundedPrefix(path: Path, endless: Bool) async throws {
             let server = try await LargeAnswerServer()
             let url = server.url(status: 500, bytes: endless ? nil : 2 * Self.gib)
-            let started = Date()
             let error = try await #require(throws: MultipartError.self) {
                 _ = try await URLSession.shared.upload(
                     form(), with: URLRequest(url: url), strategy: path.strategy, acceptableStatusCodes: 200..<300)
@@ -95,14 +94,14 @@ extension URLSessionSuites {
             #expect(body == LargeAnswerServer.body(MultipartResponseBody.refusedBodyLimit), "\(path): \(body.count)")
             #expect(error.response?.statusCode == 500)
             // The server writes at a gigabit link's pace (Peers/big-answer.mjs), which libcurl outreads, so the
-            // upload's stop takes effect when it is made: the client hangs up on the 2 GiB answer as on the endless
-            // one (read whole, the 2 GiB take 17 s), and an endless answer ends only by that stop.
-            let sent = try await sentOnceSettled(server)
-            #expect(sent.hungUp, "\(path): \(sent.bytes) bytes written")
-            // Far from a loaded machine's (an endless one under ThreadSanitizer, all suites at once, took 31 s to be
-            // stopped and to return at loopback speed); under AddressSanitizer beside every suite the resumable
-            // path's refused OPTIONS and its form took 98 s before the answer began.
-            if !CancelBound.sanitized { #expect(Date().timeIntervalSince(started) < 60, "\(path)") }
+            // upload's stop takes effect when it is made: the client hangs up on the 2 GiB answer (which takes 17 s
+            // to send whole) as on the endless one, which ends only by that stop. Under a sanitizer a stop can take
+            // longer than the 17 s (the slowest seen, an endless answer under ThreadSanitizer beside every suite: 31 s
+            // to be stopped and to return), so there the endless answers alone tell.
+            if endless || !CancelBound.sanitized {
+                let sent = try await sentOnceSettled(server)
+                #expect(sent.hungUp, "\(path): \(sent.bytes) bytes written")
+            }
         }
 
         /// An endless answer that is accepted fails at the bound, as a long one does.
