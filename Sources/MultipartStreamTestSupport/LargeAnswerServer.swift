@@ -17,9 +17,17 @@ public final class LargeAnswerServer: @unchecked Sendable {
     private let peer: PeerProcess
     private let base: URL
 
+    /// The pace the server writes at, in bytes a second: a gigabit link's, which libcurl outreads, so that an
+    /// upload's stop takes effect when it is made (LinuxNotes.md: Linux URLSession stays on a connection that stays
+    /// readable). Under a sanitizer a tenth of it, a 100 Mbit link: there libcurl's thread reads 5 to 20 times slower
+    /// on a loaded machine, and at the gigabit pace an endless answer's stop waited for minutes (seen under
+    /// ThreadSanitizer at a load of 8 on two cores, the thread in `recv` all along).
+    public static let bytesPerSecond = CancelBound.sanitized ? 12_500_000 : 125_000_000
+
     /// Starts the server and waits until it listens.
     public init() async throws {
-        peer = try await PeerProcess(["node", peerScript("big-answer.mjs").path], name: "large-answer")
+        peer = try await PeerProcess(
+            ["node", peerScript("big-answer.mjs").path, String(Self.bytesPerSecond)], name: "large-answer")
         base = URL(string: "http://127.0.0.1:\(peer.firstLine)")!
     }
 

@@ -93,11 +93,11 @@ extension URLSessionSuites {
             }
             #expect(body == LargeAnswerServer.body(MultipartResponseBody.refusedBodyLimit), "\(path): \(body.count)")
             #expect(error.response?.statusCode == 500)
-            // The server writes at a gigabit link's pace (Peers/big-answer.mjs), which libcurl outreads, so the
-            // upload's stop takes effect when it is made: the client hangs up on the 2 GiB answer (which takes 17 s
-            // to send whole) as on the endless one, which ends only by that stop. Under a sanitizer a stop can take
-            // longer than the 17 s (the slowest seen, an endless answer under ThreadSanitizer beside every suite: 31 s
-            // to be stopped and to return), so there the endless answers alone tell.
+            // The server writes at a pace libcurl outreads (`LargeAnswerServer.bytesPerSecond`), so the upload's stop
+            // takes effect when it is made: the client hangs up on the 2 GiB answer (which takes 17 s to send whole)
+            // as on the endless one, which ends only by that stop. Under a sanitizer a stop can take longer than the
+            // 2 GiB takes (the slowest seen, an endless answer under ThreadSanitizer beside every suite: 31 s to be
+            // stopped and to return), so there the endless answers alone tell.
             if endless || !CancelBound.sanitized {
                 let sent = try await sentOnceSettled(server)
                 #expect(sent.hungUp, "\(path): \(sent.bytes) bytes written")

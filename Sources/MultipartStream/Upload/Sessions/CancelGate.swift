@@ -46,7 +46,11 @@ final class CancelGate: @unchecked Sendable {
         cancelling += 1
         cancelled = true
         condition.unlock()
-        task.cancel()
+        #if canImport(FoundationNetworking)
+            PacedDelegateQueue.cancel(task)
+        #else
+            task.cancel()
+        #endif
         condition.lock()
         cancelling -= 1
         if cancelling == 0 { condition.broadcast() }

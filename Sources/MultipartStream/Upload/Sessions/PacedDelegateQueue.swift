@@ -14,8 +14,8 @@ import Foundation
     /// here leaves the socket unread, and TCP then slows the server.
     ///
     /// The wait is bounded, so that a delegate event that itself waits for that thread (making or cancelling a task)
-    /// cannot deadlock with it: past ``longestWait`` the event is queued all the same. Events that are quick to take
-    /// (a small answer's, or one the upload stopped keeping) never reach ``limit``.
+    /// cannot deadlock with it: past ``longestWait`` the event is queued all the same. No queue waits at all while a
+    /// cancel made through ``cancel(_:)`` waits for that thread, whichever session it is for.
     final class PacedDelegateQueue: OperationQueue, @unchecked Sendable {
         // @unchecked: `queued` and `waiting` are atomics; `condition` only carries the wake-up.
         /// Events queued and not yet taken: counted without a lock, since every event of every task passes here
@@ -29,6 +29,27 @@ import Foundation
         static let limit = 1024
         static let longestWait: TimeInterval = 0.05
 
+        /// Cancels made and not yet returned, in every session: URLSession makes a cancel on the one thread that
+        /// reads every answer (all sessions share it), and keeps that thread on a connection while it stays
+        /// readable. A queue that slowed the reading then would keep the connection readable, and the cancel
+        /// waiting, for as long as the server writes (an endless answer: forever) whenever the delegate takes pieces
+        /// slower than the server writes them: behind a sink on a slow disk, or another task's event that holds the
+        /// delegate queue, each piece waits 50 ms, 320 KiB a second. Read at full speed, the connection drains and the
+        /// cancel runs.
+        private static let cancelsWaiting = Atomic<Int>(0)
+
+        /// Makes a task's cancel, during which no queue waits.
+        static func cancel(_ task: URLSessionTask) {
+            whileCancelling { task.cancel() }
+        }
+
+        /// Runs `cancel`, which waits for URLSession's thread, with no queue making that thread wait meanwhile.
+        static func whileCancelling<T>(_ cancel: () -> T) -> T {
+            cancelsWaiting.add(1, ordering: .relaxed)
+            defer { cancelsWaiting.subtract(1, ordering: .relaxed) }
+            return cancel()
+        }
+
         override init() {
             super.init()
             // As URLSession's own delegate queue: events in order.
@@ -37,7 +58,11 @@ import Foundation
         }
 
         override func addOperation(_ block: @escaping @Sendable () -> Void) {
-            if queued.add(1, ordering: .sequentiallyConsistent).newValue > Self.limit { waitForRoom() }
+            if queued.add(1, ordering: .sequentiallyConsistent).newValue > Self.limit,
+                Self.cancelsWaiting.load(ordering: .relaxed) == 0
+            {
+                waitForRoom()
+            }
             super.addOperation { [self] in
                 block()
                 // A waiter counts itself before it looks at `queued`, under `condition`: seen here, or it sees the
