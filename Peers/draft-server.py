@@ -90,6 +90,10 @@ Scenarios (the default answers as the draft's examples do; the others change one
                         field of versions before 5) and no Upload-Complete; it never processes the form
   complete-short        as legacy-head, but every HEAD answers 204 with Upload-Complete: ?1, an Upload-Offset 1000
                         bytes short of the Upload-Length it also gives; it never processes the form
+  complete-dropped      a creation that carries the whole form (Upload-Complete: ?1, as long as its Upload-Length) is
+                        processed and its connection dropped without an answer, the first with each Idempotency-Key;
+                        without it such a creation is processed and answered as the last append is (200 with
+                        Upload-Complete: ?1, or as complete-409, complete-404, complete-503 and complete-no-field say)
   plain-lost            a plain POST is processed and its answer never comes (as plain-first), the first with each
                         Idempotency-Key
   plain-first           until a plain POST has brought the whole form, OPTIONS answers as a server without the draft;
@@ -186,6 +190,8 @@ hostile = {"random": None}
 # The chaos scenario's generators, by its name, and the application's answers: {tag, sha256, status}.
 chaos = {}
 chaos_answers = []
+# The Idempotency-Keys whose complete-dropped creation was processed and its connection dropped.
+complete_dropped = set()
 # The answers given to each Idempotency-Key, by the kind of request ("creation" or "plain"): status, headers, body.
 idempotency = {"honoured": True, "creation": {}, "plain": {}}
 versions = {int(v) for v in sys.argv[1].split(",")} if len(sys.argv) > 1 else {10}
@@ -505,6 +511,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.answer(503)
         if hostile_answer == "drop":
             return self.drop()
+        if self.headers.get("Upload-Complete") == "?1" and len(data) == int(self.headers.get("Upload-Length") or -1):
+            # The whole upload in its creation: the application's answer at once, as to the last append.
+            with lock:
+                body = form_answer({"data": data})
+                status = {"complete-409": 409, "complete-404": 404, "complete-503": 503}.get(scenario, 200)
+                headers = {"Content-Type": "application/json", "Upload-Complete": "?1"}
+                if scenario == "complete-no-field":
+                    headers = {"Content-Type": "application/json"}
+                self.remember("creation", status, headers, body)
+                key = self.headers.get("Idempotency-Key")
+                dropped = scenario == "complete-dropped" and key not in complete_dropped
+                complete_dropped.add(key)
+            return self.drop() if dropped else self.answer(status, headers, body)
         with lock:
             next_id[0] += 1
             upload_id = str(next_id[0])

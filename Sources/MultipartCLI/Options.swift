@@ -55,6 +55,9 @@ struct Options: Equatable {
     var resumes = false
     /// `--retry-delay`, seconds; `nil` (or 0) for curl's doubling backoff from 1 s.
     var retryDelay: Double?
+    /// `--single-request-limit`: with `-C -` or a queue's run, the largest form sent in one request; `nil` for the
+    /// library's.
+    var singleRequestLimit: UInt64?
     /// `--state-dir`: where `-C -` keeps its uploads' state; `nil` for `$XDG_STATE_HOME/multipart`.
     var stateDirectory: String?
     /// `--abandon`: with `-C -`, give up the saved upload of this form (server and state) instead of sending it.
@@ -139,7 +142,7 @@ struct Options: Equatable {
         "--form", "--form-string", "--header", "--request", "--boundary", "--strategy", "--limit-rate", "--output",
         "--output-body", "--user", "--user-agent", "--write-out", "--max-time", "--connect-timeout", "--retry",
         "--retry-delay", "--retry-max-time", "--continue-at", "--state-dir", "--speed-limit", "--speed-time",
-        "--queue", "--parallel", "--key", "--remove", "--pause", "--resume", "--prioritize",
+        "--queue", "--parallel", "--key", "--remove", "--pause", "--resume", "--prioritize", "--single-request-limit",
     ]
     private static let shortOptions: [Character: String] = [
         "F": "--form", "H": "--header", "X": "--request", "o": "--output", "u": "--user", "A": "--user-agent",
@@ -225,6 +228,10 @@ struct Options: Equatable {
         if strategy != nil, resumes {
             throw UsageError("--strategy chooses how a plain upload sends its body; -C - streams it, resuming")
         }
+        if singleRequestLimit != nil, !resumes, queue == nil {
+            throw UsageError(
+                "--single-request-limit is about resumable uploads: give it with -C - or --queue DIR --run")
+        }
         if (stateDirectory != nil || abandons) && !resumes {
             throw UsageError("\(abandons ? "--abandon" : "--state-dir") is about saved uploads, which only -C - makes")
         }
@@ -246,6 +253,7 @@ struct Options: Equatable {
         case "--boundary": boundary = value
         case "--strategy": strategy = try Self.strategy(value)
         case "--limit-rate": rateLimit = try Self.rate(value)
+        case "--single-request-limit": singleRequestLimit = try Self.bytes(value, option: name)
         case "--output": output = value
         case "--output-body": outputBody = value
         case "--user":
@@ -420,6 +428,23 @@ struct Options: Equatable {
         case "file": .file
         default: throw UsageError("--strategy \(name): expected stream, file or automatic")
         }
+    }
+
+    /// A count of bytes, 0 or more, with an optional K, M or G suffix (powers of 1024).
+    private static func bytes(_ text: String, option: String) throws(UsageError) -> UInt64 {
+        let multipliers: [Character: UInt64] = ["k": 1 << 10, "m": 1 << 20, "g": 1 << 30]
+        var digits = Substring(text)
+        var multiplier: UInt64 = 1
+        if let last = text.last?.lowercased().first, let value = multipliers[last] {
+            multiplier = value
+            digits = digits.dropLast()
+        }
+        guard let number = UInt64(digits) else {
+            throw UsageError("\(option) \(text): expected a number of bytes, like 256K")
+        }
+        let (bytes, overflow) = number.multipliedReportingOverflow(by: multiplier)
+        guard !overflow else { throw UsageError("\(option) \(text): more bytes than can be counted") }
+        return bytes
     }
 
     /// curl's `--limit-rate`: bytes per second, with an optional K, M or G suffix (powers of 1024).

@@ -20,6 +20,7 @@ extension Command {
             var resumption = MultipartResumption()
             if options.runsQueue {
                 if let stall = options.stall { resumption.stall = stall }
+                if let limit = options.singleRequestLimit { resumption.singleRequestLimit = limit }
                 resumption.events = { log.record($0, of: MultipartUploadQueue.uploadHeard) }
             }
             let queue = try MultipartUploadQueue(

@@ -24,7 +24,7 @@ extension Options {
             // What goes with every request, how many at once and how fast, what is said, and the run's bounds.
             return always.union([
                 "--run", "--parallel", "--header", "--user", "--user-agent", "--verbose", "--write-out", "--max-time",
-                "--speed-limit", "--speed-time", "--limit-rate", "--fail", "--fail-with-body",
+                "--speed-limit", "--speed-time", "--limit-rate", "--fail", "--fail-with-body", "--single-request-limit",
             ])
         case .change(.remove):
             // A remove deletes the upload on the server, with the credentials it takes.
@@ -38,7 +38,7 @@ extension Options {
     static func refusal(of option: String, in mode: QueueMode) -> String {
         let runOnly: Set<String> = [
             "--run", "--parallel", "--verbose", "--write-out", "--max-time", "--speed-limit", "--speed-time",
-            "--limit-rate", "--fail", "--fail-with-body",
+            "--limit-rate", "--fail", "--fail-with-body", "--single-request-limit",
         ]
         let kept: Set<String> = ["--form", "--form-string", "--request", "--boundary", "--key"]
         let changes: Set<String> = [

@@ -114,6 +114,7 @@ struct Transfer {
             maximumDelay: givenDelay ?? MultipartResumption().maximumDelay,
             maximumWaitWithoutProgress: options.retryMaxTime, credentialsToOtherOrigins: options.trustsRedirects)
         if let stall = options.stall { resumption.stall = stall }
+        if let limit = options.singleRequestLimit { resumption.singleRequestLimit = limit }
         let readsStandardInput = options.fields.contains { $0.readsStandardInput && $0.isFile }
         if !readsStandardInput {
             resumption.stateDirectory = options.stateDirectoryURL

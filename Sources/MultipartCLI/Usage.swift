@@ -52,6 +52,10 @@ let usage = """
                                                    e.g. -C - --retry 8. Its state is saved (no credentials):
                                                    after Ctrl-C, a kill, a reboot or retries spent, run the
                                                    same command again and it resumes where the server stands
+      --single-request-limit SIZE                  with -C - or --queue DIR --run: a form of at most SIZE
+                                                   bytes (K, M, G) goes whole in one request, asking the
+                                                   server nothing first, and again whole after a drop
+                                                   (default 1M; 0: every form asks first)
       --state-dir DIR                              where -C - keeps its state (default
                                                    $XDG_STATE_HOME/multipart, else ~/.local/state/multipart)
       --abandon                                    with -C -: give up the saved upload of this form to URL,

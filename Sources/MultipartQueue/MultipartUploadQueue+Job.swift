@@ -44,6 +44,8 @@ extension MultipartUploadQueue {
         let startedBefore: Bool
         /// Whether an earlier upload of the queue found that the server speaks no version of the draft.
         let knownNotResumable: Bool
+        /// Whether the form goes whole in one request, which its start said in the record.
+        let goesWhole: Bool
         /// What an earlier upload of the queue, in this run or one before, found the server to speak.
         let knownServer: ResumableUpload.KnownServer?
         /// Told what this upload found the server to speak, where it asked.
@@ -70,7 +72,7 @@ extension MultipartUploadQueue {
 
         func send() async -> Finished {
             let notes = Notes(
-                record: record, store: store, startedBefore: startedBefore, wentWholeAtStart: knownNotResumable,
+                record: record, store: store, startedBefore: startedBefore, wentWholeAtStart: goesWhole,
                 now: clock.now)
             var policy = resumption
             // A server that speaks no draft gets the whole form, and has nothing to resume.
@@ -167,7 +169,8 @@ extension MultipartUploadQueue {
     /// a send of the form from its first byte that may give the server a second copy is counted
     /// (``QueueRecord/sentAgain``) before the request goes, so that a kill after it cannot hide it: the whole form
     /// after a run that started the upload, a new upload after the server forgot the one a run before made, or any
-    /// send from the first byte after a run that sent the form whole. At most one count a send.
+    /// send from the first byte after a run that sent the form whole; at most one of those a send. And each time a
+    /// small form sent whole in one request goes again after its connection dropped before any answer.
     final class Notes: Sendable {
         private struct Seen {
             /// The record as this send last wrote it.
@@ -176,6 +179,8 @@ extension MultipartUploadQueue {
             var counted = false
             /// Whether the record says the form went whole.
             var noted = false
+            /// Whether the form went whole in one request and no answer has come since.
+            var wholeUnanswered = false
             var answer = Data()
         }
         private let seen: LockedValue<Seen>
@@ -212,18 +217,29 @@ extension MultipartUploadQueue {
                 note(again: startedBefore, whole: true)
             case .startedOver(.uploadGone):
                 note(again: startedBefore)
+            case .requestSent(_, _, let fields)
+            where fields[ResumableUpload.Header.complete] == "?1"
+                && fields[ResumableUpload.Header.offset] == nil:
+                // The form in one request: again where the last went unanswered.
+                let resent = seen.withLock { seen in
+                    defer { seen.wholeUnanswered = true }
+                    return seen.wholeUnanswered
+                }
+                note(again: startedBefore, whole: true, resent: resent)
+            case .answerReceived:
+                seen.withLock { $0.wholeUnanswered = false }
             case .requestSent("PATCH", _, let fields) where fields[ResumableUpload.Header.offset] == "0":
                 note(again: sentWholeBefore)
             default: break
             }
         }
 
-        /// Counts a send again where `again` says so and none was counted yet, and says that the form goes `whole`,
-        /// in the record as it stands on disk (another process may have paused it meanwhile). Not synced, as a
-        /// start's write: it outlives a kill, the failure it is for.
-        private func note(again: Bool, whole: Bool = false) {
+        /// Counts a send again where `again` says so and none was counted yet, or where it is `resent`, and says that
+        /// the form goes `whole`, in the record as it stands on disk (another process may have paused it meanwhile).
+        /// Not synced, as a start's write: it outlives a kill, the failure it is for.
+        private func note(again: Bool, whole: Bool = false, resent: Bool = false) {
             let (count, say) = seen.withLock { seen -> (Bool, Bool) in
-                let count = again && !seen.counted
+                let count = resent || (again && !seen.counted)
                 let say = whole && !seen.noted
                 seen.counted = seen.counted || count
                 seen.noted = seen.noted || say

@@ -771,7 +771,7 @@ public actor MultipartUploadQueue {
         var jobs: [Job] = []
         // An upload whose record cannot be read or written, or makes no form, fails, and the next is tried.
         while true {
-            var starting: [(id: ID, plain: Bool)] = []
+            var starting: [(id: ID, plain: Bool, whole: Bool)] = []
             while let next = schedule.next(at: now, out: out) {
                 for (id, until) in next.parked { eventSink.yield(.waiting(id, until: until)) }
                 guard let upload = schedule.uploads[next.id] else { continue }
@@ -779,20 +779,25 @@ public actor MultipartUploadQueue {
                     _ = failing(next.id, because: Failure(reason: "its record cannot be read: it is no record"))
                     continue
                 }
-                starting.append((next.id, schedule.isPlain(upload.origin)))
+                // Whole in one request: to a server known to speak no draft, or a form small enough for one.
+                let plain = schedule.isPlain(upload.origin)
+                let whole = plain || resumption.goesInOneRequest(upload.contentLength)
+                starting.append((next.id, plain, whole))
             }
             guard !starting.isEmpty else { return jobs }
             let written: [QueueRecord.State?]
             do {
-                written = try recordCompletions(with: starting.map { ($0.id, .started(plain: $0.plain, at: now)) })
+                written = try recordCompletions(with: starting.map { ($0.id, .started(whole: $0.whole, at: now)) })
             } catch {
-                for (id, _) in starting {
+                for (id, _, _) in starting {
                     _ = failing(id, because: Failure(reason: "its record cannot be read or written: \(error)"))
                 }
                 continue
             }
-            for ((id, plain), state) in zip(starting, written) {
-                if let job = start(id, as: state, plain: plain, session: session, headers: headers) { jobs.append(job) }
+            for ((id, plain, whole), state) in zip(starting, written) {
+                if let job = start(id, as: state, plain: plain, whole: whole, session: session, headers: headers) {
+                    jobs.append(job)
+                }
             }
         }
     }
@@ -800,7 +805,7 @@ public actor MultipartUploadQueue {
     /// The send of `id`, which the schedule marked running and whose start wrote `found`;
     /// `nil` when it failed, or stays as another process left it, instead.
     private func start(
-        _ id: ID, as found: QueueRecord.State?, plain knownNotResumable: Bool, session: URLSession,
+        _ id: ID, as found: QueueRecord.State?, plain knownNotResumable: Bool, whole: Bool, session: URLSession,
         headers: MultipartHeaders?
     ) -> Job? {
         guard let upload = schedule.uploads[id] else { return nil }
@@ -852,7 +857,7 @@ public actor MultipartUploadQueue {
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: store.stateDirectory(of: id.rawValue),
             resumption: resumption, startedBefore: startedBefore,
-            knownNotResumable: knownNotResumable,
+            knownNotResumable: knownNotResumable, goesWhole: whole,
             knownServer: upload.origin.flatMap { knownServers[$0.serialized] },
             learned: { [weak self] server in
                 guard let origin = upload.origin else { return }

@@ -5,8 +5,9 @@ extension QueueRecord {
     /// each writes: the one place they are said. The caller's own moves (a pause, a resume, a move) write the one
     /// field each is about.
     enum Change: Equatable {
-        /// Its send starts, in this process, at `at`; `plain`, as one whole request to a server that speaks no draft.
-        case started(plain: Bool, at: Date)
+        /// Its send starts, in this process, at `at`; `whole`, as one whole request: to a server that speaks no draft,
+        /// or a form small enough to go in one (``MultipartResumption/singleRequestLimit``).
+        case started(whole: Bool, at: Date)
         /// The server has the form, and answered so.
         case completed(Answer)
         /// The upload is over without it.
@@ -29,12 +30,12 @@ extension QueueRecord {
         /// Changes `state` as the decision says.
         func apply(to state: inout State) {
             switch self {
-            case .started(let plain, let now):
+            case .started(let whole, let now):
                 state.starts += 1
                 state.runner = getpid()
                 // The form goes whole: said before it goes, and counted where a run before started it (see
                 // `MultipartUploadQueue.Notes`).
-                guard plain else { return }
+                guard whole else { return }
                 state.sentWhole = now
                 if state.starts > 1 { state.sentAgain += 1 }
             case .completed(let answer):

@@ -145,7 +145,8 @@ extension CommandLineTests {
     func theApplicationsRefusalReachesTheOutputWheneverItComes(scenario: String) async throws {
         let status = scenario.split(separator: "-")[1]
         var generator = SeededGenerator(seed: 612)
-        try generator.writeFile(at: directory.path("blob.bin"), size: 300_000)
+        // Over 1 MiB, so that the form is created first and the refusal comes in an append.
+        try generator.writeFile(at: directory.path("blob.bin"), size: 1_100_000)
         let server = try await DraftServer(version: 10)
         let result = try await run([
             "-sS", "-C", "-", "-F", "file=@blob.bin", "-o", "answer.txt", server.url(scenario: scenario).absoluteString,

@@ -10,9 +10,11 @@ import Testing
 /// the server cannot have, never deletes an upload the server says it holds whole, and never saves a URL it cannot
 /// request.
 extension CommandLineTests {
+    /// A form over 1 MiB, which `-C -` creates first and sends in appends, where the lies are told (a smaller one goes
+    /// in one request, whose answer is the application's).
     private func lyingServerForm(seed: UInt64) async throws -> (bytes: Int, sha256: String) {
         var generator = SeededGenerator(seed: seed)
-        _ = try directory.file("lie.bin", contents: Data([UInt8].random(count: 300_000, using: &generator)))
+        _ = try directory.file("lie.bin", contents: Data([UInt8].random(count: 1_100_000, using: &generator)))
         let body = try await run(["-s", "--boundary", "Lies", "-F", "file=@lie.bin", "-o", "-"]).stdout
         let expected = try directory.file("expected-lies.multipart", contents: body)
         return (body.count, try sha256sum(expected))
@@ -25,7 +27,7 @@ extension CommandLineTests {
         ])
     }
 
-    /// A completion claimed for an append sent as `?0` (100,000 of 300,000 bytes), in each version: the form's length
+    /// A completion claimed for an append sent as `?0` (100,000 of 1,100,000 bytes), in each version: the form's length
     /// as the offset, a negative offset, none at all.
     @Test(arguments: [6, 7, 8, 9, 10], ["lie-complete-length", "lie-complete-negative", "lie-complete-none"])
     func aCompletionBeforeTheLastByteIsABreachNotASuccess(version: Int, scenario: String) async throws {

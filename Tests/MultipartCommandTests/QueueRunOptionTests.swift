@@ -10,6 +10,7 @@ extension CommandLineTests {
     static let appliedToRun: Set<String> = [
         "--header", "--user", "--user-agent", "--silent", "--show-error", "--verbose", "--write-out", "--max-time",
         "--speed-limit", "--speed-time", "--limit-rate", "--fail", "--fail-with-body", "--parallel",
+        "--single-request-limit",
     ]
     static let appliedToAdd: Set<String> = [
         "--form", "--form-string", "--header", "--user-agent", "--request", "--boundary", "--key", "--silent",
@@ -22,6 +23,7 @@ extension CommandLineTests {
         "--user": "ada:secret", "--user-agent": "agent/1", "--write-out": "%{http_code}", "--max-time": "30",
         "--connect-timeout": "5", "--retry-delay": "1", "--retry-max-time": "10", "--continue-at": "-",
         "--state-dir": "state", "--speed-limit": "1", "--speed-time": "30", "--parallel": "2", "--key": "k",
+        "--single-request-limit": "256K",
     ]
 
     /// Every long option `--help` lists (the modes' own aside: `--queue`, `--run`, the look-and-steer options, and
@@ -131,8 +133,9 @@ extension CommandLineTests {
         #expect(result.stderr.contains("< HTTP 200 (upload \(whole.id))"), "\(result.stderr)")
         #expect(lines.contains { $0.hasPrefix("200 \(whole.form.bytes) ") }, "\(lines)")
         for (id, form) in added {
-            #expect(result.stderr.contains("(upload \(id))"), "\(result.stderr)")
-            #expect(result.stderr.contains("> PATCH"), "\(result.stderr)")
+            // 100 kB: the whole form in its creation, said complete.
+            #expect(result.stderr.contains("> POST \(server.url().absoluteString) (upload \(id))"), "\(result.stderr)")
+            #expect(result.stderr.contains("> Upload-Complete: ?1"), "\(result.stderr)")
             #expect(result.stderr.contains("< HTTP 200 (upload \(id))"), "\(result.stderr)")
             let line = try #require(lines.first { $0.hasSuffix(server.url().absoluteString) })
             let fields = line.split(separator: " ")

@@ -64,8 +64,6 @@ extension CommandLineTests {
         let versions = [6, 7, 8, 9, 10]
         var servers: [Int: DraftServer] = [:]
         for version in versions { servers[version] = try await DraftServer(version: version) }
-        let session = URLSession(configuration: .ephemeral)
-        defer { session.finishTasksAndInvalidate() }
         var tally: [String: Int] = [:]
         var compared = 0
         for index in 0..<cases {
@@ -88,13 +86,24 @@ extension CommandLineTests {
             form.append("\(seed)", name: "n")
             try form.append(fileURL: file, name: "file")
             let libraryForm = try sha256sum(try directory.file("l-\(seed).multipart", contents: try form.encode()))
+            // Each path starts from no knowledge of the server and with connections of its own, as the command's
+            // process does: the same requests, and so the same answers. (libcurl sends a request again by itself on
+            // a kept-alive connection that died, and the server would see one more; a small form's, whose body goes
+            // once, with none of it.)
+            ResumableUpload.NamedVersions.forgetAll()
+            let session = URLSession(configuration: .ephemeral)
+            defer { session.finishTasksAndInvalidate() }
             let library = await libraryVerdict(
                 session, form, url("library"), policy(directory.path("library-state-\(seed)")))
 
+            ResumableUpload.NamedVersions.forgetAll()
+            let queueSession = URLSession(configuration: .ephemeral)
+            defer { queueSession.finishTasksAndInvalidate() }
             let queue = try MultipartUploadQueue(
                 directory: directory.path("queue-\(seed)"), resumption: policy(nil))
             let id = try await queue.add(form, with: URLRequest(url: url("queue")))
-            let queued = try await queueVerdict(queue, id, in: directory.path("queue-\(seed)"), server, replay)
+            let queued = try await queueVerdict(
+                queue, id, on: queueSession, in: directory.path("queue-\(seed)"), server, replay)
 
             var command: Verdict?
             if index % commandEvery == 0 {
@@ -163,11 +172,23 @@ extension CommandLineTests {
             // lost, exits 4 with that said, as it has no answer to show. Where the library's upload was kept for
             // later (no answer, or a busy one), the command's `--retry` tries again at once, and may complete.
             if let command, !CancelBound.sanitized {
+                let log = try server.log()
+                let sent = ["library", "command"].map { tag in
+                    "the \(tag) sent "
+                        + log.filter { $0.scenario == "chaos-\(seed)-\(tag)" }.map {
+                            let answer = $0.status.map { $0 == 0 ? "dropped" : "\($0)" } ?? "none"
+                            return
+                                "\($0.method) v\($0.version ?? "-") at \($0.offset ?? "-"), \($0.bytes) B → \(answer)"
+                        }.joined(separator: "; ")
+                }.joined(separator: "; ")
                 switch library {
                 case .completed(_?):
-                    #expect(command.isCompleted, "the library ended \(library), the command \(command): \(replay)")
+                    #expect(
+                        command.isCompleted, "the library ended \(library), the command \(command): \(replay); \(sent)")
                 case .completed(nil), .refused, .failed:
-                    #expect(!command.isCompleted, "the library ended \(library), the command \(command): \(replay)")
+                    #expect(
+                        !command.isCompleted, "the library ended \(library), the command \(command): \(replay); \(sent)"
+                    )
                 case .kept:
                     break
                 }
@@ -218,12 +239,12 @@ extension CommandLineTests {
     /// five under a sanitizer, where beside every suite one send waited past a minute (each hop of its tasks waits its
     /// turn on the two threads that run them all there).
     private func queueVerdict(
-        _ queue: MultipartUploadQueue, _ id: MultipartUploadQueue.ID, in directory: URL, _ server: DraftServer,
-        _ replay: String
+        _ queue: MultipartUploadQueue, _ id: MultipartUploadQueue.ID, on session: URLSession, in directory: URL,
+        _ server: DraftServer, _ replay: String
     ) async throws -> Verdict {
         let events = queue.events
         let said = LockedEvents()
-        let run = Task { try await queue.run() }
+        let run = Task { try await queue.run(on: session) }
         defer { run.cancel() }
         let ended: Verdict
         do {

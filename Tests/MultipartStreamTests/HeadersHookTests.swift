@@ -120,14 +120,17 @@ extension URLSessionSuites {
             #expect(heads.count == 1, "a second request went out: \(heads)")
         }
 
-        /// The hook is told each request of a resumable upload for what it is.
-        @Test func aResumableUploadTellsTheHookEachStep() async throws {
+        /// The hook is told each request of a resumable upload for what it is: a 300 kB form's one request is its
+        /// creation; created first (as a form over 1 MiB is), its discovery, creation and append.
+        @Test(arguments: [MultipartResumption.defaultSingleRequestLimit, 0])
+        func aResumableUploadTellsTheHookEachStep(singleRequestLimit: UInt64) async throws {
             let server = try await DraftServer()
             let reasons = Reasons()
             var form = MultipartFormData()
             form.append(Data(repeating: 3, count: 300_000), name: "file", fileName: "f.bin")
             _ = try await URLSession.shared.upload(
-                form, with: URLRequest(url: server.url()), strategy: .resumable,
+                form, with: URLRequest(url: server.url()),
+                strategy: .resumable(MultipartResumption(singleRequestLimit: singleRequestLimit)),
                 headers: .fresh { _, reason in
                     reasons.record(reason)
                     return ["Authorization": "Bearer T"]
@@ -136,8 +139,11 @@ extension URLSessionSuites {
                 if case .resumable(let step) = reason { return step }
                 return nil
             }
-            #expect(steps == [.discovery, .creation, .append(offset: 0)], "\(reasons.all)")
+            let expected: [MultipartHeaders.ResumableStep] =
+                singleRequestLimit > 0 ? [.creation] : [.discovery, .creation, .append(offset: 0)]
+            #expect(steps == expected, "\(reasons.all)")
             #expect(try server.log().allSatisfy { $0.authorization == "Bearer T" })
+            #expect(try server.forms().count == 1)
         }
 
         /// A cancel while the hook is asked for a redirect's headers ends the upload at once; the hook's answer, when
@@ -221,7 +227,9 @@ extension URLSessionSuites {
             let state = directory.path("state-\(forgesHeader)")
             let file = try directory.file(
                 "photo-\(forgesHeader).bin", contents: Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }))
-            var policy = MultipartResumption(maximumAttempts: 3, initialDelay: 0.05, maximumDelay: 0.1)
+            // Created first, so that there is an upload to keep.
+            var policy = MultipartResumption(
+                maximumAttempts: 3, initialDelay: 0.05, maximumDelay: 0.1, singleRequestLimit: 0)
             policy.stateDirectory = state
             func form() throws -> MultipartFormData {
                 var form = MultipartFormData()

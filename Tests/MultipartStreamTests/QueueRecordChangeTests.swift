@@ -24,17 +24,17 @@ import Testing
 
     @Test func aStartCountsItselfAndNamesThisProcess() {
         var expected = QueueRecord.State(runner: getpid(), starts: 1)
-        #expect(applied(.started(plain: false, at: now), to: QueueRecord.State()) == expected)
+        #expect(applied(.started(whole: false, at: now), to: QueueRecord.State()) == expected)
         // To a server that speaks no draft, the form goes whole: said, and counted only where a run before started it.
         expected.sentWhole = now
-        #expect(applied(.started(plain: true, at: now), to: QueueRecord.State()) == expected)
+        #expect(applied(.started(whole: true, at: now), to: QueueRecord.State()) == expected)
         var again = busy
         (again.starts, again.runner, again.sentWhole, again.sentAgain) = (3, getpid(), now, 2)
-        #expect(applied(.started(plain: true, at: now), to: busy) == again)
+        #expect(applied(.started(whole: true, at: now), to: busy) == again)
     }
 
     @Test func aStartIsDeclinedForAnUploadAnotherProcessPausedOrIsRemoving() {
-        let start = QueueRecord.Change.started(plain: false, at: now)
+        let start = QueueRecord.Change.started(whole: false, at: now)
         #expect(start.declines(QueueRecord.State(paused: true)))
         #expect(start.declines(QueueRecord.State(removing: true)))
         #expect(!start.declines(QueueRecord.State()))
@@ -72,7 +72,7 @@ import Testing
 
     @Test func theEndsACallerReliesOnAreSynced() {
         #expect(QueueRecord.Change.failed(.init(reason: "x")).isSynced && QueueRecord.Change.paused.isSynced)
-        #expect(!QueueRecord.Change.started(plain: true, at: now).isSynced)
+        #expect(!QueueRecord.Change.started(whole: true, at: now).isSynced)
         #expect(!QueueRecord.Change.completed(answer).isSynced && !QueueRecord.Change.stopped.isSynced)
         #expect(!QueueRecord.Change.sending(again: true, wholeAt: now).isSynced)
     }

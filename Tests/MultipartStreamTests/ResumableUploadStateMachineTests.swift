@@ -12,7 +12,8 @@ import Testing
 /// ``ResumableUpload/StateMachine``, the resumable-upload protocol's decisions, transition by transition, without a server.
 @Suite struct ResumableUploadStateMachineTests {
     private let location = URL(string: "http://127.0.0.1:8080/resumable_upload/abc")!
-    private let policy = MultipartResumption(maximumAttempts: 3, initialDelay: 0.5, maximumDelay: 1.5)
+    private let policy = MultipartResumption(
+        maximumAttempts: 3, initialDelay: 0.5, maximumDelay: 1.5, singleRequestLimit: 0)
 
     private func answer(
         _ status: Int, limit: Bool = false, location: URL? = nil, offset: UInt64? = nil, complete: Bool? = nil,
@@ -70,6 +71,153 @@ import Testing
         case (.settle(let offset, let seconds), .settle(let other, let otherSeconds)):
             #expect(offset == other && seconds == otherSeconds, comment)
         default: Issue.record("\(action), expected \(expected)")
+        }
+    }
+
+    // MARK: A small form in one request
+
+    /// The default policy, and a form within its ``MultipartResumption/singleRequestLimit``.
+    private func oneRequest(
+        contentLength: UInt64 = 1_000, known: ResumableUpload.KnownServer? = nil
+    ) -> (ResumableUpload.StateMachine, ResumableUpload.StateMachine.Action) {
+        var resumption = ResumableUpload.StateMachine(
+            contentLength: contentLength, policy: MultipartResumption(maximumAttempts: 3, initialDelay: 0.5),
+            known: known, jitter: \.upperBound)
+        let action = resumption.start()
+        return (resumption, action)
+    }
+
+    /// A form of up to the limit (1 MiB by default) asks nothing first: it goes whole in the creation, whose answer
+    /// is the application's, the draft's or a plain server's; a larger one, one of unknown length, and a saved one
+    /// ask first as before.
+    @Test func aSmallFormGoesWholeInItsCreationAndItsAnswerIsTheApplications() {
+        #expect(MultipartResumption().singleRequestLimit == 1 << 20)
+        for fields in [(true, 200), (nil, 200), (nil, 500), (true, 413)] as [(Bool?, Int)] {
+            var (resumption, action) = oneRequest()
+            expect(action, is: .send(.createComplete))
+            expect(resumption.handle(answer(fields.1, complete: fields.0, handedOut: 1_000)), is: .answer(Self.reply))
+        }
+        let atLimit = oneRequest(contentLength: 1 << 20).1
+        expect(atLimit, is: .send(.createComplete))
+        expect(oneRequest(contentLength: (1 << 20) + 1).1, is: .send(.detect))
+        var unknown = ResumableUpload.StateMachine(contentLength: nil, policy: MultipartResumption())
+        expect(unknown.start(), is: .send(.detect))
+        var saved = ResumableUpload.StateMachine(
+            contentLength: 1_000, policy: MultipartResumption(), resuming: .init(location: location, acknowledged: 9))
+        expect(saved.start(), is: .send(.askOffset))
+        var never = ResumableUpload.StateMachine(contentLength: 1, policy: MultipartResumption(singleRequestLimit: 0))
+        expect(never.start(), is: .send(.detect))
+    }
+
+    /// Its request is the form's own, whole, said complete, with the caller's key and the version spoken.
+    @Test func theOneRequestIsTheFormsOwnSaidComplete() {
+        let aim = ResumableUpload.Step.createComplete.aim(
+            location: nil, version: .v9, contentLength: 1_000, contentType: "multipart/form-data; boundary=b")
+        #expect(!aim.withoutBody && aim.emptyBody == nil && aim.removing.isEmpty)
+        guard case .form = aim.method else {
+            Issue.record("\(aim.method)")
+            return
+        }
+        let fields = Dictionary(uniqueKeysWithValues: aim.fields.map { ($0.name, $0.value) })
+        #expect(fields["Upload-Complete"] == "?1" && fields["Upload-Length"] == "1000")
+        #expect(fields["Upload-Draft-Interop-Version"] == "9")
+        #expect(ResumableUpload.Step.createComplete.reason == .creation)
+    }
+
+    /// A drop before any answer sends it again whole after the backoff, until the retries are spent; URLSession's
+    /// own resend of it, refused, is such a drop. Nothing was created, so nothing is deleted.
+    @Test func aDropBeforeTheAnswerSendsTheFormAgainWhole() {
+        var (resumption, _) = oneRequest()
+        expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .createComplete))
+        let resent = ResumableUpload.StateMachine.Event.failed(MultipartError(.appendResent), handedOut: 1_000)
+        expect(resumption.handle(resent), is: .wait(seconds: 1, then: .createComplete))
+        expect(resumption.handle(dropped), is: .wait(seconds: 2, then: .createComplete))
+        guard case .fail(let error as MultipartError, nil) = resumption.handle(dropped),
+            case .resumeFailed(3, 0, 1_000) = error.reason
+        else {
+            Issue.record("spent retries")
+            return
+        }
+        // The form's own failure is no drop.
+        var (failing, _) = oneRequest()
+        let partFailed = MultipartError(.streamEndedEarly(expected: 900, received: 9))
+        guard case .fail(let error as MultipartError, nil) = failing.handle(.failed(partFailed, handedOut: 9)),
+            case .streamEndedEarly = error.reason
+        else {
+            Issue.record("a part's failure")
+            return
+        }
+    }
+
+    /// A 400 that names an older version (NIOResumableUpload names 6) did not take the form: it goes again in that
+    /// version, which the next upload speaks from the start; a newer or unknown one is the application's answer.
+    @Test func aVersionRefusedSendsItAgainInTheOneNamed() throws {
+        var (resumption, _) = oneRequest()
+        expect(resumption.handle(answer(400, version: .v6, handedOut: 1_000)), is: .send(.createComplete))
+        #expect(resumption.version == .v6 && resumption.found?.version == .v6)
+        // Not older than the one now spoken: the answer.
+        expect(resumption.handle(answer(400, version: .v6, handedOut: 1_000)), is: .answer(Self.reply))
+        var (newer, _) = oneRequest(known: ResumableUpload.KnownServer(version: .v7, limits: .init()))
+        #expect(newer.version == .v7)
+        expect(newer.handle(answer(400, version: .v9, handedOut: 1_000)), is: .answer(Self.reply))
+    }
+
+    /// The server kept the upload incomplete where it lives: the upload asks how far it has it and goes on from
+    /// there, as after a drop; incomplete and nowhere is no completion.
+    @Test func anUploadKeptIncompleteGoesOnFromWhereTheServerStands() {
+        var (resumption, _) = oneRequest()
+        expect(
+            resumption.handle(answer(201, location: location, complete: false, handedOut: 1_000)),
+            is: .send(.askOffset))
+        #expect(resumption.location == location)
+        expect(
+            resumption.handle(answer(204, offset: 600, complete: false)),
+            is: .send(.append(from: 600, upTo: 1_000)))
+        // An offset past what was handed out is a breach, as for any append.
+        var (lying, _) = oneRequest()
+        _ = lying.handle(answer(201, location: location, complete: false, handedOut: 1_000))
+        guard
+            case .fail(let error as MultipartError, location?) = lying.handle(
+                answer(204, offset: 1_001, complete: false)),
+            case .offsetOutOfRange = error.reason
+        else {
+            Issue.record("an offset past the form")
+            return
+        }
+        var (nowhere, _) = oneRequest()
+        guard
+            case .fail(let error as MultipartError, nil) = nowhere.handle(
+                answer(200, complete: false, handedOut: 1_000)),
+            case .resumptionRefused(200) = error.reason
+        else {
+            Issue.record("incomplete and nowhere")
+            return
+        }
+    }
+
+    /// A server known to speak the draft: a form over its `max-size` fails before anything goes, one under its
+    /// `min-size` goes as to a server without the draft. A 3xx is the answer, as a plain upload's: the request
+    /// followed what it could.
+    @Test func aKnownServersLimitsAndARedirectsAnswer() {
+        let limits = ResumableUpload.Limits(maxSize: 999, minSize: nil)
+        guard case .fail(let error as MultipartError, nil) = oneRequest(known: .init(version: .v9, limits: limits)).1,
+            case .formOverUploadLimit(999, 1_000) = error.reason
+        else {
+            Issue.record("over max-size")
+            return
+        }
+        let under = ResumableUpload.Limits(maxSize: nil, minSize: 2_000)
+        expect(oneRequest(known: .init(version: .v9, limits: under)).1, is: .sendWhole(underMinimumSize: 2_000))
+        var (redirected, _) = oneRequest()
+        expect(redirected.handle(answer(323, handedOut: 1_000)), is: .answer(Self.reply))
+    }
+
+    /// A cancel ends it with nothing to delete.
+    @Test func aCancelOfTheOneRequestDeletesNothing() {
+        var (resumption, _) = oneRequest()
+        guard case .cancel(nil) = resumption.handle(.cancelled) else {
+            Issue.record("cancel")
+            return
         }
     }
 
@@ -258,7 +406,8 @@ import Testing
     }
 
     @Test func theBackoffDoublesUntilTheOffsetMovesOn() {
-        var resumption = appending(MultipartResumption(maximumAttempts: 10, initialDelay: 0.5, maximumDelay: 1.5))
+        var resumption = appending(
+            MultipartResumption(maximumAttempts: 10, initialDelay: 0.5, maximumDelay: 1.5, singleRequestLimit: 0))
         expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset))
         expect(resumption.handle(dropped), is: .wait(seconds: 1, then: .askOffset), "the HEAD failed too")
         expect(resumption.handle(answer(204, offset: 0, complete: false)), is: .send(.append(from: 0, upTo: 1_000)))
@@ -491,7 +640,8 @@ import Testing
     /// A version 7 upload that gave up asks the server where it stands first: an answer without `Upload-Complete`
     /// there is no completion either.
     @Test func theLastAskBeforeGivingUpNeverTakesAMissingUploadCompleteForCompletion() {
-        var resumption = appending(MultipartResumption(maximumAttempts: 0, initialDelay: 0), version: .v9)
+        var resumption = appending(
+            MultipartResumption(maximumAttempts: 0, initialDelay: 0, singleRequestLimit: 0), version: .v9)
         guard case .fail(let error, _) = resumption.handle(dropped),
             case .resumeFailed = (error as? MultipartError)?.reason
         else {
@@ -499,7 +649,8 @@ import Testing
             return
         }
         var saved = ResumableUpload.StateMachine(
-            contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0, initialDelay: 0), savesState: true,
+            contentLength: 1_000,
+            policy: MultipartResumption(maximumAttempts: 0, initialDelay: 0, singleRequestLimit: 0), savesState: true,
             jitter: \.upperBound)
         _ = saved.start()
         _ = saved.handle(answer(200, limit: true))
@@ -893,14 +1044,16 @@ import Testing
     }
 
     @Test func retriesSpentAfterTheUploadExistsDeleteIt() {
-        var resumption = appending(MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0))
+        var resumption = appending(
+            MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0, singleRequestLimit: 0))
         _ = resumption.handle(dropped)
         guard case (.resumeFailed, location)? = failure(resumption.handle(dropped)) else {
             Issue.record("expected resumeFailed")
             return
         }
         var early = ResumableUpload.StateMachine(
-            contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0), jitter: \.upperBound)
+            contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 0, singleRequestLimit: 0),
+            jitter: \.upperBound)
         _ = early.start()
         guard case (.resumeFailed, nil)? = failure(early.handle(dropped)) else {
             Issue.record("nothing to delete before the upload exists")
@@ -910,7 +1063,7 @@ import Testing
 
     @Test(arguments: [-1, .nan, .infinity, -.infinity, 1e300, .greatestFiniteMagnitude])
     func anyDelayACallerSetsWaitsABoundedFiniteTime(delay: Double) {
-        var policy = MultipartResumption(maximumAttempts: 3)
+        var policy = MultipartResumption(maximumAttempts: 3, singleRequestLimit: 0)
         policy.initialDelay = delay
         policy.maximumDelay = delay
         var resumption = appending(policy)
@@ -941,7 +1094,8 @@ import Testing
         var (successes, appends, lost, emptyAppends, short) = (0, 0, 0, 0, 0)
         for _ in 0..<5_000 {
             // Past detection and creation, into random answers to appends and HEADs.
-            var resumption = appending(MultipartResumption(maximumAttempts: 6, initialDelay: 0), version: version)
+            var resumption = appending(
+                MultipartResumption(maximumAttempts: 6, initialDelay: 0, singleRequestLimit: 0), version: version)
             var action = ResumableUpload.StateMachine.Action.send(.append(from: 0, upTo: 1_000))
             var highestAcknowledged: UInt64 = 0
             var lastAnswer: ResumableUpload.Answer?
@@ -1186,7 +1340,8 @@ import Testing
         /// the upload, a stream's end while no append of unknown length is under way.
         @Test func anImpossibleEventFailsLoudly() async {
             await #expect(processExitsWith: .failure) {
-                var machine = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption())
+                var machine = ResumableUpload.StateMachine(
+                    contentLength: 1_000, policy: MultipartResumption(singleRequestLimit: 0))
                 _ = machine.start()
                 _ = machine.handle(.cancelled)
                 let url = URL(string: "http://127.0.0.1:1/")!
@@ -1194,7 +1349,8 @@ import Testing
                 _ = machine.handle(.answered(ResumableUpload.Answer(response), (Data(), response)))
             }
             await #expect(processExitsWith: .failure) {
-                var machine = ResumableUpload.StateMachine(contentLength: 1_000, policy: MultipartResumption())
+                var machine = ResumableUpload.StateMachine(
+                    contentLength: 1_000, policy: MultipartResumption(singleRequestLimit: 0))
                 _ = machine.start()
                 _ = machine.lengthFound(10)
             }
@@ -1363,7 +1519,7 @@ import Testing
     }
 
     @Test func retriesSpentKeepASavedUploadAfterAskingWhereTheServerStands() {
-        let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0, maximumDelay: 0)
+        let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0, maximumDelay: 0, singleRequestLimit: 0)
         var (told, _) = savingAndCreated(noRetries)
         expect(told.handle(dropped), is: .send(.askOffset), "asked before giving up, with no wait")
         guard let (offset, writing) = stopped(told.handle(answer(204, offset: 400, complete: false))) else { return }
@@ -1426,7 +1582,7 @@ import Testing
             Issue.record("a form that cannot be sent ends the upload, saved or not")
             return
         }
-        let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0, maximumDelay: 0)
+        let noRetries = MultipartResumption(maximumAttempts: 0, initialDelay: 0, maximumDelay: 0, singleRequestLimit: 0)
         var finalHEAD = savingAndCreated(noRetries).0
         _ = finalHEAD.handle(dropped)
         guard case .stop(let error, _) = finalHEAD.handle(.failed(URLError(.secureConnectionFailed))) else {
@@ -1437,7 +1593,7 @@ import Testing
     }
 
     @Test func aHEADThatFailsWithRetriesSpentKeepsASavedUploadAtItsLastOffset() {
-        let oneRetry = MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0)
+        let oneRetry = MultipartResumption(maximumAttempts: 1, initialDelay: 0, maximumDelay: 0, singleRequestLimit: 0)
         var resumption = savingAndCreated(oneRetry).0
         expect(resumption.handle(dropped), is: .wait(seconds: 0, then: .askOffset))
         guard let (offset, writing) = stopped(resumption.handle(dropped)) else { return }
@@ -1481,7 +1637,7 @@ import Testing
     /// at most every `maximumDelay / 2`, and no more than `maximumDelay` after the network comes back.
     @Test func eachWaitIsDrawnFromTheUpperHalfOfACeilingThatDoubles() {
         let draws = Draws()
-        let policy = MultipartResumption(maximumAttempts: 5, initialDelay: 0.5, maximumDelay: 3)
+        let policy = MultipartResumption(maximumAttempts: 5, initialDelay: 0.5, maximumDelay: 3, singleRequestLimit: 0)
         var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy) { range in
             draws.ranges.append(range)
             return range.lowerBound
@@ -1496,7 +1652,8 @@ import Testing
     }
 
     @Test func theDefaultJitterStaysInItsRange() {
-        let policy = MultipartResumption(maximumAttempts: 50, initialDelay: 0.1, maximumDelay: 0.8)
+        let policy = MultipartResumption(
+            maximumAttempts: 50, initialDelay: 0.1, maximumDelay: 0.8, singleRequestLimit: 0)
         var resumption = ResumableUpload.StateMachine(contentLength: 1_000, policy: policy)
         _ = resumption.start()
         _ = resumption.handle(answer(200, limit: true))
@@ -1522,7 +1679,7 @@ import Testing
     @Test func aWaitThatWouldEndPastTheTotalTimeFailsAndDeletesTheUpload() {
         let clock = Clock()
         let policy = MultipartResumption(
-            maximumAttempts: 10, initialDelay: 2, maximumDelay: 2, maximumDuration: 15)
+            maximumAttempts: 10, initialDelay: 2, maximumDelay: 2, maximumDuration: 15, singleRequestLimit: 0)
         var resumption = ResumableUpload.StateMachine(
             contentLength: 1_000, policy: policy, jitter: \.upperBound, clock: { clock.nanoseconds })
         _ = resumption.start()
@@ -1563,7 +1720,7 @@ extension ResumableUploadStateMachineTests {
     /// Three drops with `maximumAttempts: 2`, the offset rising between them (the issue's 20 MiB upload, which gave
     /// up after the third): each drop after progress starts the count afresh. Without progress, the third gives up.
     @Test func progressGivesTheRetriesBack() {
-        let policy = MultipartResumption(maximumAttempts: 2, initialDelay: 0.5, maximumDelay: 4)
+        let policy = MultipartResumption(maximumAttempts: 2, initialDelay: 0.5, maximumDelay: 4, singleRequestLimit: 0)
         var resumption = appending(policy, on: Clock())
         for offset: UInt64 in [300, 600, 900] {
             expect(resumption.handle(dropped), is: .wait(seconds: 0.5, then: .askOffset), "the first wait again")
@@ -1589,7 +1746,8 @@ extension ResumableUploadStateMachineTests {
     /// more than that before they give up, and the longest is 15 s.
     @Test func theDefaultsWaitOutAnOutageOfTwoMinutes() {
         for pick in [\ClosedRange<Double>.lowerBound, \.upperBound] {
-            var resumption = appending(MultipartResumption(), on: Clock(), jitter: { $0[keyPath: pick] })
+            var resumption = appending(
+                MultipartResumption(singleRequestLimit: 0), on: Clock(), jitter: { $0[keyPath: pick] })
             var waits: [Double] = []
             while case .wait(let seconds, _) = resumption.handle(dropped), waits.count < 1_000 {
                 waits.append(seconds)
@@ -1605,7 +1763,7 @@ extension ResumableUploadStateMachineTests {
     /// first; the error says why, typed.
     @Test func anOutageLongerThanTheBoundKeepsASavedUpload() {
         let clock = Clock()
-        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4)
+        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4, singleRequestLimit: 0)
         policy.maximumWaitWithoutProgress = 10
         var resumption = appending(policy, savesState: true, on: clock)
         #expect(resumption.outageTimeLeft == nil, "no outage yet: a request waits as long as the caller says")
@@ -1634,7 +1792,7 @@ extension ResumableUploadStateMachineTests {
     /// upload is kept.
     @Test func anOutageThatBeganInAnAppendAsksTheOffsetBeforeKeepingTheUpload() {
         let clock = Clock()
-        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4)
+        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4, singleRequestLimit: 0)
         policy.maximumWaitWithoutProgress = 3
         var resumption = appending(policy, savesState: true, on: clock)
         expect(resumption.handle(dropped), is: .wait(seconds: 3, then: .askOffset))
@@ -1653,7 +1811,7 @@ extension ResumableUploadStateMachineTests {
     /// that moves never outlasts it, however long it takes.
     @Test func progressEndsAnOutage() {
         let clock = Clock()
-        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4)
+        var policy = MultipartResumption(maximumAttempts: 100, initialDelay: 4, maximumDelay: 4, singleRequestLimit: 0)
         policy.maximumWaitWithoutProgress = 10
         var resumption = appending(policy, on: clock)
         for offset: UInt64 in [100, 200, 300, 400] {

@@ -36,7 +36,8 @@ import Testing
         // wait, or ends.
         let location = URL(string: "http://127.0.0.1:8080/u/1")!
         var machine = Machine(
-            contentLength: 1_000, policy: MultipartResumption(maximumAttempts: 3, initialDelay: 0), savesState: false,
+            contentLength: 1_000,
+            policy: MultipartResumption(maximumAttempts: 3, initialDelay: 0, singleRequestLimit: 0), savesState: false,
             jitter: \.upperBound)
         _ = machine.start()
         let answer = { (status: Int, fields: [String: String]) -> Machine.Event in

@@ -22,6 +22,10 @@ extension URLSessionSuites {
 
         private var queueDirectory: URL { directory.path("queue") }
 
+        /// Every form created first, as a form over 1 MiB is by default: the trials of what a queue asks its servers
+        /// (a smaller form asks nothing), and of the answers to a creation and its appends.
+        private let createdFirst = MultipartResumption(singleRequestLimit: 0)
+
         /// The IDs of the records in the queue's database, in the queue's order, as another process reads them.
         private func records() -> [String] {
             var ids: [String] = []
@@ -273,7 +277,7 @@ extension URLSessionSuites {
         /// holds in a queue as in every upload.
         @Test func theRunsCredentialsReachTheirOriginOnly() async throws {
             let server = try await DraftServer()
-            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: createdFirst)
             let original = try form(7)
             _ = try await queue.add(original, with: URLRequest(url: server.url(scenario: "other-origin")))
             try await within(seconds: 60, "the run") {
@@ -346,7 +350,8 @@ extension URLSessionSuites {
         /// probes it, and every later one sends its form whole at once.
         @Test func aServerWithoutTheDraftIsProbedOnce() async throws {
             let server = try await UploadServer()
-            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let queue = try MultipartUploadQueue(
+                directory: queueDirectory, maximumConcurrentUploads: 1, resumption: createdFirst)
             var forms: [MultipartFormData] = []
             for index in 0..<6 {
                 forms.append(try form(index))
@@ -369,7 +374,8 @@ extension URLSessionSuites {
             let draftServer = speaksDraft ? try await DraftServer() : nil
             let plainServer = speaksDraft ? nil : try await UploadServer()
             let url = try draftServer.map { $0.url() } ?? #require(plainServer).url("/headers")
-            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 3)
+            let queue = try MultipartUploadQueue(
+                directory: queueDirectory, maximumConcurrentUploads: 3, resumption: createdFirst)
             var forms: [MultipartFormData] = []
             for index in 0..<3 {
                 forms.append(try form(index))
@@ -399,7 +405,8 @@ extension URLSessionSuites {
         @Test func aServerFoundToSpeakTheDraftIsAskedOnce() async throws {
             let server = try await DraftServer()
             var forms: [MultipartFormData] = []
-            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let queue = try MultipartUploadQueue(
+                directory: queueDirectory, maximumConcurrentUploads: 1, resumption: createdFirst)
             for index in 0..<4 {
                 forms.append(try form(index))
                 _ = try await queue.add(forms[index], with: URLRequest(url: server.url()))
@@ -412,7 +419,8 @@ extension URLSessionSuites {
             #expect(
                 first.dropFirst(probes).map(\.method) == Array(repeating: ["POST", "PATCH"], count: 4).flatMap { $0 })
             // The next run, in a queue opened anew as another process would: no upload asks.
-            let reopened = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 2)
+            let reopened = try MultipartUploadQueue(
+                directory: queueDirectory, maximumConcurrentUploads: 2, resumption: createdFirst)
             for index in 4..<6 {
                 forms.append(try form(index))
                 _ = try await reopened.add(forms[index], with: URLRequest(url: server.url()))
@@ -431,7 +439,8 @@ extension URLSessionSuites {
         @Test func aFormUnderTheServersMinSizeGoesWholeAndTheNextIsResumable() async throws {
             let server = try await DraftServer()
             let url = server.url(scenario: "min-size-30000")
-            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let queue = try MultipartUploadQueue(
+                directory: queueDirectory, maximumConcurrentUploads: 1, resumption: createdFirst)
             let forms = [try form(0, fileBytes: 1_000), try form(1, fileBytes: 60_000)]
             for form in forms { _ = try await queue.add(form, with: URLRequest(url: url)) }
             try await within(seconds: 60, "the first run") { try await queue.run() }
@@ -446,7 +455,8 @@ extension URLSessionSuites {
             #expect(sent.dropFirst().first?.complete == "?0", "the larger form's creation")
             #expect(await queue.uploads.allSatisfy { if case .completed = $0.state { true } else { false } })
             // The next run, in a queue opened anew: the server is still known to speak the draft.
-            let reopened = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let reopened = try MultipartUploadQueue(
+                directory: queueDirectory, maximumConcurrentUploads: 1, resumption: createdFirst)
             let third = try form(2, fileBytes: 60_000)
             _ = try await reopened.add(third, with: URLRequest(url: url))
             try await within(seconds: 60, "the second run") { try await reopened.run() }
@@ -462,7 +472,8 @@ extension URLSessionSuites {
             let store = try QueueStore(queueDirectory)
             store.keep(
                 ResumableUpload.KnownServer(version: .newest, limits: ResumableUpload.Limits()), for: origin.serialized)
-            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let queue = try MultipartUploadQueue(
+                directory: queueDirectory, maximumConcurrentUploads: 1, resumption: createdFirst)
             var forms: [MultipartFormData] = []
             for index in 0..<3 {
                 forms.append(try form(index))
@@ -596,9 +607,9 @@ extension URLSessionSuites {
             let server = try await DraftServer()
             let form = try form(7)
             let request = URLRequest(url: server.url())
-            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: createdFirst)
             let id = try await queue.add(form, with: request)
-            var policy = MultipartResumption()
+            var policy = createdFirst
             policy.stateDirectory = queueDirectory.appendingPathComponent("state/\(id)")
             _ = try await URLSession.shared.upload(
                 form, with: request, strategy: .resumable(policy), headers: nil, credentialsToOtherOrigins: false,
@@ -606,7 +617,7 @@ extension URLSessionSuites {
                 membership: .init(keepsStateAfterAnswer: true))
             #expect(try server.forms().count == 1)
 
-            let relaunched = try MultipartUploadQueue(directory: queueDirectory)
+            let relaunched = try MultipartUploadQueue(directory: queueDirectory, resumption: createdFirst)
             try await within(seconds: 30, "the run") { try await relaunched.run() }
             let unknown = MultipartUploadQueue.Answer(statusCode: nil, headers: [:], body: Data())
             #expect(await relaunched.uploads.map(\.state) == [.completed(unknown)], "the answer unknown")
@@ -620,7 +631,7 @@ extension URLSessionSuites {
         /// not failed; no second copy goes.
         @Test func anAnswerLostAfterTheLastByteIsCompletedNotFailed() async throws {
             let server = try await DraftServer()
-            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: createdFirst)
             let original = try form(8)
             _ = try await queue.add(original, with: URLRequest(url: server.url(scenario: "complete-then-drop")))
             try await within(seconds: 60, "the run") { try await queue.run() }
@@ -1084,7 +1095,7 @@ extension URLSessionSuites {
         /// the answer came to an append that was not the last, and the form is not on the server.
         @Test func anEarlyRefusalFailsTheQueuedUpload() async throws {
             let server = try await DraftServer(version: 10)
-            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: createdFirst)
             let id = try await queue.add(
                 try form(0, fileBytes: 300_000), with: URLRequest(url: server.url(scenario: "refused-whole")))
             try await within(seconds: 60, "the run") { try await queue.run() }
@@ -1103,7 +1114,7 @@ extension URLSessionSuites {
         /// read, or at an offset short of the form's length, fails it too: the server completed nothing.
         @Test func aRefusalOrAHeadThatDoesNotSayCompleteFailsTheQueuedUpload() async throws {
             let server = try await DraftServer(version: 9)
-            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: createdFirst)
             var ids: [String: MultipartUploadQueue.ID] = [:]
             for (index, scenario) in ["create-refused-413", "create-refused-401", "legacy-head", "complete-short"]
                 .enumerated()
@@ -1121,7 +1132,7 @@ extension URLSessionSuites {
             }
             try await within(seconds: 60, "the run") { try await queue.run() }
             let heard = try await within(seconds: 10, "the events") { await events.value }
-            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            let reopened = try MultipartUploadQueue(directory: queueDirectory, resumption: createdFirst)
             for (scenario, id) in ids {
                 for state in [await queue.upload(id)?.state, await reopened.upload(id)?.state] {
                     guard case .failed(let failure)? = state else {

@@ -22,16 +22,25 @@ import MultipartStreamTestSupport
 // them on the wire) and new connections per upload; then the ratios, failing past --max-queue-ratio (the queue over
 // upload, small forms), --max-resumable-ratio (resumable over plain, 64 KiB) or --max-large-extra-ms (resumable's
 // time over plain's, 8 MiB), each when given.
+// With --sizes, it measures instead what a form costs to send again, the trade of MultipartResumption's
+// singleRequestLimit: a plain upload of each size from 64 KiB to 16 MiB, alternated, and each one's time over the
+// 64 KiB form's, beside a round trip. A form whose extra time is under a round trip costs less to send again after a
+// drop than creating the upload first costs every time.
 // Usage: round-trips [--delay-ms MS] [--rounds R] [--max-queue-ratio X] [--max-resumable-ratio X]
-//                    [--max-large-extra-ms MS]
+//                    [--max-large-extra-ms MS] [--sizes]
 
 var delayMs = 20
 var rounds = 5
 var maxQueueRatio: Double?
 var maxResumableRatio: Double?
 var maxLargeExtraMs: Double?
+var sizesOnly = false
 var arguments = CommandLine.arguments.dropFirst()
 while let option = arguments.popFirst() {
+    if option == "--sizes" {
+        sizesOnly = true
+        continue
+    }
     switch (option, arguments.popFirst()) {
     case ("--delay-ms", let value?) where Int(value) != nil: delayMs = Int(value)!
     case ("--rounds", let value?) where (Int(value) ?? 0) > 0: rounds = Int(value)!
@@ -42,7 +51,7 @@ while let option = arguments.popFirst() {
         FileHandle.standardError.write(
             Data(
                 ("usage: round-trips [--delay-ms MS] [--rounds R] [--max-queue-ratio X] [--max-resumable-ratio X] "
-                    + "[--max-large-extra-ms MS]\n").utf8))
+                    + "[--max-large-extra-ms MS] [--sizes]\n").utf8))
         exit(2)
     }
 }
@@ -107,6 +116,36 @@ func check(_ answer: Data, is expected: Data, _ what: String) {
     guard recorded.bytes == expected.count, (try? Data(contentsOf: URL(fileURLWithPath: recorded.path))) == expected
     else { fail("\(what): the server recorded \(recorded.bytes) bytes, not the form's \(expected.count)") }
     try? FileManager.default.removeItem(atPath: recorded.path)
+}
+
+if sizesOnly {
+    let sizes = [64 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20]
+    let forms = try sizes.enumerated().map { try form(300 + $0.offset, bytes: $0.element) }
+    var times: [Int: [Double]] = [:]
+    for round in 0...rounds {
+        for offset in 0..<sizes.count {
+            let index = (round + offset) % sizes.count
+            let (form, encoded) = forms[index]
+            let start = DispatchTime.now().uptimeNanoseconds
+            let (answer, _) = try await session.upload(
+                form, with: URLRequest(url: url), acceptableStatusCodes: 200..<300)
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+            check(answer, is: encoded, "\(sizes[index]) bytes")
+            if round > 0 { times[sizes[index], default: []].append(seconds) }
+        }
+    }
+    session.finishTasksAndInvalidate()
+    _ = try proxy.stop()
+    let base = times[sizes[0]]!.sorted()[rounds / 2]
+    print("\(rounds) rounds through a link of \(delayMs) ms each way (medians); a round trip is \(2 * delayMs) ms:")
+    for size in sizes {
+        let time = times[size]!.sorted()[rounds / 2]
+        print(
+            String(
+                format: "  %6d KiB: %.3f s, %4.0f ms more than 64 KiB: %@", size >> 10, time, (time - base) * 1e3,
+                (time - base) * 1e3 < Double(2 * delayMs) ? "cheaper to send again than a round trip" : "dearer"))
+    }
+    exit(0)
 }
 
 let small = try (0..<30).map { try form($0, bytes: 64 << 10) }

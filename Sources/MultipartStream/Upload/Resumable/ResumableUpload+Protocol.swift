@@ -51,7 +51,7 @@ extension ResumableUpload {
     /// The draft's header names.
     package enum Header {
         static let interopVersion = "Upload-Draft-Interop-Version"
-        static let complete = "Upload-Complete"
+        package static let complete = "Upload-Complete"
         /// The field of interop versions before 5, meaning the opposite; `NIOResumableUpload` 1.35.2 still puts
         /// `Upload-Incomplete: ?0` on the application's answer to a version 6 append.
         static let incomplete = "Upload-Incomplete"
@@ -155,6 +155,10 @@ extension ResumableUpload {
         /// `POST` (the form's method) with no body and `Upload-Complete: ?0`, with `Upload-Length` where the form's
         /// length is known: where will the upload live?
         case create
+        /// `POST` (the form's method) with the whole form and `Upload-Complete: ?1`: a form small enough to send again
+        /// whole (``MultipartResumption/singleRequestLimit``) goes in one request, as Apple's URLSession sends every
+        /// upload, and a server without the draft takes it as a plain upload.
+        case createComplete
         /// `PATCH` the upload with the form's bytes from `from` up to `upTo`, and `Upload-Complete: ?1` when that is
         /// the form's end (`?0` for an append that `Upload-Limit`'s `max-append-size` keeps shorter).
         case append(from: UInt64, upTo: UInt64)
@@ -167,7 +171,7 @@ extension ResumableUpload {
         var name: String {
             switch self {
             case .detect: "OPTIONS"
-            case .create: "the creation request"
+            case .create, .createComplete: "the creation request"
             case .append: "PATCH"
             case .askOffset: "HEAD"
             case .delete: "DELETE"
@@ -178,7 +182,7 @@ extension ResumableUpload {
         var reason: MultipartHeaders.ResumableStep {
             switch self {
             case .detect: .discovery
-            case .create: .creation
+            case .create, .createComplete: .creation
             case .append(let offset, _): .append(offset: offset)
             case .askOffset: .offset
             case .delete: .cleanUp
@@ -193,9 +197,9 @@ extension ResumableUpload {
             location: URL?, version: InteropVersion, contentLength: UInt64?, contentType: String,
             timeout: TimeInterval? = nil
         ) -> RequestMaker.Aim {
-            var aim = RequestMaker.Aim(timeout: timeout, withoutBody: true)
+            var aim = RequestMaker.Aim(timeout: timeout, withoutBody: self != .createComplete)
             // Only the request that creates the upload carries the caller's key.
-            if self != .create { aim.removing = [Header.idempotencyKey] }
+            if self != .create, self != .createComplete { aim.removing = [Header.idempotencyKey] }
             aim.fields = [(Header.interopVersion, String(version.rawValue))]
             switch self {
             case .detect:
@@ -207,6 +211,11 @@ extension ResumableUpload {
                 aim.fields.append((Header.complete, StructuredField.boolean(false)))
                 aim.fields.append((Header.length, contentLength.map(String.init)))
                 aim.emptyBody = contentType
+            case .createComplete:
+                // The form's own request, its body the form, said to be the whole upload.
+                aim.method = .form
+                aim.fields.append((Header.complete, StructuredField.boolean(true)))
+                aim.fields.append((Header.length, contentLength.map(String.init)))
             case .append(let offset, _):
                 (aim.url, aim.method) = (location, .named("PATCH"))
                 aim.fields.append((Header.offset, String(offset)))
@@ -226,15 +235,17 @@ extension ResumableUpload {
             return end >= contentLength
         }
 
-        /// The draft's fields `request` (this step's) carries, by name, with an append's `Content-Length`: what
-        /// `-v` shows of it.
+        /// The draft's fields `request` (this step's) carries, by name, with the `Content-Length` of an append or of
+        /// the whole form: what `-v` shows of it.
         func fields(of request: URLRequest) -> [String: String] {
             var fields: [String: String] = [:]
             for name in [Header.interopVersion, Header.complete, Header.offset, Header.length] {
                 fields[name] = request.value(forHTTPHeaderField: name)
             }
-            if case .append(let offset, let end) = self {
-                fields["Content-Length"] = String(end.subtractingSaturated(offset))
+            switch self {
+            case .append(let offset, let end): fields["Content-Length"] = String(end.subtractingSaturated(offset))
+            case .createComplete: fields["Content-Length"] = fields[Header.length]
+            default: break
             }
             return fields
         }

@@ -13,11 +13,17 @@ extension ResumableUpload {
     /// event gives the action the driver carries out. The requests and answers are typed in
     /// `ResumableUpload+Protocol.swift`.
     ///
-    /// Support is detected before any part of the form goes out: an `OPTIONS` in the newest version, then in each
-    /// older one until an answer has `Upload-Limit` or `Accept-Patch: application/partial-upload` (a probe carries no
-    /// body, so nothing is delivered twice); then a creation request with no body and `Upload-Complete: ?0` answered
-    /// with `Location`. A server that does neither gets the whole form in one request, as `.stream` sends it, and
-    /// never a part of it. The version found is spoken to the end, and saved with the upload.
+    /// A form of at most ``MultipartResumption/singleRequestLimit`` bytes goes in one request, asking nothing first:
+    /// the creation carries it whole with `Upload-Complete: ?1`, and its answer is the application's (a server
+    /// without the draft takes it as a plain upload). Linux URLSession shows no `104`, so the upload cannot learn
+    /// where it lives before that answer: a drop before it sends the form again whole, which costs less than the
+    /// round trips a larger form's way takes.
+    ///
+    /// Support for a larger form is detected before any part of it goes out: an `OPTIONS` in the newest version, then
+    /// in each older one until an answer has `Upload-Limit` or `Accept-Patch: application/partial-upload` (a probe
+    /// carries no body, so nothing is delivered twice); then a creation request with no body and `Upload-Complete: ?0`
+    /// answered with `Location`. A server that does neither gets the whole form in one request, as `.stream` sends
+    /// it, and never a part of it. The version found is spoken to the end, and saved with the upload.
     ///
     /// Every answer is untrusted: the upload ends in the application's answer only when the server says
     /// `Upload-Complete: ?1` (or, as older servers do, answers an append with a 2xx and no `Upload-Complete`), an
@@ -160,6 +166,8 @@ extension ResumableUpload {
             case detecting(Course)
             /// The creation request, with none of the form.
             case creating(Course)
+            /// The creation request carrying the whole form, in the version spoken.
+            case creatingComplete(Course)
             /// An append of the form's bytes from the acknowledged offset up to `end`.
             case appending(Resource, end: UInt64, Course)
             /// `HEAD`: where the server stands; `savedOffset` on the first ask about a saved upload, until the
@@ -220,11 +228,11 @@ extension ResumableUpload {
             expiredSave = saved != nil && savedLifetime.map { !($0 > 0) } == true
             var course = Course(delay: policy.wait(policy.initialDelay))
             guard let saved else {
-                if let known {
-                    (self.version, course.limits, course.assumed) = (known.version, known.limits, true)
-                    state = .creating(course)
+                if let known { (self.version, course.limits, course.assumed) = (known.version, known.limits, true) }
+                if policy.goesInOneRequest(contentLength) {
+                    state = .creatingComplete(course)
                 } else {
-                    state = .detecting(course)
+                    state = known == nil ? .detecting(course) : .creating(course)
                 }
                 return
             }
@@ -247,11 +255,12 @@ extension ResumableUpload {
         /// A saved upload whose lifetime had passed, which starts over.
         private let expiredSave: Bool
 
-        /// The first action: detect support, or ask a saved upload's offset, or create the upload on a server known
-        /// to speak the draft; a saved upload past its lifetime starts over.
+        /// The first action: send a small form in one request, or detect support, or ask a saved upload's offset, or
+        /// create the upload on a server known to speak the draft; a saved upload past its lifetime starts over.
         mutating func start() -> Action {
             switch state {
             case .askingOffset: .send(.askOffset)
+            case .creatingComplete(let course): createComplete(course)
             case .creating(let course) where course.assumed: create(course)
             default: expiredSave ? .startOver(.expired, deleting: nil) : .send(.detect)
             }
@@ -263,7 +272,7 @@ extension ResumableUpload {
             case .appending(let resource, _, _), .askingOffset(let resource, _, _),
                 .askingFinalOffset(let resource, _, _):
                 resource.location
-            case .detecting, .creating, .finished: nil
+            case .detecting, .creating, .creatingComplete, .finished: nil
             }
         }
 
@@ -286,14 +295,14 @@ extension ResumableUpload {
             case .appending(let resource, _, _), .askingOffset(let resource, _, _),
                 .askingFinalOffset(let resource, _, _):
                 resource
-            case .detecting, .creating, .finished: nil
+            case .detecting, .creating, .creatingComplete, .finished: nil
             }
         }
 
         private var course: Course? {
             switch state {
-            case .detecting(let course), .creating(let course), .appending(_, _, let course),
-                .askingOffset(_, _, let course), .askingFinalOffset(_, let course, _):
+            case .detecting(let course), .creating(let course), .creatingComplete(let course),
+                .appending(_, _, let course), .askingOffset(_, _, let course), .askingFinalOffset(_, let course, _):
                 course
             case .finished: nil
             }
@@ -324,6 +333,7 @@ extension ResumableUpload {
                 switch state {
                 case .detecting(let course): return retry(State.detecting, course, because: error)
                 case .creating(let course): return retry(State.creating, course, because: error)
+                case .creatingComplete(let course): return retry(State.creatingComplete, course, because: error)
                 case .appending(let resource, _, let course):
                     return retry(asking(bounded(resource, by: handedOut)), course, because: error)
                 case .askingOffset(let resource, _, let course):
@@ -358,6 +368,7 @@ extension ResumableUpload {
             switch state {
             case .detecting(let course): return detected(answer, course)
             case .creating(let course): return created(answer, reply, course)
+            case .creatingComplete(let course): return createdComplete(answer, reply, handedOut: handedOut, course)
             case .appending(let resource, let end, let course):
                 return appended(answer, reply, bounded(resource, by: handedOut), end: end, course)
             case .askingOffset(let resource, let savedOffset, let course):
@@ -387,6 +398,7 @@ extension ResumableUpload {
             switch state {
             case .detecting(let course): state = .detecting(noted(course))
             case .creating(let course): state = .creating(noted(course))
+            case .creatingComplete(let course): state = .creatingComplete(noted(course))
             case .appending(let resource, let end, let course): state = .appending(resource, end: end, noted(course))
             case .askingOffset(let resource, let savedOffset, let course):
                 state = .askingOffset(resource, savedOffset: savedOffset, noted(course))
@@ -427,14 +439,16 @@ extension ResumableUpload {
         }
 
         /// Whether `error` is the connection's, which another request may not meet: dropped, reset, timed out,
-        /// refused, stalled; or, while appending, URLSession's own resend of the part on a new connection, which
-        /// the upload refused. Anything else (a part that failed, the caller's headers) ends the upload.
+        /// refused, stalled; or, while sending the form's bytes, URLSession's own resend of them on a new connection,
+        /// which the upload refused. Anything else (a part that failed, the caller's headers) ends the upload.
         private static func isConnectionFailure(_ error: any Error, during state: State) -> Bool {
             // The request's own failure, not one the upload made of it: a part that failed, or an answer that came
             // with a failure of the connection beneath it, is the request's, which the answer's handling decides.
             if let error = error as? MultipartError {
-                guard case .appending = state else { return false }
-                return FailureMeaning.of(error) == .resendRefused
+                switch state {
+                case .appending, .creatingComplete: return FailureMeaning.of(error) == .resendRefused
+                default: return false
+                }
             }
             return FailureMeaning.of(error) == .noAnswer
         }
@@ -471,6 +485,16 @@ extension ResumableUpload {
                 return finish(.sendWhole(underMinimumSize: minSize))
             }
             return .send(.create)
+        }
+
+        /// The creation carrying the whole form, unless it is too large for a server known to speak the draft, or
+        /// under its `min-size`, which goes as to a server without the draft.
+        private mutating func createComplete(_ course: Course) -> Action {
+            if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
+            if let minSize = course.limits.minSize, let contentLength, contentLength < minSize {
+                return finish(.sendWhole(underMinimumSize: minSize))
+            }
+            return .send(.createComplete)
         }
 
         /// The server does not speak this version: `next` is asked, until none is left. Any answer counts as not
@@ -540,6 +564,36 @@ extension ResumableUpload {
             if let tooLarge = overMaxSize(course.limits) { return fail(tooLarge) }
             if let unkeepable = unkeepableLimits(course.limits) { return fail(unkeepable) }
             return acknowledge(answer.offset ?? 0, answer: answer, resource, course)
+        }
+
+        /// The answer to the whole form in one request is the application's: a server without the draft answers as to
+        /// a plain upload, and one with it once the form reached the application. But a `400` that names an older
+        /// version (as `NIOResumableUpload` names 6) did not take it: it goes again in that version. An upload kept
+        /// incomplete where it lives goes on from where the server stands; one that says it is incomplete and where
+        /// is not cannot, and is no completion.
+        private mutating func createdComplete(_ answer: Answer, _ reply: Reply, handedOut: UInt64, _ course: Course)
+            -> Action
+        {
+            if answer.statusCode == 400, let named = answer.interopVersion.flatMap(InteropVersion.init(rawValue:)),
+                named < version
+            {
+                // The next upload to the server speaks it from the start.
+                version = named
+                found = KnownServer(version: named, limits: Limits())
+                state = .creatingComplete(course)
+                return .send(.createComplete)
+            }
+            // The request followed the redirects it could, as a plain upload's does: a 3xx here is the answer too.
+            guard answer.isComplete == false, (200..<300).contains(answer.statusCode) else {
+                return finish(.answer(reply))
+            }
+            guard let location = answer.location else {
+                return fail(MultipartError(.resumptionRefused(statusCode: answer.statusCode)))
+            }
+            if let refused = refusal(of: location) { return fail(refused) }
+            let sent = min(handedOut, contentLength ?? handedOut)
+            state = .askingOffset(Resource(location: location, acknowledged: 0, sent: sent), savedOffset: nil, course)
+            return .send(.askOffset)
         }
 
         /// The failure of a form over the server's `max-size`, before or after the upload exists.
@@ -915,6 +969,7 @@ extension ResumableUpload {
                 switch state {
                 case .detecting: .detect
                 case .creating: .create
+                case .creatingComplete: .createComplete
                 default: .askOffset
                 }
             return .wait(seconds: wait, then: step)

@@ -56,9 +56,14 @@ package struct ResumableUpload {
     ) async throws -> Reply {
         // No progress comes after the upload returns or throws.
         defer { progress?.finish() }
-        // A new upload to a server the queue knows nothing of waits for the one that asks what it speaks.
+        // A new upload to a server the queue knows nothing of waits for the one that asks what it speaks, unless it
+        // asks nothing.
         var (known, knownNone) = (membership.knownServer, membership.knownNotResumable)
-        let discovery = record == nil && known == nil && !knownNone ? membership.discovery : nil
+        let oneRequest = policy.goesInOneRequest(form.contentLength)
+        if oneRequest, known == nil, let version = NamedVersions.version(for: request.url) {
+            known = KnownServer(version: version, limits: Limits())
+        }
+        let discovery = record == nil && known == nil && !knownNone && !oneRequest ? membership.discovery : nil
         let turn = discovery?.turn()
         defer { if let turn { discovery?.leave(turn) } }
         if let discovery, let turn {
@@ -136,6 +141,7 @@ package struct ResumableUpload {
                     // Said once, as the server is found to speak the draft.
                     if let found = resumption.found, !told {
                         told = true
+                        if oneRequest { NamedVersions.note(found.version, for: request.url) }
                         membership.learned?(found)
                         membership.discovery?.found(.speaks(found))
                     }
@@ -319,6 +325,9 @@ package struct ResumableUpload {
         let role: UploadRequest.Role =
             switch step {
             case .append(let offset, let end): .append(from: offset, upTo: end, Self.appendFraming)
+            // Once, as an append: libcurl's own resend on a reused connection that died fails it, and the machine
+            // sends it again, said.
+            case .createComplete: .wholeForm(.stream, once: true)
             case .askOffset, .delete: .resourceRequest
             case .detect, .create: .protocolRequest
             }
@@ -329,7 +338,7 @@ package struct ResumableUpload {
         // 5xx, a 413 to an append it makes smaller) is no one's.
         let mayAnswer =
             switch step {
-            case .create, .append: true
+            case .create, .createComplete, .append: true
             case .detect, .askOffset, .delete: false
             }
         let (upload, result) = makeUpload(
@@ -340,8 +349,12 @@ package struct ResumableUpload {
             policy.events?(.requestSent(method: request.httpMethod ?? "", url: url, fields: step.fields(of: request)))
         }
         defer {
-            if case .append(let offset, _) = step, upload.furthestHandedOut > offset {
+            switch step {
+            case .append(let offset, _) where upload.furthestHandedOut > offset:
                 policy.events?(.bodySent(bytes: upload.furthestHandedOut - offset))
+            case .createComplete where upload.furthestHandedOut > 0:
+                policy.events?(.bodySent(bytes: upload.furthestHandedOut))
+            default: break
             }
         }
         do {
@@ -388,12 +401,18 @@ package struct ResumableUpload {
         let error: any Error
     }
 
-    /// Runs `perform`; for an append under the policy's stall rule, ends it as stalled when `upload` hands out its
-    /// bytes too slowly.
+    /// Runs `perform`; for a request carrying the form's bytes under the policy's stall rule, ends it as stalled when
+    /// `upload` hands out its bytes too slowly.
     private func watchingForStalls(
         _ step: Step, of upload: UploadRequest, _ perform: @escaping @Sendable () async throws -> Reply
     ) async throws -> Reply {
-        guard case .append(_, let end) = step, let stall = policy.stall else { return try await perform() }
+        let end: UInt64? =
+            switch step {
+            case .append(_, let end): end
+            case .createComplete: form.contentLength
+            default: nil
+            }
+        guard let end, let stall = policy.stall else { return try await perform() }
         return try await withThrowingTaskGroup(of: Reply?.self) { group in
             group.addTask { try await perform() }
             group.addTask {

@@ -57,9 +57,11 @@ public struct MultipartUploadStrategy: Sendable {
     /// draft-ietf-httpbis-resumable-upload (interop versions 6 to 10: SwiftNIO's `NIOResumableUpload`, Apple's
     /// URLSession), a connection failure, reset or timeout makes the upload ask the server how much of the form it
     /// has and send the rest from there, within `policy`'s retries; with ``MultipartResumption/stateDirectory`` it
-    /// also survives the process. Support is detected before any part of the form is sent (an `OPTIONS` in each
-    /// version, newest first, then a creation request with no body); any other server gets the whole form in one
-    /// request, exactly as with ``stream``. See <doc:ResumableUploads>.
+    /// also survives the process. A form of at most ``MultipartResumption/singleRequestLimit`` bytes goes in one
+    /// request, its creation carrying it whole, and again whole after a drop before the answer. For a larger form
+    /// support is detected before any part of it is sent (an `OPTIONS` in each version, newest first, then a
+    /// creation request with no body); any other server gets the whole form in one request, exactly as with
+    /// ``stream``. See <doc:ResumableUploads>.
     ///
     /// - Parameters:
     ///   - policy: How the upload retries, notices stalls and keeps its state.
