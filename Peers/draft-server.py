@@ -857,6 +857,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
         data, _ = self.read()
         self.entry(len(data))
         plain = self.headers.get("Upload-Complete") is None or not self.speaks_draft()
+        whole = self.headers.get("Upload-Complete") == "?1" and len(data) == int(self.headers.get("Upload-Length") or -1)
+        if not plain and whole:
+            # The whole upload in its creation: the application takes it and answers with Upload-Complete (as drawn),
+            # or the connection drops before or after it took it, or it refuses it; or the server keeps an upload
+            # resource of a part of it, and says so as drawn (never ?1: no client could tell that lie from the truth).
+            kind = self.chaos_pick(("processed", 3), "dropped", "lost", "refused", ("kept", 2))
+            if kind == "dropped":
+                return self.drop()
+            if kind == "refused":
+                status = self.chaos_status(refusals_only=True)
+                return self.chaos_end(status, {"Content-Type": "text/plain", "Upload-Complete": "?1"}, b"no")
+            if kind == "kept":
+                with lock:
+                    next_id[0] += 1
+                    upload_id = str(next_id[0])
+                    kept = bytearray(data[:self.chaos_pick(0, len(data) // 2, len(data))])
+                    uploads[upload_id] = {"scenario": self.chaos_scenario(), "data": kept, "length": len(data),
+                                          "patches": 0, "heads": 0, "next": threading.Event()}
+                headers = {"Location": f"http://127.0.0.1:{ports['main']}/u/{upload_id}"}
+                field = self.chaos_field(False)
+                if field.get("Upload-Complete") == "?1":
+                    field = {}
+                return self.chaos_end(self.chaos_pick(200, 201, 204), {**headers, **field})
+            status = 0 if kind == "lost" else self.chaos_status()
+            body = self.chaos_applied({"data": data}, status)
+            if kind == "lost":
+                return self.drop()
+            return self.chaos_end(status, {"Content-Type": "application/json", **self.chaos_field(True)}, body)
         if plain:
             kind = self.chaos_pick(("processed", 4), "dropped", "refused")
             if kind == "refused":

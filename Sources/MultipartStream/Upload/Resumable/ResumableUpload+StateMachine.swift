@@ -566,11 +566,12 @@ extension ResumableUpload {
             return acknowledge(answer.offset ?? 0, answer: answer, resource, course)
         }
 
-        /// The answer to the whole form in one request is the application's: a server without the draft answers as to
-        /// a plain upload, and one with it once the form reached the application. But a `400` that names an older
-        /// version (as `NIOResumableUpload` names 6) did not take it: it goes again in that version. An upload kept
-        /// incomplete where it lives goes on from where the server stands; one that says it is incomplete and where
-        /// is not cannot, and is no completion.
+        /// The answer to the whole form in one request is the application's: one that says `Upload-Complete: ?1`,
+        /// and any answer of a server without the draft, as to a plain upload. But a `400` that names an older version
+        /// (as `NIOResumableUpload` names 6) did not take it: it goes again in that version. A success that says where
+        /// the upload lives, or that it is incomplete, without `?1`, is the draft's word that the server keeps an
+        /// upload resource, not the application's answer: the upload asks it how far it has the form and goes on
+        /// from there, and fails where it says neither where nor complete.
         private mutating func createdComplete(_ answer: Answer, _ reply: Reply, handedOut: UInt64, _ course: Course)
             -> Action
         {
@@ -584,9 +585,10 @@ extension ResumableUpload {
                 return .send(.createComplete)
             }
             // The request followed the redirects it could, as a plain upload's does: a 3xx here is the answer too.
-            guard answer.isComplete == false, (200..<300).contains(answer.statusCode) else {
-                return finish(.answer(reply))
-            }
+            let keptAsAnUpload =
+                answer.isComplete != true && (200..<300).contains(answer.statusCode)
+                && (answer.isComplete == false || answer.location != nil || answer.offset != nil)
+            guard keptAsAnUpload else { return finish(.answer(reply)) }
             guard let location = answer.location else {
                 return fail(MultipartError(.resumptionRefused(statusCode: answer.statusCode)))
             }
