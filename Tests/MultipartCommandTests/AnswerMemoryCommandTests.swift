@@ -106,7 +106,9 @@ extension CommandLineTests {
     /// hung up on, and the command's peak stays bounded. Before, with answers of 512 MiB: 1.1 GB.
     @Test(.longRun) func resumableAnswersItDoesNotKeepAreReadForAPrefix() async throws {
         let server = try await DraftServer()
-        _ = try directory.file("f.bin", contents: Data(count: 200_000))
+        // Over 1 MiB, so that the form is created first and goes in appends (a smaller one goes in one request,
+        // whose refused answer is the application's: ResponseBoundTests).
+        _ = try directory.file("f.bin", contents: Data(count: 1_100_000))
         let measuredRun = try await measured(
             [
                 "-sS", "-C", "-", "--retry", "2", "--retry-delay", "0.01", "-F", "f=@f.bin", "-o", "answer.json",
