@@ -28,17 +28,35 @@ import Testing
             return started.values
         }
         #expect(sleepers.count == 100)
+        // The tests running beside this one open TCP sockets without close-on-exec, which a child started meanwhile
+        // inherits however it is started; a child's end of its exit pair is a Unix socket, as no test's own sockets are.
+        let unix = try unixSocketInodes()
         var holding: [Int32: Int] = [:]
         for pid in sleepers {
             #expect(kill(pid, 0) == 0, "sleeper \(pid) is still running, and its descriptors there to look at")
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
             let sockets = entries.filter {
-                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)"))?
-                    .hasPrefix("socket:") == true
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+                else { return false }
+                return target.hasPrefix("socket:[") && unix.contains(String(target.dropFirst(8).dropLast()))
             }.count
             if sockets != 1 { holding[pid] = sockets }
             kill(pid, SIGKILL)
         }
         #expect(holding.isEmpty, "sleepers holding another child's socket: \(holding)")
+    }
+
+    /// The inodes of every Unix socket there is, read once the sleepers hold theirs: the seventh column of
+    /// `/proc/net/unix`.
+    private func unixSocketInodes() throws -> Set<String> {
+        // Read to its end: `String(contentsOfFile:)` returned only the first part of it here.
+        let file = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/net/unix"))
+        defer { try? file.close() }
+        let table = String(decoding: try file.readToEnd() ?? Data(), as: UTF8.self)
+        return Set(
+            table.split(separator: "\n").dropFirst().compactMap { line in
+                let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+                return columns.count > 6 ? String(columns[6]) : nil
+            })
     }
 }
