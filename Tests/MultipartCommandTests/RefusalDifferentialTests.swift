@@ -90,13 +90,13 @@ extension CommandLineTests {
             // process does: the same requests, and so the same answers. (libcurl sends a request again by itself on
             // a kept-alive connection that died, and the server would see one more; a small form's, whose body goes
             // once, with none of it.)
-            ResumableUpload.NamedVersions.forgetAll()
+            DiscoveryGate.forgetProcessFindings(of: server.url())
             let session = URLSession(configuration: .ephemeral)
             defer { session.finishTasksAndInvalidate() }
             let library = await libraryVerdict(
                 session, form, url("library"), policy(directory.path("library-state-\(seed)")))
 
-            ResumableUpload.NamedVersions.forgetAll()
+            DiscoveryGate.forgetProcessFindings(of: server.url())
             let queueSession = URLSession(configuration: .ephemeral)
             defer { queueSession.finishTasksAndInvalidate() }
             let queue = try MultipartUploadQueue(

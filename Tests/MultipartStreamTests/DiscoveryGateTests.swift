@@ -27,6 +27,36 @@ import Testing
         #expect(gate.waiting == 0)
     }
 
+    /// A finding of none holds for its time on the gate's clock, then the next upload asks again, in case the server
+    /// took up the draft since (a process's gates, a day); a finding of the draft holds however long. A finding of
+    /// none said again by an upload that went whole on it would keep it forever: only an asker says it.
+    @Test func aFindingOfNoneHoldsItsTimeThenTheServerIsAskedAgain() async throws {
+        let now = LockedValue<UInt64>(1_000)
+        let day: UInt64 = 86_400 * 1_000_000_000
+        let gate = DiscoveryGate(speaksNoneFor: 86_400, clock: { now.withLock { $0 } })
+        let asker = gate.turn()
+        #expect(await gate.finding(for: asker) == .ask)
+        gate.found(.speaksNone)
+        gate.leave(asker)
+        now.withLock { $0 += day - 1 }
+        #expect(gate.known == .speaksNone)
+        #expect(await gate.finding(for: gate.turn()) == .speaksNone)
+        now.withLock { $0 += 1 }
+        #expect(gate.known == nil, "a day on, nothing is known")
+        let again = gate.turn()
+        #expect(await gate.finding(for: again) == .ask, "and the next upload asks")
+        gate.found(.speaks(draft))
+        gate.leave(again)
+        now.withLock { $0 += 400 * day }
+        #expect(gate.known == .speaks(draft))
+        #expect(await gate.finding(for: gate.turn()) == .speaks(draft))
+        // Without a time, as a queue keeps its gates, none holds as long as the gate.
+        let kept = DiscoveryGate(speaksNoneFor: nil, clock: { now.withLock { $0 } })
+        kept.found(.speaksNone)
+        now.withLock { $0 = .max }
+        #expect(kept.known == .speaksNone)
+    }
+
     /// An asker that fails (a server out of reach) or is cancelled lets every waiting upload ask on its own: none
     /// waits out another's retries before its own. The next upload to come after them waits for them again.
     @Test func anAskerThatEndsWithoutAFindingLetsEveryWaitingUploadAsk() async throws {

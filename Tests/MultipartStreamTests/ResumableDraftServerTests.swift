@@ -99,7 +99,9 @@ extension URLSessionSuites {
                 _ = try await URLSession(configuration: .ephemeral).upload(
                     form, with: URLRequest(url: server.url()), strategy: .resumable(fast), headers: failing)
             }
-            #expect(try server.log().count == log.count + 5, "the form never went")
+            // The process knows the server speaks none: nothing is asked again, and the form never went.
+            let after = try server.log()
+            #expect(after.count == log.count, "\(after.map(\.method))")
         }
 
         @Test func anAppendRefusedForWantOfACredentialIsSentAgainWithIt() async throws {
@@ -238,9 +240,10 @@ extension URLSessionSuites {
                                 acceptableStatusCodes: 200..<300)
                         }
                         let methods = try server.log().dropFirst(before).map(\.method)
+                        // Only the process's first upload to the server asks what it speaks.
                         #expect(
-                            methods == ["OPTIONS", "POST", "PATCH"], "\(scenario): nothing after the answer: \(methods)"
-                        )
+                            methods == (before == 0 ? ["OPTIONS"] : []) + ["POST", "PATCH"],
+                            "\(scenario): nothing after the answer: \(methods)")
                         switch result {
                         case .failure(let error as MultipartError):
                             guard case .unacceptableStatus(status, let body) = error.reason else {

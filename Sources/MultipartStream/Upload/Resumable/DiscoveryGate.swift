@@ -5,7 +5,7 @@ import Foundation
 /// meanwhile wait for what it finds rather than each asking the same questions. An asker that ends without finding
 /// out (a failure, a cancel) lets every upload that waits ask on its own, as it would have: a server out of reach is
 /// then probed by one of them at a time through their ``OutageGate``, and none waits out another's retries before its
-/// own. A queue keeps one for each origin.
+/// own. A queue keeps one for each origin; the uploads no queue gathers share their process's (``forProcess(of:)``).
 package final class DiscoveryGate: Sendable {
     /// What an upload goes on with.
     package enum Finding: Equatable, Sendable {
@@ -20,6 +20,8 @@ package final class DiscoveryGate: Sendable {
     private struct State {
         /// What the last upload to find out found.
         var found: Finding?
+        /// When, on ``clock``.
+        var foundAt: UInt64 = 0
         /// The turn of the upload that asks, while one does.
         var asker: Int?
         /// The uploads that wait for the asker, in the order they came.
@@ -31,8 +33,35 @@ package final class DiscoveryGate: Sendable {
     }
 
     private let state = LockedValue(State())
+    /// How long a finding of none holds, in nanoseconds; `nil` for as long as the gate.
+    private let speaksNoneFor: UInt64?
+    private let clock: @Sendable () -> UInt64
 
-    package init() {}
+    /// A gate whose finding that the server speaks none holds for `speaksNoneFor` seconds on `clock` (nanoseconds),
+    /// then the server is asked again, in case it took up the draft since; `nil` keeps it as long as the gate.
+    package init(
+        speaksNoneFor: TimeInterval? = nil,
+        clock: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }
+    ) {
+        self.speaksNoneFor = speaksNoneFor.map { UInt64(clamping: Int64(($0 * 1e9).rounded())) }
+        self.clock = clock
+    }
+
+    /// What was found, if it still holds: what an upload that waits for nobody (one that asks nothing first) may go
+    /// on with.
+    var known: Finding? {
+        state.withLock { current(&$0) }
+    }
+
+    /// What `state` holds as found now, forgetting a finding of none past its time.
+    private func current(_ state: inout State) -> Finding? {
+        if state.found == .speaksNone, let speaksNoneFor,
+            clock().subtractingSaturated(state.foundAt) >= speaksNoneFor
+        {
+            state.found = nil
+        }
+        return state.found
+    }
 
     /// A turn at the gate, for one upload.
     func turn() -> Int {
@@ -52,7 +81,7 @@ package final class DiscoveryGate: Sendable {
                 let now = state.withLock { state -> Finding? in
                     state.taken.remove(turn)
                     if state.cancelled.remove(turn) != nil { return .ask }
-                    if let found = state.found { return found }
+                    if let found = current(&state) { return found }
                     guard state.asker != nil else {
                         state.asker = turn
                         return .ask
@@ -82,7 +111,7 @@ package final class DiscoveryGate: Sendable {
         guard finding != .ask else { return }
         let waiting = state.withLock { state -> [CheckedContinuation<Finding, Never>] in
             defer { state.waiting.removeAll() }
-            (state.found, state.asker) = (finding, nil)
+            (state.found, state.foundAt, state.asker) = (finding, clock(), nil)
             return state.waiting.map(\.continuation)
         }
         for continuation in waiting { continuation.resume(returning: finding) }
@@ -99,6 +128,11 @@ package final class DiscoveryGate: Sendable {
             return state.waiting.map(\.continuation)
         }
         for continuation in released { continuation.resume(returning: .ask) }
+    }
+
+    /// Whether an upload holds a turn at the gate: it asks, waits, or is about to.
+    var isAsked: Bool {
+        state.withLock { $0.asker != nil || !$0.waiting.isEmpty || !$0.taken.isEmpty }
     }
 
     /// How many uploads wait for the asker.

@@ -59,11 +59,12 @@ package struct ResumableUpload {
         // A new upload to a server the queue knows nothing of waits for the one that asks what it speaks, unless it
         // asks nothing.
         var (known, knownNone) = (membership.knownServer, membership.knownNotResumable)
+        // An upload no queue gathers goes on with what its process found of the server.
+        let gate = membership.discovery ?? DiscoveryGate.forProcess(of: request.url)
         let oneRequest = policy.goesInOneRequest(form.contentLength)
-        if oneRequest, known == nil, let version = NamedVersions.version(for: request.url) {
-            known = KnownServer(version: version, limits: Limits())
-        }
-        let discovery = record == nil && known == nil && !knownNone && !oneRequest ? membership.discovery : nil
+        // The one request asks nothing and waits for nobody: it goes in the version found, if any.
+        if oneRequest, known == nil, case .speaks(let server)? = gate?.known { known = server }
+        let discovery = record == nil && known == nil && !knownNone && !oneRequest ? gate : nil
         let turn = discovery?.turn()
         defer { if let turn { discovery?.leave(turn) } }
         if let discovery, let turn {
@@ -73,6 +74,8 @@ package struct ResumableUpload {
             case .speaksNone: knownNone = true
             }
         }
+        // Whether the upload goes whole on what was known, which is no new finding that the server speaks none.
+        let toldNone = knownNone
         var resumption = StateMachine(
             contentLength: form.contentLength, policy: policy, requestURL: request.url, savesState: state != nil,
             resuming: record.flatMap { record in
@@ -141,9 +144,8 @@ package struct ResumableUpload {
                     // Said once, as the server is found to speak the draft.
                     if let found = resumption.found, !told {
                         told = true
-                        if oneRequest { NamedVersions.note(found.version, for: request.url) }
                         membership.learned?(found)
-                        membership.discovery?.found(.speaks(found))
+                        gate?.found(.speaks(found))
                     }
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
@@ -199,7 +201,7 @@ package struct ResumableUpload {
             case .sendWhole(let minSize):
                 // A server under whose min-size the form goes whole still speaks the draft, for the next upload.
                 policy.events?(minSize.map(MultipartResumption.Event.underMinimumSize) ?? .notResumable)
-                if minSize == nil { membership.discovery?.found(.speaksNone) }
+                if minSize == nil, !toldNone { gate?.found(.speaksNone) }
                 state?.remove()
                 let events = policy.events
                 return try await WholeFormUpload(
