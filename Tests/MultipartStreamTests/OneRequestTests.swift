@@ -115,7 +115,10 @@ extension URLSessionSuites {
             #expect(dropped.sentAgain == 1 && other.sentAgain == 0)
             // Each under its own key, which the queue made: the dropped one processed once.
             #expect(try server.forms() == [expected, expected])
-            let log = try server.log()
+            // libcurl sends a request again by itself where its reused connection died before any answer: the
+            // dropped one, where it went on the other's connection. The head goes again with none of the body (the
+            // body goes once), which the upload takes for a drop, and sends the form again.
+            let log = try server.log().filter { !($0.bytes == 0 && $0.scenario == "complete-dropped") }
             #expect(log.map(\.method) == ["POST", "POST", "POST"], "\(log)")
             #expect(Set(log.compactMap(\.idempotency)).count == 2, "\(log)")
         }
