@@ -72,6 +72,8 @@ struct Options: Equatable {
     var parallel: Int?
     /// `--key K`: with `--queue DIR`, add the form only if no upload of the queue has this key.
     var queueKey: String?
+    /// `--again`: with `--queue DIR --key K`, add the form even though K's last upload completed or was removed.
+    var addsAgain = false
     /// `--list`, `--retry ID`, `--remove ID`, `--remove-completed`, `--pause ID`, `--resume ID`, `--prioritize ID`:
     /// with `--queue DIR`, look at or steer the queue.
     var queueChange: QueueChange?
@@ -201,7 +203,7 @@ struct Options: Equatable {
             }
             self.retryArgument = nil
         }
-        if queue != nil || runsQueue || parallel != nil || queueKey != nil || queueChange != nil {
+        if queue != nil || runsQueue || parallel != nil || queueKey != nil || addsAgain || queueChange != nil {
             try validateQueue()
             return
         }
@@ -325,6 +327,7 @@ struct Options: Equatable {
         case "--abandon": abandons = true
         case "--list-saved": listsSaved = true
         case "--run": runsQueue = true
+        case "--again": addsAgain = true
         case "--list", "--remove-completed":
             guard queueChange == nil else { throw Self.oneQueueChange }
             queueChange = name == "--list" ? .list : .removeCompleted

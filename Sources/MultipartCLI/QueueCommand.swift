@@ -39,8 +39,15 @@ extension Command {
                 let form = try makeForm(options)
                 do {
                     let id = try await queue.add(
-                        form, with: request(to: options.url!, options: options), key: options.queueKey)
+                        form, with: request(to: options.url!, options: options), key: options.queueKey,
+                        again: options.addsAgain)
                     Command.printOut(id.rawValue)
+                    if let key = options.queueKey, let end = await queue.end(ofKey: key), !options.silent {
+                        let how = end == .completed ? "completed and was cleared from the queue" : "was removed"
+                        printError(
+                            "multipart: not added: the upload of key \(key) (\(id.rawValue)) \(how); --again adds it anew"
+                        )
+                    }
                 } catch let error as MultipartError {
                     guard case .credentialNotQueued(let what) = error.reason else { throw error }
                     throw CommandFailure(

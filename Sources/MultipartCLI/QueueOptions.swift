@@ -18,7 +18,7 @@ extension Options {
         case .add:
             // What the upload keeps: its form, its request (but for credentials, refused by name), its key.
             return always.union([
-                "--form", "--form-string", "--header", "--user-agent", "--request", "--boundary", "--key",
+                "--form", "--form-string", "--header", "--user-agent", "--request", "--boundary", "--key", "--again",
             ])
         case .run:
             // What goes with every request, how many at once and how fast, what is said, and the run's bounds.
@@ -40,7 +40,7 @@ extension Options {
             "--run", "--parallel", "--verbose", "--write-out", "--max-time", "--speed-limit", "--speed-time",
             "--limit-rate", "--fail", "--fail-with-body", "--single-request-limit",
         ]
-        let kept: Set<String> = ["--form", "--form-string", "--request", "--boundary", "--key"]
+        let kept: Set<String> = ["--form", "--form-string", "--request", "--boundary", "--key", "--again"]
         let changes: Set<String> = [
             "--list", "--retry", "--remove", "--remove-completed", "--pause", "--resume", "--prioritize",
         ]
@@ -88,7 +88,8 @@ extension Options {
     mutating func validateQueue() throws(UsageError) {
         guard queue != nil else {
             throw UsageError(
-                "--run, --parallel, --key, --list, --remove, --remove-completed, --pause, --resume and --prioritize "
+                "--run, --parallel, --key, --again, --list, --remove, --remove-completed, --pause, --resume and "
+                    + "--prioritize "
                     + "are about an upload queue: give it with --queue DIR")
         }
         let mode: QueueMode

@@ -73,7 +73,9 @@ let usage = """
       --parallel N                                 with --queue DIR --run: uploads at once (default 3)
       --key K                                      with --queue DIR: add the form only if no upload of the
                                                    queue has key K (it prints that one's ID), e.g. --key
-                                                   "$(realpath a.log)"
+                                                   "$(realpath a.log)", nor had it and completed or was removed
+      --again                                      with --queue DIR --key K: add it though K's upload completed
+                                                   or was removed
       --list                                       with --queue DIR: a line an upload: ID, state (a failure's
                                                    reason), bytes, URL, key, files
       --retry ID                                   with --queue DIR: send the failed upload ID again at the next

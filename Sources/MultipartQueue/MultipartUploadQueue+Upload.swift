@@ -20,7 +20,7 @@ extension MultipartUploadQueue {
         public var description: String { rawValue }
     }
 
-    /// An upload to add with ``MultipartUploadQueue/add(contentsOf:)``: what ``MultipartUploadQueue/add(_:with:key:)``
+    /// An upload to add with ``MultipartUploadQueue/add(contentsOf:)``: what ``MultipartUploadQueue/add(_:with:key:again:)``
     /// takes.
     public struct NewUpload: Sendable {
         /// The form: fields, data and file parts.
@@ -29,13 +29,25 @@ extension MultipartUploadQueue {
         public var request: URLRequest
         /// What identifies the upload for the caller; `nil` adds every time.
         public var key: String?
+        /// Whether it is added even though the key's last upload completed or was removed.
+        public var again: Bool
 
-        /// An upload of `form` with `request`, once a `key`.
-        public init(form: MultipartFormData, request: URLRequest, key: String? = nil) {
+        /// An upload of `form` with `request`, once a `key` (and once it ended, unless `again`).
+        public init(form: MultipartFormData, request: URLRequest, key: String? = nil, again: Bool = false) {
             self.form = form
             self.request = request
             self.key = key
+            self.again = again
         }
+    }
+
+    /// How the upload of a key ended, once it left the queue (``MultipartUploadQueue/end(ofKey:)``).
+    public enum KeyEnd: Sendable, Equatable {
+        /// It completed: the server has the form. Then it was removed, or cleared by
+        /// ``MultipartUploadQueue/removeCompleted()``.
+        case completed
+        /// It was removed before it completed.
+        case removed
     }
 
     /// Where an upload of the queue stands; printed as one line (`completed (HTTP 201)`, `failed (reason)`).
@@ -139,7 +151,7 @@ extension MultipartUploadQueue {
     public struct Upload: Sendable, Identifiable {
         /// Its identity.
         public let id: ID
-        /// The key it was added with (see ``MultipartUploadQueue/add(_:with:key:)``); `nil` for none.
+        /// The key it was added with (see ``MultipartUploadQueue/add(_:with:key:again:)``); `nil` for none.
         public var key: String?
         /// The paths of its form's file parts, in order.
         public var files: [URL]

@@ -16,7 +16,7 @@ import MultipartStream
 /// try await queue.run(on: .shared, headers: .fresh { _ in ["Authorization": try await tokens.current()] })
 /// ```
 ///
-/// Each upload is committed before ``add(_:with:key:)`` returns, and outlives a kill of the process: what rebuilds its
+/// Each upload is committed before ``add(_:with:key:again:)`` returns, and outlives a kill of the process: what rebuilds its
 /// form byte for byte (fields, data and file parts by path with the file's identity, custom part headers), and the request without credentials, which go
 /// through the `headers` hook of ``run(on:headers:pacing:)`` and are never written. ``run(on:headers:pacing:)`` sends the uploads
 /// ``maximumConcurrentUploads`` at a time as resumable uploads (<doc:ResumableUploads>), each with its saved state in
@@ -271,7 +271,9 @@ public actor MultipartUploadQueue {
     // MARK: Adding
 
     /// Adds an upload of `form` with `request` to the end of the queue, committed before it returns; with a `key`
-    /// already in the queue, adds nothing and returns that upload's ID.
+    /// already in the queue, adds nothing and returns that upload's ID, and with one whose upload completed or was
+    /// removed and has left the queue (``end(ofKey:)`` says which), adds nothing and returns that upload's ID, which
+    /// ``upload(_:)`` no longer finds, unless `again`.
     ///
     /// The add outlives a kill or a crash of the process at any moment after it returns. It is not synced to the disk
     /// (a sync costs as long as a small upload): a power cut may lose the last adds, which an app that adds its files
@@ -279,7 +281,9 @@ public actor MultipartUploadQueue {
     ///
     /// A key makes adding safe to repeat: an app that adds every photo of a folder with the photo's own identifier as
     /// the key can add the folder again after a kill, or on every launch, and each photo is queued once, whatever
-    /// state its upload is in, until it is removed.
+    /// state its upload is in, and once it completed or was removed: ``removeCompleted()`` and
+    /// ``remove(_:on:headers:)`` clear the queue without the next launch's adds sending those photos again. The key of
+    /// a removed upload is kept, with the removal, in the queue's database.
     ///
     /// - Parameters:
     ///   - form: The form: fields, data and file parts (a stream part cannot outlive the process).
@@ -287,14 +291,18 @@ public actor MultipartUploadQueue {
     ///     ``run(on:headers:pacing:)``).
     ///   - key: What identifies the upload for the caller (a file's path, a photo's identifier); `nil` adds every
     ///     time.
+    ///   - again: Adds the upload even though the key's last upload completed or was removed (a user who asks to send
+    ///     a photo again); a key in the queue still adds nothing.
     /// - Throws: ``MultipartStream/MultipartError/Reason/streamNotQueued`` naming a stream part, which cannot outlive the process;
     ///   ``MultipartStream/MultipartError/Reason/credentialNotQueued(_:)`` for a request that carries `Authorization`, `Cookie`,
     ///   `Proxy-Authorization` or a user and password in its URL (give them through the `headers` hook of
     ///   ``run(on:headers:pacing:)``); the form's ``MultipartStream/MultipartFormData/appendError``;
     ///   ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written (a full disk): then
     ///   nothing was added.
-    public func add(_ form: MultipartFormData, with request: URLRequest, key: String? = nil) async throws -> ID {
-        if let key, let existing = schedule.id(forKey: key) { return existing }
+    public func add(
+        _ form: MultipartFormData, with request: URLRequest, key: String? = nil, again: Bool = false
+    ) async throws -> ID {
+        if let key, let existing = upload(ofKey: key, again: again) { return existing }
         let record = try newRecord(NewUpload(form: form, request: request, key: key))
         // Committed to the write-ahead log, not synced: a commit there outlives a kill of the process (SQLite's WAL
         // with `synchronous = NORMAL`, what Android gives apps and WorkManager's enqueue relies on); a sync would cost
@@ -306,10 +314,11 @@ public actor MultipartUploadQueue {
 
     /// Adds many uploads to the end of the queue, in their order, all committed before it returns, in one
     /// transaction for the whole call rather than one an upload: a library of photos is added a thousand at a time.
-    /// Not synced, as ``add(_:with:key:)`` says. Each upload's ID, in the order given; a key already in the queue, or
-    /// earlier in the call, adds nothing and gives that upload's ID.
+    /// Not synced, as ``add(_:with:key:again:)`` says. Each upload's ID, in the order given; a key already in the queue, or
+    /// earlier in the call, adds nothing and gives that upload's ID, and so does one whose upload completed or was
+    /// removed, unless the upload says `again` (``NewUpload/again``).
     ///
-    /// - Throws: What ``add(_:with:key:)`` throws, for the first upload that cannot be queued: then none of the call
+    /// - Throws: What ``add(_:with:key:again:)`` throws, for the first upload that cannot be queued: then none of the call
     ///   is added.
     public func add(contentsOf uploads: [NewUpload]) async throws -> [ID] {
         // Which are new, in order, with their IDs and places; then their records, made on every core.
@@ -317,8 +326,16 @@ public actor MultipartUploadQueue {
         var ids: [ID] = []
         var keyed: [String: ID] = [:]
         let now = clock.now()
+        // The keys whose upload left the queue, asked of the database at once.
+        let ended = store.removals(
+            ofKeys: uploads.compactMap { upload in
+                upload.key.flatMap { !upload.again && schedule.id(forKey: $0) == nil ? $0 : nil }
+            })
         for upload in uploads {
-            if let key = upload.key, let existing = schedule.id(forKey: key) ?? keyed[key] {
+            if let key = upload.key,
+                let existing = keyed[key] ?? schedule.id(forKey: key)
+                    ?? (upload.again ? nil : ended[key].map { ID(rawValue: $0.id) })
+            {
                 ids.append(existing)
                 continue
             }
@@ -330,19 +347,36 @@ public actor MultipartUploadQueue {
         let made = try QueueStore.inParallel(new) { new throws(MultipartError) in
             try Self.newRecord(new.upload, id: new.id, sequence: new.sequence, at: now)
         }
-        // One transaction: none of the call stays where a write failed. Not synced, as `add(_:with:key:)` says.
+        // One transaction: none of the call stays where a write failed. Not synced, as `add(_:with:key:again:)` says.
         try store.write(made, syncing: false)
         enter(made)
         return ids
     }
 
-    /// The record of `upload` at the queue's end, checked as ``add(_:with:key:)`` says.
+    /// The upload `key` names: the one in the queue; else, unless `again`, the last one with it that completed or
+    /// was removed, and left.
+    private func upload(ofKey key: String, again: Bool) -> ID? {
+        if let id = schedule.id(forKey: key) { return id }
+        guard !again, let removed = store.removal(ofKey: key) else { return nil }
+        return ID(rawValue: removed.id)
+    }
+
+    /// How the last upload added with `key` ended, once it left the queue: ``KeyEnd/completed`` (the server has the
+    /// form; cleared by ``removeCompleted()`` or ``remove(_:on:headers:)``) or ``KeyEnd/removed`` before it completed.
+    /// `nil` for a key no upload that left had, or one in the queue now. Adding the key again adds nothing, unless
+    /// asked to (``add(_:with:key:again:)``).
+    public func end(ofKey key: String) -> KeyEnd? {
+        guard schedule.id(forKey: key) == nil, let removed = store.removal(ofKey: key) else { return nil }
+        return removed.removed == .removed ? .removed : .completed
+    }
+
+    /// The record of `upload` at the queue's end, checked as ``add(_:with:key:again:)`` says.
     private func newRecord(_ upload: NewUpload) throws -> QueueRecord {
         let now = clock.now()
         return try Self.newRecord(upload, id: Self.newID(at: now), sequence: nextSequence, at: now)
     }
 
-    /// The record of `upload` as `id` at `sequence`, added `now`, checked as ``add(_:with:key:)`` says.
+    /// The record of `upload` as `id` at `sequence`, added `now`, checked as ``add(_:with:key:again:)`` says.
     private static func newRecord(
         _ upload: NewUpload, id: String, sequence: Int, at now: Date
     ) throws(MultipartError) -> QueueRecord {

@@ -59,7 +59,7 @@ struct QueueStore: Sendable {
             try database.withConnection { connection throws(SQLiteDatabase.Failure) in
                 // Another layout is refused before anything is written to it.
                 found = try Self.otherLayout(on: connection)
-                guard found == nil || found == Self.earlierLayout else { return }
+                guard found.map({ Self.fromEarlierLayouts[$0] != nil }) ?? true else { return }
                 // A commit is on disk when it returns (FULL); the log lets readers in other processes go on while
                 // one writes. A record of a few kilobytes takes a 4 KiB page of its own, and splits one at every
                 // add: 16 KiB pages (set before the first table, and kept) hold several, and took a hundred
@@ -70,8 +70,8 @@ struct QueueStore: Sendable {
                 try connection.execute("BEGIN IMMEDIATE")
                 do throws(SQLiteDatabase.Failure) {
                     found = try Self.otherLayout(on: connection)
-                    if found == Self.earlierLayout {
-                        try connection.execute(Self.fromEarlierLayout)
+                    if let earlier = found, let steps = Self.fromEarlierLayouts[earlier] {
+                        try connection.execute(steps)
                         found = nil
                     } else if found == nil, try Self.isEmpty(connection) {
                         try connection.execute(Self.schema + "PRAGMA user_version = \(Self.layout);")
@@ -94,13 +94,22 @@ struct QueueStore: Sendable {
         }
     }
 
-    /// The database's layout, in its `user_version`: another is refused, not misread, but for ``earlierLayout``.
-    private static let layout: Int64 = 3
+    /// The database's layout, in its `user_version`: another is refused, not misread, but for ``fromEarlierLayouts``.
+    private static let layout: Int64 = 4
 
-    /// The layout before this one, which a first open brings to this one in the transaction that checks it: a failed
-    /// upload's kind of failure (``MultipartUploadQueue/Failure/category``) has a column of its own now.
-    private static let earlierLayout: Int64 = 2
-    private static let fromEarlierLayout = "ALTER TABLE uploads ADD COLUMN category TEXT; PRAGMA user_version = 3;"
+    /// The layouts before this one that a first open brings to this one, in the transaction that checks it, with the
+    /// statements that do: 3 gained a failed upload's kind of failure (``MultipartUploadQueue/Failure/category``), 4
+    /// the key of a removed upload, so that adding the key again adds nothing (``MultipartUploadQueue/end(ofKey:)``;
+    /// a removal made before has none).
+    private static let fromEarlierLayouts: [Int64: String] = [
+        2: "ALTER TABLE uploads ADD COLUMN category TEXT; " + toLayout4,
+        3: toLayout4,
+    ]
+    private static let toLayout4 = """
+        ALTER TABLE removals ADD COLUMN key TEXT;
+        CREATE INDEX removals_by_key ON removals (key, version) WHERE key IS NOT NULL;
+        PRAGMA user_version = 4;
+        """
 
     /// The layout of a database that holds tables of another; `nil` for this one's, or none yet.
     private static func otherLayout(on connection: SQLiteDatabase.Connection) throws(SQLiteDatabase.Failure) -> Int64? {
@@ -151,9 +160,11 @@ struct QueueStore: Sendable {
             completed INTEGER NOT NULL DEFAULT 0,
             answer_status INTEGER,
             answer_headers BLOB,
-            answer_body BLOB
+            answer_body BLOB,
+            key TEXT
         ) WITHOUT ROWID;
         CREATE INDEX removals_by_version ON removals (version);
+        CREATE INDEX removals_by_key ON removals (key, version) WHERE key IS NOT NULL;
         CREATE TABLE servers (origin TEXT PRIMARY KEY NOT NULL, known BLOB NOT NULL) WITHOUT ROWID;
         CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID;
         INSERT INTO meta (name, value) VALUES ('version', 0);
@@ -578,11 +589,12 @@ struct QueueStore: Sendable {
             for id in ids {
                 // A completed upload's answer stays with its removal: a process that asked for the removal says the
                 // server has the form.
+                // Its key stays with it too: adding the key again adds nothing (`end(ofKey:)`).
                 try connection.run(
                     "INSERT OR REPLACE INTO removals (id, version, completed, answer_status, answer_headers,"
-                        + " answer_body) SELECT ?1, ?2, 1, answer_status, answer_headers, coalesce(answer_body, x'')"
-                        + " FROM uploads WHERE id = ?1 AND \(Self.holdsCompletion)"
-                        + " UNION ALL SELECT ?1, ?2, 0, NULL, NULL, NULL"
+                        + " answer_body, key) SELECT ?1, ?2, 1, answer_status, answer_headers,"
+                        + " coalesce(answer_body, x''), key FROM uploads WHERE id = ?1 AND \(Self.holdsCompletion)"
+                        + " UNION ALL SELECT ?1, ?2, 0, NULL, NULL, NULL, (SELECT key FROM uploads WHERE id = ?1)"
                         + " WHERE NOT EXISTS (SELECT 1 FROM uploads WHERE id = ?1 AND \(Self.holdsCompletion))",
                     [.text(id), .integer(version)])
                 try connection.run("DELETE FROM uploads WHERE id = ?", [.text(id)])
@@ -606,6 +618,36 @@ struct QueueStore: Sendable {
             return found
         }
     }
+
+    /// How the last upload removed with `key` was, with its ID: `nil` for a key no removed upload had.
+    func removal(ofKey key: String) -> (id: String, removed: Removed)? {
+        removals(ofKeys: [key])[key]
+    }
+
+    /// ``removal(ofKey:)`` for each of `keys` that a removed upload had, by key: a query for each 256 keys (a
+    /// thousand photos are added at once), each the same statement, prepared once.
+    func removals(ofKeys keys: [String]) -> [String: (id: String, removed: Removed)] {
+        var found: [String: (id: String, removed: Removed)] = [:]
+        guard let first = keys.first else { return found }
+        try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
+            for start in stride(from: 0, to: keys.count, by: Self.keysAQuery) {
+                let chunk = keys[start..<min(start + Self.keysAQuery, keys.count)].map(SQLiteDatabase.Value.text)
+                let padded = chunk + Array(repeating: .text(first), count: Self.keysAQuery - chunk.count)
+                // The latest removal of a key comes last, and stays.
+                try connection.run(Self.removalsOfKeys, padded) { row in
+                    if let key = row.text(0), let id = row.text(1) {
+                        found[key] = (id, row.integer(2) == 1 ? .completed(nil) : .removed)
+                    }
+                }
+            }
+        }
+        return found
+    }
+
+    private static let keysAQuery = 256
+    private static let removalsOfKeys =
+        "SELECT key, id, completed FROM removals WHERE key IN ("
+        + Array(repeating: "?", count: keysAQuery).joined(separator: ", ") + ") ORDER BY version"
 
     /// How an upload was removed.
     enum Removed: Equatable {

@@ -440,6 +440,24 @@ extension CommandLineTests {
         let gone = try await run(["--queue", queue, "--remove", ids[2]])
         #expect(gone.status == 2 && gone.stderr.contains("no upload \(ids[2])"), "\(gone.stderr)")
         #expect(queueRecords(in: queue) == 0)
+
+        // The script that added them, run again after the clear, adds nothing: each key's upload completed. It prints
+        // that upload's ID and says so; --again adds it anew.
+        let add = [
+            "--queue", queue, "--key", "photo 0", "--boundary", "keyed-0", "-F", "file=@f-0.bin",
+            server.url().absoluteString,
+        ]
+        let cleared = try await run(add)
+        #expect(cleared.status == 0 && String(decoding: cleared.stdout, as: UTF8.self) == "\(ids[0])\n")
+        #expect(
+            cleared.stderr.contains("not added") && cleared.stderr.contains("photo 0")
+                && cleared.stderr.contains("--again"), "\(cleared.stderr)")
+        #expect(try await run(["--queue", queue, "--list"]).stdout.isEmpty)
+        let anew = try await run(add + ["--again"])
+        let id = String(decoding: anew.stdout, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(anew.status == 0 && !id.isEmpty && id != ids[0] && anew.stderr.isEmpty, "\(anew.stderr)")
+        let listedAnew = String(decoding: try await run(["--queue", queue, "--list"]).stdout, as: UTF8.self)
+        #expect(listedAnew.hasPrefix("\(id)  pending  ") && listedAnew.contains("key photo 0"), "\(listedAnew)")
     }
 
     /// 30 files added each with its key by a loop of `multipart --queue DIR --key K`, killed (the loop and the add

@@ -13,8 +13,8 @@ extension CommandLineTests {
         "--single-request-limit",
     ]
     static let appliedToAdd: Set<String> = [
-        "--form", "--form-string", "--header", "--user-agent", "--request", "--boundary", "--key", "--silent",
-        "--show-error",
+        "--form", "--form-string", "--header", "--user-agent", "--request", "--boundary", "--key", "--again",
+        "--silent", "--show-error",
     ]
     /// A value for each option of `--help` that takes one.
     static let optionValues: [String: String] = [

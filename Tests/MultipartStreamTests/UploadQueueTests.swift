@@ -346,6 +346,87 @@ extension URLSessionSuites {
             }
         }
 
+        // MARK: Keys that ended
+
+        /// The docs' launch pattern: every photo added with its key at each launch. A completed upload cleared by
+        /// `removeCompleted()`, and one removed before it completed, stay out at the next launch (a queue opened anew,
+        /// as another process would): their adds add nothing, give the ended upload's ID, and `end(ofKey:)` says how
+        /// it ended; a new photo is added and sent. `again` adds one anew, which the server then gets once more.
+        @Test func aKeyThatCompletedOrWasRemovedIsNotAddedAgainAtTheNextLaunch() async throws {
+            let server = try await DraftServer()
+            let request = URLRequest(url: server.url())
+            let forms = try (0..<4).map { try form($0) }
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            var ids: [MultipartUploadQueue.ID] = []
+            for index in 0..<2 { ids.append(try await queue.add(forms[index], with: request, key: "photo-\(index)")) }
+            try await within(seconds: 60, "the first run") { try await queue.run() }
+            await queue.removeCompleted()
+            ids.append(try await queue.add(forms[2], with: request, key: "photo-2"))
+            #expect(await queue.remove(ids[2]) == .removed)
+            #expect(await queue.uploads.isEmpty)
+
+            // The next launch adds every photo, and one new.
+            let next = try MultipartUploadQueue(directory: queueDirectory)
+            var added: [MultipartUploadQueue.ID] = []
+            for index in 0..<4 { added.append(try await next.add(forms[index], with: request, key: "photo-\(index)")) }
+            #expect(Array(added.prefix(3)) == ids)
+            #expect(await next.uploads.map(\.id) == [added[3]])
+            #expect(await next.end(ofKey: "photo-0") == .completed)
+            #expect(await next.end(ofKey: "photo-1") == .completed)
+            #expect(await next.end(ofKey: "photo-2") == .removed)
+            #expect(await next.end(ofKey: "photo-3") == nil, "in the queue")
+            #expect(await next.end(ofKey: "never added") == nil)
+            let batch = try await next.add(
+                contentsOf: (0..<4).map {
+                    MultipartUploadQueue.NewUpload(form: forms[$0], request: request, key: "photo-\($0)")
+                })
+            #expect(batch == added, "adding many keeps the same rule")
+
+            // Asked for again: added anew, and then in the queue, which a second `again` does not add to.
+            let anew = try await next.add(forms[0], with: request, key: "photo-0", again: true)
+            #expect(anew != ids[0])
+            #expect(await next.end(ofKey: "photo-0") == nil)
+            #expect(try await next.add(forms[0], with: request, key: "photo-0", again: true) == anew)
+            let batchAgain = try await next.add(
+                contentsOf: [
+                    MultipartUploadQueue.NewUpload(form: forms[2], request: request, key: "photo-2", again: true)
+                ]
+            )
+            #expect(batchAgain.count == 1 && batchAgain[0] != ids[2])
+            #expect(Set(await next.uploads.map(\.id)) == [added[3], anew, batchAgain[0]])
+            try await within(seconds: 60, "the second run") { try await next.run() }
+            // Photos 0 twice (asked again), 1 and 3 once, 2 once (removed before it went, then asked again).
+            let want = try [0, 1, 0, 2, 3].map { try expected(forms[$0]).sha256 }
+            #expect(try server.forms().map(\.sha256).sorted() == want.sorted())
+        }
+
+        /// A database of layout 3, whose removals kept no key, or 2, whose failures had no category either, is brought
+        /// to this layout at its first open, its uploads kept. A removal made before has no key, which adds anew; one
+        /// made from then on keeps it.
+        @Test(arguments: [3, 2]) func anEarlierLayoutIsBroughtToThisOne(layout: Int) async throws {
+            let request = URLRequest(url: URL(string: "http://127.0.0.1:9/upload")!)
+            let queue = try MultipartUploadQueue(directory: queueDirectory)
+            let kept = try await queue.add(try form(0), with: request, key: "kept")
+            let gone = try await queue.add(try form(1), with: request, key: "gone")
+            #expect(await queue.remove(gone) == .removed)
+            // As the earlier version wrote it.
+            forEachRow("DROP INDEX removals_by_key")
+            forEachRow("ALTER TABLE removals DROP COLUMN key")
+            if layout == 2 { forEachRow("ALTER TABLE uploads DROP COLUMN category") }
+            forEachRow("PRAGMA user_version = \(layout)")
+
+            let reopened = try MultipartUploadQueue(directory: queueDirectory)
+            #expect(await reopened.uploads.map(\.id) == [kept])
+            var found: Int64 = 0
+            forEachRow("PRAGMA user_version") { found = $0.integer(0) ?? 0 }
+            #expect(found == 4)
+            let regained = try await reopened.add(try form(1), with: request, key: "gone")
+            #expect(regained != gone, "a removal of layout \(layout) kept no key")
+            #expect(await reopened.remove(kept) == .removed)
+            #expect(try await reopened.add(try form(0), with: request, key: "kept") == kept)
+            #expect(await reopened.end(ofKey: "kept") == .removed)
+        }
+
         /// A server that speaks no version of the draft is asked once for a queue, not once an upload: the first upload
         /// probes it, and every later one sends its form whole at once.
         @Test func aServerWithoutTheDraftIsProbedOnce() async throws {
@@ -811,8 +892,9 @@ extension URLSessionSuites {
         }
 
         /// A key already in the queue adds nothing and returns its upload's ID, in this process and the next, in any
-        /// state, until that upload is removed; an upload lists its key and its files.
-        @Test func aKeyAddsOnceUntilItsUploadIsRemoved() async throws {
+        /// state, and so does one whose upload was removed, unless asked `again`; an upload lists its key and its
+        /// files.
+        @Test func aKeyAddsOnceAndARemovedOneOnlyWhenAskedAgain() async throws {
             let url = URL(string: "http://127.0.0.1:9/upload")!
             let queue = try MultipartUploadQueue(directory: queueDirectory)
             let first = try await queue.add(try form(0), with: URLRequest(url: url), key: "photo-0")
@@ -830,8 +912,10 @@ extension URLSessionSuites {
             #expect(try await reopened.add(try form(1), with: URLRequest(url: url), key: "photo-1") == other)
             #expect(records().count == 3, "the key is on disk")
             await reopened.remove(other)
-            let again = try await reopened.add(try form(1), with: URLRequest(url: url), key: "photo-1")
-            #expect(again != other, "a removed upload's key adds again")
+            #expect(try await reopened.add(try form(1), with: URLRequest(url: url), key: "photo-1") == other)
+            #expect(records().count == 2, "a removed upload's key adds nothing")
+            let again = try await reopened.add(try form(1), with: URLRequest(url: url), key: "photo-1", again: true)
+            #expect(again != other, "unless asked again")
             #expect(await reopened.uploads.map(\.key) == ["photo-0", nil, "photo-1"])
         }
 
