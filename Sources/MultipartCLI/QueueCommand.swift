@@ -183,7 +183,8 @@ extension Command {
                 case .progress, .started, .completed, .failed:
                     bar.report(counted())
                     drawn = now
-                case .added:
+                // What was added and steered, here or in another process, the uploads' lines say as they end.
+                case .added, .paused, .resumed, .retried, .prioritized, .removed:
                     break
                 }
             }

@@ -188,6 +188,16 @@ extension MultipartUploadQueue {
         case completed(ID, Answer)
         /// An upload failed, as ``Failure`` says.
         case failed(ID, Failure)
+        /// An upload was paused, in this process or another: it stays out of every run until resumed.
+        case paused(ID)
+        /// A paused upload was resumed, in this process or another: it waits for its turn again.
+        case resumed(ID)
+        /// A failed upload was retried, in this process or another: it waits for its turn again.
+        case retried(ID)
+        /// An upload was moved to the front of the queue, in this process or another.
+        case prioritized(ID)
+        /// An upload left the queue, in this process or another: removed, or cleared once completed.
+        case removed(ID)
     }
 }
 

@@ -664,6 +664,7 @@ public actor MultipartUploadQueue {
             schedule.update(id) { ($0.sent, $0.contentLength) = (sent, length) }
         }
         schedule.retry(id)
+        eventSink.yield(.retried(id))
         wake()
     }
 
@@ -743,6 +744,7 @@ public actor MultipartUploadQueue {
         }
         try change(upload) { $0.paused = true }
         if schedule.pause(id) { cancels[id]?.cancel() }
+        eventSink.yield(.paused(id))
     }
 
     /// Changes the state of `upload`'s record as it stands on disk.
@@ -771,6 +773,7 @@ public actor MultipartUploadQueue {
         guard let upload = schedule.uploads[id], schedule.isPaused(id) else { return }
         try change(upload) { $0.paused = nil }
         if schedule.resume(id) { wake() }
+        eventSink.yield(.resumed(id))
     }
 
     /// Moves an upload to the front of the queue, in this process and the next: it is the next to start (an upload
@@ -782,6 +785,7 @@ public actor MultipartUploadQueue {
         let priority = schedule.frontPriority
         try change(upload) { $0.priority = priority }
         schedule.prioritize(id)
+        eventSink.yield(.prioritized(id))
         wake()
     }
 
@@ -791,7 +795,10 @@ public actor MultipartUploadQueue {
         // One pass for all of them: a hundred thousand go at once.
         let removed = schedule.removeCompleted()
         store.removeRecords(removed.map(\.id.rawValue))
-        for upload in removed { store.removeState(of: upload.id.rawValue) }
+        for upload in removed {
+            store.removeState(of: upload.id.rawValue)
+            eventSink.yield(.removed(upload.id))
+        }
     }
 
     // MARK: The run's steps
@@ -912,12 +919,13 @@ public actor MultipartUploadQueue {
         return nil
     }
 
-    /// An upload gone from the queue counts as done: the caller gave it up.
+    /// An upload gone from the queue, which every reader of ``events`` hears, counts as done: the caller gave it up.
     private func ended(_ upload: QueueSchedule.Upload) {
         if upload.state != .completed {
             inFlightBytes -= min(inFlightBytes, upload.sent)
             endedBytes += upload.contentLength
         }
+        eventSink.yield(.removed(upload.id))
         report()
     }
 
@@ -953,6 +961,7 @@ public actor MultipartUploadQueue {
         }
         if (summary.priority ?? 0) > upload.rank.priority {
             schedule.prioritize(id)
+            eventSink.yield(.prioritized(id))
             wake()
         }
         switch summary.standing {
@@ -962,14 +971,18 @@ public actor MultipartUploadQueue {
             } else {
                 await removeAsked(id)
             }
+        case .paused where !schedule.isPaused(id):
+            if schedule.pause(id) { cancels[id]?.cancel() }
+            eventSink.yield(.paused(id))
         case .paused:
-            if !schedule.isPaused(id), schedule.pause(id) { cancels[id]?.cancel() }
+            break
         case .pending where upload.isInFlight:
             // Its own send's write, or a resume of a pause not yet taken: the send's end decides.
             break
         case .pending:
             if schedule.isPaused(id) {
                 if schedule.resume(id) { wake() }
+                eventSink.yield(.resumed(id))
             } else if case .failed = upload.state {
                 let length = summary.contentLength
                 progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: upload.contentLength)
@@ -977,6 +990,7 @@ public actor MultipartUploadQueue {
                     ($0.sent, $0.contentLength) = (min($0.sent, length.subtractingSaturated(1)), length)
                 }
                 schedule.retry(id)
+                eventSink.yield(.retried(id))
                 wake()
             }
         case .completed, .failed:
@@ -1170,7 +1184,6 @@ public actor MultipartUploadQueue {
     ) async {
         let record = givingUp ? known ?? (try? record(of: upload)) : nil
         schedule.remove(upload.id)
-        if upload.state != .completed { inFlightBytes -= min(inFlightBytes, upload.sent) }
         store.removeRecord(upload.id.rawValue)
         if let record, let form = try? record.form.rebuilt() {
             var policy = MultipartResumption()
@@ -1179,8 +1192,6 @@ public actor MultipartUploadQueue {
                 form, with: record.request.urlRequest, resumption: policy, headers: headers)
         }
         store.removeState(of: upload.id.rawValue)
-        // A removed upload counts as done: the caller gave it up.
-        if upload.state != .completed { endedBytes += upload.contentLength }
-        report()
+        ended(upload)
     }
 }

@@ -650,6 +650,59 @@ extension URLSessionSuites {
             #expect(await queue.uploads.isEmpty, "the run let both go")
         }
 
+        /// Every change a run applies is an event on its `events`, whoever made it: another process's pause, move,
+        /// remove, retry and resume, each as the run takes it up, and this process's own.
+        @Test func everyChangeARunAppliesIsAnEventWhoeverMadeIt() async throws {
+            let server = try await DraftServer()
+            let queue = try MultipartUploadQueue(directory: queueDirectory, maximumConcurrentUploads: 1)
+            let failing = try await queue.add(try form(0), with: URLRequest(url: server.url()))
+            let slow = try await queue.add(
+                try form(1, fileBytes: 8_000_000), with: URLRequest(url: server.url(scenario: "slow")))
+            var pending: [MultipartUploadQueue.ID] = []
+            for index in 2..<5 {
+                pending.append(try await queue.add(try form(index), with: URLRequest(url: server.url())))
+            }
+            try FileManager.default.removeItem(at: directory.path("photo-0.jpg"))
+            let heard = LockedValue<[MultipartUploadQueue.Event]>([])
+            let events = queue.events
+            let listening = Task { for await event in events { heard.withLock { $0.append(event) } } }
+            defer { listening.cancel() }
+            let running = Task { try await queue.run() }
+            defer { running.cancel() }
+            func hears(_ event: MultipartUploadQueue.Event) async throws {
+                try await waitFor("\(event)", upTo: 30) { heard.withLock { $0.contains(event) } }
+            }
+            try await waitFor("the slow one to run, the first to fail", upTo: 30) {
+                heard.withLock {
+                    $0.contains(.started(slow))
+                        && $0.contains { if case .failed(failing, _) = $0 { true } else { false } }
+                }
+            }
+
+            let other = try MultipartUploadQueue(directory: queueDirectory)
+            try await other.pause(pending[0])
+            try await hears(.paused(pending[0]))
+            try await other.prioritize(pending[2])
+            try await hears(.prioritized(pending[2]))
+            #expect(await other.remove(pending[1]) == .removed)
+            try await hears(.removed(pending[1]))
+            _ = try directory.file("photo-0.jpg", contents: Data(count: 1_000))
+            try await other.retry(failing)
+            try await hears(.retried(failing))
+            try await other.resume(pending[0])
+            try await hears(.resumed(pending[0]))
+            // This process's own.
+            try await queue.pause(pending[2])
+            try await queue.resume(pending[2])
+            #expect(await other.remove(slow) == .removed)
+            try await within(seconds: 60, "the run") { try await running.value }
+            let all = heard.withLock { $0 }
+            for event in [MultipartUploadQueue.Event.paused(pending[2]), .resumed(pending[2]), .removed(slow)] {
+                #expect(all.contains(event), "\(event) in \(all)")
+            }
+            #expect(all.filter { if case .removed = $0 { true } else { false } }.count == 2, "\(all)")
+        }
+
         /// A file deleted while queued, and one rewritten at the same length, fail their uploads alone, naming the
         /// part, before anything is asked of the server; the others complete.
         @Test func aDeletedFileFailsItsUploadAlone() async throws {
