@@ -28,8 +28,11 @@ let package = Package(
             name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
         // Random forms, peer parsers and loopback servers for the tests: no product, so no user of the package sees
-        // it. The Benchmarks package builds the same sources as a target of its own (a link to this directory).
-        .target(name: "MultipartStreamTestSupport", dependencies: ["MultipartStream"]),
+        // it. The Benchmarks package builds the same sources as a target of its own (a link to this directory), where
+        // the package's own symbols are not seen: `IN_PACKAGE` says they are.
+        .target(
+            name: "MultipartStreamTestSupport", dependencies: ["MultipartStream"],
+            swiftSettings: [.define("IN_PACKAGE")]),
         .executableTarget(name: "MultipartCLI", dependencies: ["MultipartStream", "MultipartQueue"]),
         // The form alone: no network, no server.
         .testTarget(name: "MultipartFormTests", dependencies: ["MultipartForm", "MultipartStreamTestSupport"]),

@@ -73,6 +73,8 @@ public final class DraftServer: @unchecked Sendable {
         let ports = peer.firstLine.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         guard ports.count == 2 else { throw Peer.Failure(description: "the draft server printed no ports") }
         (port, alternatePort) = (ports[0], ports[1])
+        startedAnew(at: url())
+        startedAnew(at: URL(string: "http://127.0.0.1:\(alternatePort)/")!)
     }
 
     deinit {

@@ -60,6 +60,7 @@ public final class FaultProxy: @unchecked Sendable {
             ["python3", peerScript("fault-proxy.py").path, String(targetPort)] + cuts, name: "fault proxy")
         guard let port = Int(peer.firstLine) else { throw Peer.Failure(description: "the proxy printed no port") }
         self.port = port
+        startedAnew(at: URL(string: "http://127.0.0.1:\(port)/")!)
     }
 
     deinit {

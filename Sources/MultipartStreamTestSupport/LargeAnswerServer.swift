@@ -29,6 +29,7 @@ public final class LargeAnswerServer: @unchecked Sendable {
         peer = try await PeerProcess(
             ["node", peerScript("big-answer.mjs").path, String(Self.bytesPerSecond)], name: "large-answer")
         base = URL(string: "http://127.0.0.1:\(peer.firstLine)")!
+        startedAnew(at: base)
     }
 
     deinit {

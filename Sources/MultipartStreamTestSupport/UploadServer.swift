@@ -149,6 +149,7 @@ public final class UploadServer: @unchecked Sendable {
             }
         peer = try await PeerProcess(arguments, name: kind.rawValue)
         base = URL(string: "http://127.0.0.1:\(peer.firstLine)")!
+        startedAnew(at: base)
     }
 
     deinit {

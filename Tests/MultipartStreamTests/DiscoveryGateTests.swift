@@ -57,6 +57,24 @@ import Testing
         #expect(kept.known == .speaksNone)
     }
 
+    /// The process's gates are one an origin (scheme, host, port: not the path), made once; forgetting one origin's
+    /// finding (a test server started where an earlier one listened) leaves every other origin's.
+    @Test func theProcessKeepsAGateAnOriginAndForgetsOneAlone() throws {
+        let port = Int.random(in: 20_000..<60_000)
+        let first = try #require(URL(string: "http://127.0.0.1:\(port)/a?x=1"))
+        let other = try #require(URL(string: "http://127.0.0.1:\(port + 1)/a"))
+        let gate = try #require(DiscoveryGate.forProcess(of: first))
+        #expect(DiscoveryGate.forProcess(of: URL(string: "http://127.0.0.1:\(port)/b")) === gate)
+        #expect(DiscoveryGate.forProcess(of: URL(string: "https://127.0.0.1:\(port)/a")) !== gate)
+        #expect(DiscoveryGate.forProcess(of: URL(string: "file:///tmp/a")) == nil)
+        gate.found(.speaks(draft))
+        try #require(DiscoveryGate.forProcess(of: other)).found(.speaksNone)
+        DiscoveryGate.forgetProcessFindings(of: first)
+        #expect(DiscoveryGate.forProcess(of: first)?.known == nil)
+        #expect(DiscoveryGate.forProcess(of: other)?.known == .speaksNone)
+        DiscoveryGate.forgetProcessFindings(of: other)
+    }
+
     /// An asker that fails (a server out of reach) or is cancelled lets every waiting upload ask on its own: none
     /// waits out another's retries before its own. The next upload to come after them waits for them again.
     @Test func anAskerThatEndsWithoutAFindingLetsEveryWaitingUploadAsk() async throws {
