@@ -302,7 +302,9 @@ public actor MultipartUploadQueue {
     public func add(
         _ form: MultipartFormData, with request: URLRequest, key: String? = nil, again: Bool = false
     ) async throws -> ID {
-        if let key, let existing = upload(ofKey: key, again: again) { return existing }
+        if let key, let existing = upload(ofKey: key, again: again, removal: store.removal(ofKey: key)) {
+            return existing
+        }
         let record = try newRecord(NewUpload(form: form, request: request, key: key))
         // Committed to the write-ahead log, not synced: a commit there outlives a kill of the process (SQLite's WAL
         // with `synchronous = NORMAL`, what Android gives apps and WorkManager's enqueue relies on); a sync would cost
@@ -333,8 +335,7 @@ public actor MultipartUploadQueue {
             })
         for upload in uploads {
             if let key = upload.key,
-                let existing = keyed[key] ?? schedule.id(forKey: key)
-                    ?? (upload.again ? nil : ended[key].map { ID(rawValue: $0.id) })
+                let existing = keyed[key] ?? self.upload(ofKey: key, again: upload.again, removal: ended[key])
             {
                 ids.append(existing)
                 continue
@@ -354,10 +355,12 @@ public actor MultipartUploadQueue {
     }
 
     /// The upload `key` names: the one in the queue; else, unless `again`, the last one with it that completed or
-    /// was removed, and left.
-    private func upload(ofKey key: String, again: Bool) -> ID? {
+    /// was removed, and left, as `removal` finds it in the database (read only when needed).
+    private func upload(
+        ofKey key: String, again: Bool, removal: @autoclosure () -> (id: String, removed: QueueStore.Removed)?
+    ) -> ID? {
         if let id = schedule.id(forKey: key) { return id }
-        guard !again, let removed = store.removal(ofKey: key) else { return nil }
+        guard !again, let removed = removal() else { return nil }
         return ID(rawValue: removed.id)
     }
 
