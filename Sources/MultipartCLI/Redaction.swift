@@ -1,4 +1,5 @@
 import Foundation
+import MultipartStream
 
 /// What the command writes for people to read (stderr, `-v`, `-w`, the listings) carries no credential, whoever made
 /// the text: the command, the library's errors, URLSession's. Terminals, CI logs and bug reports keep it, and curl
@@ -32,12 +33,9 @@ enum Redaction {
 
     private static let authorityEnds = Set("/?#\"'<>` \t\r\n".utf8)
 
-    /// Headers whose value is a credential: `-v` shows their scheme, not the rest.
-    private static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization", "cookie"]
-
     /// The value of header `name` as `-v` shows it: a credential's hidden (`Basic <hidden>`).
     static func header(_ name: String, value: String) -> String {
-        guard credentialHeaders.contains(name.lowercased()), !value.isEmpty else { return value }
+        guard CredentialHeaders.contains(name), !value.isEmpty else { return value }
         let scheme = name.lowercased() == "cookie" ? nil : value.split(separator: " ", maxSplits: 1).first
         return (scheme.map { "\($0) " } ?? "") + "<hidden>"
     }

@@ -138,7 +138,7 @@ struct Transfer {
         let knownNone = found.map { if case .speaksNone = $0 { true } else { false } } ?? false
         return (
             ResumableUpload.Membership(
-                knownNotResumable: knownNone, knownServer: knownServer,
+                speaksNone: knownNone, knownServer: knownServer,
                 learned: { servers.keep(.speaks($0), for: origin) }),
             { event in
                 if event == .notResumable, !knownNone { servers.keep(.speaksNone(since: Date()), for: origin) }

@@ -43,7 +43,7 @@ extension MultipartUploadQueue {
         /// Whether a run before this one started the upload.
         let startedBefore: Bool
         /// Whether an earlier upload of the queue found that the server speaks no version of the draft.
-        let knownNotResumable: Bool
+        let speaksNone: Bool
         /// Whether the form goes whole in one request, which its start said in the record.
         let goesWhole: Bool
         /// What an earlier upload of the queue, in this run or one before, found the server to speak.
@@ -72,11 +72,11 @@ extension MultipartUploadQueue {
 
         func send() async -> Finished {
             let notes = Notes(
-                record: record, store: store, startedBefore: startedBefore, wentWholeAtStart: goesWhole,
+                record: record, store: store, startedBefore: startedBefore, goesWhole: goesWhole,
                 now: clock.now)
             var policy = resumption
             // A server that speaks no draft gets the whole form, and has nothing to resume.
-            policy.stateDirectory = knownNotResumable ? nil : stateDirectory
+            policy.stateDirectory = speaksNone ? nil : stateDirectory
             // The caller's own listener hears every event too.
             let (heard, waits, turns, now) = (resumption.events, waits, LockedValue(0), clock.now)
             let report = { @Sendable (until: Date?) in
@@ -98,7 +98,7 @@ extension MultipartUploadQueue {
             }
             // The record, not the answer, says when the state may go.
             let membership = ResumableUpload.Membership(
-                keepsStateAfterAnswer: true, knownNotResumable: knownNotResumable, outage: outage,
+                keepsStateAfterAnswer: true, speaksNone: speaksNone, outage: outage,
                 knownServer: knownServer, learned: learned, discovery: discovery, pacer: pacer)
             defer { outage?.leave() }
             // The same key for every send of this upload, in every process: a server that honours it creates the
@@ -124,7 +124,7 @@ extension MultipartUploadQueue {
             } onCancel: {
                 work.cancel()
             }
-            let speaksNone = knownNotResumable || notes.speaksNone
+            let speaksNone = speaksNone || notes.speaksNone
             switch result {
             case .success(let (_, response)):
                 let http = response as? HTTPURLResponse
@@ -191,20 +191,20 @@ extension MultipartUploadQueue {
         private let sentWholeBefore: Bool
         /// Whether the send's start said in the record that the form goes whole, and counted it where it goes again:
         /// the queue knew the server speaks no draft.
-        private let wentWholeAtStart: Bool
+        private let goesWhole: Bool
         private let now: @Sendable () -> Date
 
         init(
-            record: QueueRecord, store: QueueStore, startedBefore: Bool, wentWholeAtStart: Bool,
+            record: QueueRecord, store: QueueStore, startedBefore: Bool, goesWhole: Bool,
             now: @escaping @Sendable () -> Date
         ) {
             self.now = now
             seen = LockedValue(
-                Seen(record: record, counted: wentWholeAtStart && startedBefore, noted: wentWholeAtStart))
+                Seen(record: record, counted: goesWhole && startedBefore, noted: goesWhole))
             self.store = store
             self.startedBefore = startedBefore
-            self.wentWholeAtStart = wentWholeAtStart
-            sentWholeBefore = !wentWholeAtStart && record.state.sentWhole != nil
+            self.goesWhole = goesWhole
+            sentWholeBefore = !goesWhole && record.state.sentWhole != nil
         }
 
         func record(_ event: MultipartResumption.Event) {

@@ -169,17 +169,10 @@ public actor MultipartUploadQueue {
 
     /// The upload a record's summary says.
     private static func upload(_ summary: QueueRecord.Summary, origin: Origin?) -> QueueSchedule.Upload {
-        let state: QueueSchedule.State =
-            switch summary.standing {
-            // One whose removal another process asked for is removed as the run starts it.
-            case .pending, .removing: .pending
-            case .paused: .paused
-            case .completed: .completed
-            case .failed(let reason): .failed(reason: reason)
-            }
         return QueueSchedule.Upload(
             id: ID(rawValue: summary.id), sequence: summary.sequence, key: summary.key,
-            priority: summary.priority ?? 0, origin: origin, state: state, contentLength: summary.contentLength)
+            priority: summary.priority ?? 0, origin: origin, state: summary.standing.scheduled,
+            contentLength: summary.contentLength)
     }
 
     /// The origin of the upload URL `url`, parsed once a URL (`found` keeps them): most queues send to one URL or a
@@ -249,18 +242,7 @@ public actor MultipartUploadQueue {
         let runner =
             upload.state == .running
             ? getpid() : listing?.runner.flatMap { $0 != getpid() && kill($0, 0) == 0 ? $0 : nil }
-        let state: State =
-            switch upload.state {
-            case .pending where runner != nil: .running
-            case .pending: .pending
-            case .running: .running
-            case .waiting(let until): .waiting(until: until)
-            case .paused: .paused
-            case .failed(let reason):
-                .failed(Failure(reason: reason, category: listing?.category, answer: listing?.answer.map(Answer.init)))
-            case .completed:
-                .completed(listing?.answer.map(Answer.init) ?? Answer(statusCode: nil))
-            }
+        let state = upload.state.published(runner: runner, listing: listing)
         return Upload(
             id: upload.id, key: upload.key, files: listing?.files.map { URL(fileURLWithPath: $0) } ?? [], state: state,
             url: listing?.url ?? store.url.appendingPathComponent(QueueStore.databaseName),
@@ -345,7 +327,7 @@ public actor MultipartUploadQueue {
             new.append((upload, id.rawValue, nextSequence + new.count))
             ids.append(id)
         }
-        let made = try QueueStore.inParallel(new) { new throws(MultipartError) in
+        let made = try inParallel(new) { new throws(MultipartError) in
             try Self.newRecord(new.upload, id: new.id, sequence: new.sequence, at: now)
         }
         // One transaction: none of the call stays where a write failed. Not synced, as `add(_:with:key:again:)` says.
@@ -815,7 +797,7 @@ public actor MultipartUploadQueue {
         var jobs: [Job] = []
         // An upload whose record cannot be read or written, or makes no form, fails, and the next is tried.
         while true {
-            var starting: [(id: ID, plain: Bool, whole: Bool)] = []
+            var starting: [(id: ID, speaksNone: Bool, whole: Bool)] = []
             while let next = schedule.next(at: now, out: out) {
                 for (id, until) in next.parked { eventSink.yield(.waiting(id, until: until)) }
                 guard let upload = schedule.uploads[next.id] else { continue }
@@ -824,9 +806,9 @@ public actor MultipartUploadQueue {
                     continue
                 }
                 // Whole in one request: to a server known to speak no draft, or a form small enough for one.
-                let plain = schedule.isPlain(upload.origin)
-                let whole = plain || resumption.goesInOneRequest(upload.contentLength)
-                starting.append((next.id, plain, whole))
+                let speaksNone = schedule.speaksNone(upload.origin)
+                let whole = speaksNone || resumption.goesInOneRequest(upload.contentLength)
+                starting.append((next.id, speaksNone, whole))
             }
             guard !starting.isEmpty else { return jobs }
             let written: [QueueRecord.State?]
@@ -838,8 +820,10 @@ public actor MultipartUploadQueue {
                 }
                 continue
             }
-            for ((id, plain, whole), state) in zip(starting, written) {
-                if let job = start(id, as: state, plain: plain, whole: whole, session: session, headers: headers) {
+            for ((id, speaksNone, whole), state) in zip(starting, written) {
+                if let job = start(
+                    id, as: state, speaksNone: speaksNone, whole: whole, session: session, headers: headers)
+                {
                     jobs.append(job)
                 }
             }
@@ -849,7 +833,7 @@ public actor MultipartUploadQueue {
     /// The send of `id`, which the schedule marked running and whose start wrote `found`;
     /// `nil` when it failed, or stays as another process left it, instead.
     private func start(
-        _ id: ID, as found: QueueRecord.State?, plain knownNotResumable: Bool, whole: Bool, session: URLSession,
+        _ id: ID, as found: QueueRecord.State?, speaksNone: Bool, whole: Bool, session: URLSession,
         headers: MultipartHeaders?
     ) -> Job? {
         guard let upload = schedule.uploads[id] else { return nil }
@@ -901,7 +885,7 @@ public actor MultipartUploadQueue {
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
             stateDirectory: store.stateDirectory(of: id.rawValue),
             resumption: resumption, startedBefore: startedBefore,
-            knownNotResumable: knownNotResumable, goesWhole: whole,
+            speaksNone: speaksNone, goesWhole: whole,
             knownServer: upload.origin.flatMap { knownServers[$0.serialized] },
             learned: { [weak self] server in
                 guard let origin = upload.origin else { return }

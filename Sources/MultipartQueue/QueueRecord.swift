@@ -50,7 +50,7 @@ struct QueueRecord: Codable, Sendable {
                 throw MultipartError(.credentialNotQueued("a user and password in its URL"))
             }
             let fields = request.allHTTPHeaderFields ?? [:]
-            for name in ["Authorization", "Cookie", "Proxy-Authorization"]
+            for name in CredentialHeaders.names
             where fields.keys.contains(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
                 throw MultipartError(.credentialNotQueued(name))
             }
@@ -189,30 +189,13 @@ extension QueueRecord {
         var contentLength: UInt64
         /// The URL its requests go to, as written.
         var url: String
-        var standing: Standing
-
-        /// Where the upload stands on disk.
-        enum Standing: Equatable, Sendable {
-            case pending, paused, completed, removing
-            case failed(reason: String)
-
-            /// Where an upload in `state` stands: a removal asked for first, then its end, then a pause.
-            init(_ state: State) {
-                self =
-                    switch state.outcome {
-                    case _ where state.removing == true: .removing
-                    case .completed?: .completed
-                    case .failed(let failure)?: .failed(reason: failure.reason)
-                    case nil: state.paused == true ? .paused : .pending
-                    }
-            }
-        }
+        var standing: UploadStanding
     }
 
     var summary: Summary {
         Summary(
             id: id, sequence: sequence, key: key, priority: state.priority, contentLength: contentLength,
-            url: request.url.absoluteString, standing: Summary.Standing(state))
+            url: request.url.absoluteString, standing: UploadStanding(state))
     }
 
     /// What the add fixed (``State`` is apart): in JSON, but for the bytes of its field and data parts, which go one

@@ -155,7 +155,7 @@ struct QueueSchedule {
         /// Its uploads that wait in the queue: they go at once when it is back.
         var waiting: Set<ID> = []
         /// Whether it speaks no version of the resumable draft: its forms go whole.
-        var plain = false
+        var speaksNone = false
     }
 
     // MARK: Uploads come and go
@@ -402,7 +402,7 @@ struct QueueSchedule {
         inFlight.remove(id)
         if let origin = upload.origin {
             servers[origin]?.running -= 1
-            if speaksNone { servers[origin]?.plain = true }
+            if speaksNone { servers[origin]?.speaksNone = true }
         }
         let stopping = upload.stopping
         upload.stopping = nil
@@ -479,8 +479,8 @@ struct QueueSchedule {
     }
 
     /// Whether `origin` was found to speak no version of the draft.
-    func isPlain(_ origin: Origin?) -> Bool {
-        origin.flatMap { servers[$0]?.plain } ?? false
+    func speaksNone(_ origin: Origin?) -> Bool {
+        origin.flatMap { servers[$0]?.speaksNone } ?? false
     }
 
     // MARK: Helpers

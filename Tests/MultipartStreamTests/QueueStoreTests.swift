@@ -250,9 +250,12 @@ import Testing
             // A change of its state reads and writes no form: it is made, and the form stays as damaged as it was.
             #expect(try store.update(broken.id) { $0.paused = true }?.paused == true)
             #expect(throws: QueueRecord.Damage.self) { try store.read(broken.id) }
+            let version = store.version
             #expect(throws: MultipartError.self, "a change of the whole record reads it first") {
                 try store.rewrite(broken.id) { $0.state.paused = nil }
             }
+            #expect(store.version == version, "rolled back: no other process hears of a change")
+            #expect(try store.update(broken.id) { _ in }?.paused == true, "the pause as it was")
         }
         let listed = store.list()
         #expect(listed.count == 5)

@@ -58,7 +58,7 @@ import Testing
     ])
     func credentialsNeverFollowARedirectToAnotherOrigin(target: String) {
         let proposal = RequestMaker(hook: nil, origin: url("http://127.0.0.1:8080/x")).judged(request(target))
-        for name in RedirectPolicy.credentialHeaders {
+        for name in CredentialHeaders.names {
             #expect(proposal.value(forHTTPHeaderField: name) == nil, "\(name) to \(target)")
         }
         #expect(proposal.value(forHTTPHeaderField: "X-Tag") == "kept", "other headers stay")

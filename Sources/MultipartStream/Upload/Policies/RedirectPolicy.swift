@@ -7,10 +7,6 @@ import Foundation
 /// What an upload does with a redirect, decided without I/O: which of the caller's headers the new request keeps,
 /// and whether URLSession may follow it, the upload must send the form again itself, or it must stop.
 package enum RedirectPolicy {
-    /// The headers that carry the caller's credentials. They never follow a redirect to another origin unless the
-    /// caller's delegate puts them back, as curl (since 7.58, `--location-trusted` to opt in) and browsers do.
-    package static let credentialHeaders = ["Authorization", "Cookie", "Proxy-Authorization"]
-
     /// The most times one upload sends its form again itself, as URLSession bounds its own redirects.
     static let maximumResends = 10
 

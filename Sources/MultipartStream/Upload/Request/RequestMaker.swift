@@ -84,7 +84,7 @@ struct RequestMaker: Sendable {
         case .kept:
             break
         case .removed:
-            for name in RedirectPolicy.credentialHeaders { request.setValue(nil, forHTTPHeaderField: name) }
+            for name in CredentialHeaders.names { request.setValue(nil, forHTTPHeaderField: name) }
             request.url = request.url?.removingUserInfo
         case .restored(let url):
             request.url = url

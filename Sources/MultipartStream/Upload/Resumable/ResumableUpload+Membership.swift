@@ -7,7 +7,7 @@ extension ResumableUpload {
         var keepsStateAfterAnswer = false
         /// Whether the server is known to speak no version of the draft (found out from an earlier upload of the
         /// queue to the same origin): a new upload sends the whole form without asking again.
-        var knownNotResumable = false
+        var speaksNone = false
         /// The upload's place among the queue's uploads to its server that wait out an outage together, so that one
         /// probes the server rather than each; `nil` for an upload that waits on its own.
         var outage: OutageGate.Pass?
@@ -24,12 +24,12 @@ extension ResumableUpload {
         var pacer: MultipartPacer?
 
         package init(
-            keepsStateAfterAnswer: Bool = false, knownNotResumable: Bool = false, outage: OutageGate.Pass? = nil,
+            keepsStateAfterAnswer: Bool = false, speaksNone: Bool = false, outage: OutageGate.Pass? = nil,
             knownServer: KnownServer? = nil, learned: (@Sendable (KnownServer) -> Void)? = nil,
             discovery: DiscoveryGate? = nil, pacer: MultipartPacer? = nil
         ) {
-            (self.keepsStateAfterAnswer, self.knownNotResumable, self.outage) =
-                (keepsStateAfterAnswer, knownNotResumable, outage)
+            (self.keepsStateAfterAnswer, self.speaksNone, self.outage) =
+                (keepsStateAfterAnswer, speaksNone, outage)
             (self.knownServer, self.learned, self.discovery, self.pacer) = (knownServer, learned, discovery, pacer)
         }
 

@@ -58,7 +58,7 @@ package struct ResumableUpload {
         defer { progress?.finish() }
         // A new upload to a server the queue knows nothing of waits for the one that asks what it speaks, unless it
         // asks nothing.
-        var (known, knownNone) = (membership.knownServer, membership.knownNotResumable)
+        var (known, knownNone) = (membership.knownServer, membership.speaksNone)
         // An upload no queue gathers goes on with what its process found of the server.
         let gate = membership.discovery ?? DiscoveryGate.forProcess(of: request.url)
         let oneRequest = policy.goesInOneRequest(form.contentLength)
