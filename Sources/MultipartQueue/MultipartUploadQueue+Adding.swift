@@ -79,7 +79,7 @@ extension MultipartUploadQueue {
             }
             let id = ID(rawValue: Self.newID(at: now))
             if let key = upload.key { keyed[key] = id }
-            new.append((upload, id.rawValue, nextSequence + new.count))
+            new.append((upload, id.rawValue, schedule.nextSequence + new.count))
             ids.append(id)
         }
         let made = try inParallel(new) { new throws(MultipartError) in
@@ -113,7 +113,7 @@ extension MultipartUploadQueue {
     /// The record of `upload` at the queue's end, checked as ``add(_:with:key:again:)`` says.
     func newRecord(_ upload: NewUpload) throws -> QueueRecord {
         let now = clock.now()
-        return try Self.newRecord(upload, id: Self.newID(at: now), sequence: nextSequence, at: now)
+        return try Self.newRecord(upload, id: Self.newID(at: now), sequence: schedule.nextSequence, at: now)
     }
 
     /// The record of `upload` as `id` at `sequence`, added `now`, checked as ``add(_:with:key:again:)`` says.
@@ -171,16 +171,10 @@ extension MultipartUploadQueue {
     /// progress, which tells its observers each time it changes, changed once.
     func enter(_ records: [QueueRecord]) {
         var origins: [String: Origin?] = [:]
-        var total: UInt64 = 0
-        for record in records {
-            nextSequence = max(nextSequence, record.sequence + 1)
+        let uploads = records.map { record in
             let summary = record.summary
-            let upload = Self.upload(summary, origin: Self.origin(of: summary.url, in: &origins))
-            schedule.add(upload)
-            total &+= record.contentLength
-            eventSink.yield(.added(upload.id))
+            return QueueSchedule.Upload(summary, origin: Self.origin(of: summary.url, in: &origins))
         }
-        progress.totalUnitCount += Int64(clamping: total)
-        wake()
+        performNow(schedule.added(uploads))
     }
 }

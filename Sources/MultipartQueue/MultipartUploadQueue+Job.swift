@@ -8,19 +8,9 @@ import MultipartStream
 extension MultipartUploadQueue {
     /// How one send of an upload ended.
     struct Finished: Sendable {
-        enum Outcome: Sendable {
-            /// The server has the form.
-            case completed(Answer)
-            /// The upload is over without it, as the upload's error says.
-            case failed(Failure)
-            /// The network (`outage`: no answer) or a busy server failed it for now.
-            case waiting(outage: Bool)
-            /// Cancelled: the upload is kept, for the next run.
-            case stopped
-        }
-
         var id: ID
-        var outcome: Outcome
+        /// What the upload layer made of the send's end.
+        var verdict: QueueSchedule.Verdict
         /// Whether the server was found to speak no version of the draft: its next forms go whole. A form under a
         /// server's `min-size` goes whole too, and that server speaks the draft.
         var speaksNone: Bool
@@ -130,17 +120,17 @@ extension MultipartUploadQueue {
                 let http = response as? HTTPURLResponse
                 let fields = (http?.allHeaderFields as? [String: String]) ?? [:]
                 let answer = Answer(statusCode: http?.statusCode, headers: fields, body: notes.answer)
-                return Finished(id: id, outcome: .completed(answer), speaksNone: speaksNone, record: notes.record)
+                return Finished(id: id, verdict: .completed(answer), speaksNone: speaksNone, record: notes.record)
             case .failure(let error):
                 return Finished(
-                    id: id, outcome: Self.outcome(of: error), speaksNone: speaksNone, record: notes.record)
+                    id: id, verdict: Self.verdict(of: error), speaksNone: speaksNone, record: notes.record)
             }
         }
 
         /// What an upload's error makes of it, as ``FailureMeaning`` says: the network's or a busy server's is for
         /// now, the form's own or the server's final word ends it; a form the server holds whole, its answer lost, is
         /// completed.
-        static func outcome(of error: any Error) -> Finished.Outcome {
+        static func verdict(of error: any Error) -> QueueSchedule.Verdict {
             switch FailureMeaning.of(error) {
             case .cancelled: .stopped
             case .noAnswer: .waiting(outage: true)
@@ -247,8 +237,8 @@ extension MultipartUploadQueue {
             }
             guard count || say else { return }
             let change = QueueRecord.Change.sending(again: count, wholeAt: say ? now() : nil)
-            let written = try? store.update(seen.withLock { $0.record.id }, syncing: change.isSynced, change.apply)
-            if let written = written ?? nil { seen.withLock { $0.record.state = written } }
+            let written = try? store.update([(seen.withLock { $0.record.id }, change)])
+            if let written = written?.first ?? nil { seen.withLock { $0.record.state = written } }
         }
 
         func keep(_ data: Data) {

@@ -41,7 +41,7 @@ extension MultipartUploadQueue {
         for (id, waiting) in removers {
             var removal = Removal.removed
             if let upload = schedule.uploads[id] {
-                removal = await removing(upload, session: session, headers: headers)
+                removal = await removeNow(upload, on: (session, headers))
             }
             for remover in waiting { remover.resume(returning: removal) }
         }
@@ -109,7 +109,7 @@ extension MultipartUploadQueue {
                 switch try await group.next() {
                 case .some(.some(let finished)):
                     taken += 1
-                    await finish(finished, session: session, headers: headers)
+                    await finish(finished)
                 case .some(.none):
                     sleeping = nil
                 case .none:
@@ -128,11 +128,6 @@ extension MultipartUploadQueue {
             group.cancelAll()
         }
         return nil
-    }
-
-    /// Ends the run's sleep, for it to look again at once.
-    func wake() {
-        sleep?.alarm.ring()
     }
 
     /// The servers whose outage is under way, as their gates say: the uploads in flight to them see it first.
@@ -163,6 +158,9 @@ extension MultipartUploadQueue {
                 ring()
             }
         }
+
+        /// Whether it rang.
+        var isRung: Bool { held.withLock { $0.rung } }
 
         func ring() {
             let waiter = held.withLock { held -> CheckedContinuation<Void, Never>? in

@@ -12,13 +12,13 @@ extension MultipartUploadQueue {
     /// ended while their server is still out say their new wait.
     func startAll(at now: Date, session: URLSession, headers: MultipartHeaders?) -> [Job] {
         let out = outServers
-        for (id, until) in schedule.due(at: now, out: out) { eventSink.yield(.waiting(id, until: until)) }
+        performNow(schedule.dueWaits(at: now, out: out))
         var jobs: [Job] = []
         // An upload whose record cannot be read or written, or makes no form, fails, and the next is tried.
         while true {
             var starting: [(id: ID, speaksNone: Bool, whole: Bool)] = []
             while let next = schedule.next(at: now, out: out) {
-                for (id, until) in next.parked { eventSink.yield(.waiting(id, until: until)) }
+                performNow(next.parked.map { .emit(.waiting($0, until: $1)) })
                 guard let upload = schedule.uploads[next.id] else { continue }
                 guard upload.sequence != nil else {
                     _ = failing(next.id, because: Failure(reason: "its record cannot be read: it is no record"))
@@ -59,28 +59,19 @@ extension MultipartUploadQueue {
         var record: QueueRecord
         do {
             // Removed by another process since the queue last looked: it goes without a byte sent.
-            guard let found else { return dropping(id) }
+            guard let found else { return declined(id, because: .gone) }
             record = try store.read(id.rawValue)
             record.state = found
         } catch {
-            if error.gone { return dropping(id) }
+            if error.gone { return declined(id, because: .gone) }
             return failing(id, because: Failure(reason: "its record cannot be read: \(error.reason)"))
         }
         // Its start counted, where it was written: a run before started it.
         let startedBefore = record.state.starts > 1
-        // Its removal asked for by another process since the queue last looked: removed, not started.
-        if record.state.removing == true {
-            _ = schedule.pause(id)
-            _ = schedule.finished(id, .stopped, speaksNone: false, at: clock.now())
-            Task { await self.removeAsked(id) }
-            return nil
-        }
-        // Paused by another process since the queue last looked: it stays as it is.
-        if record.state.paused == true {
-            _ = schedule.pause(id)
-            _ = schedule.finished(id, .stopped, speaksNone: false, at: clock.now())
-            return nil
-        }
+        // Its removal asked for, or a pause, by another process since the queue last looked: removed, or left as it
+        // is, not started.
+        if record.state.removing == true { return declined(id, because: .removalAsked) }
+        if record.state.paused == true { return declined(id, because: .paused) }
         let form: MultipartFormData?
         do {
             form = try record.form.rebuilt()
@@ -98,7 +89,7 @@ extension MultipartUploadQueue {
         let handle = CancelHandle()
         cancels[id] = handle
         let outage = upload.origin.map { gate($0).pass() }
-        eventSink.yield(.started(id))
+        perform(.emit(.started(id)))
         let askOnce = upload.origin.map { discovery($0) }
         return Job(
             id: id, record: record, store: store, form: form, request: record.request.urlRequest,
@@ -116,20 +107,27 @@ extension MultipartUploadQueue {
             progress: { [weak self] sent in Task { await self?.sent(sent, by: id) } }, clock: clock)
     }
 
-    /// An upload the schedule started whose record another process removed: gone from the queue, `nil`, for the next
-    /// to be tried. The process that removed it deleted its upload resource.
-    func dropping(_ id: ID) -> Job? {
-        _ = schedule.stop(id, for: .remove)
-        _ = schedule.finished(id, .stopped, speaksNone: false, at: clock.now())
-        if let upload = schedule.remove(id) { ended(upload) }
+    /// An upload the schedule started that its record declined: `nil`, for the next to be tried.
+    func declined(_ id: ID, because decline: QueueSchedule.Decline) -> Job? {
+        performNow(schedule.declined(id, because: decline, at: clock.now()))
         return nil
     }
 
     /// An upload the schedule started fails before its send: `nil`, for the next to be tried.
     func failing(_ id: ID, because failure: Failure) -> Job? {
-        _ = schedule.finished(id, .failed(reason: failure.reason), speaksNone: false, at: clock.now())
-        fail(id, because: failure)
+        performNow(schedule.finished(id, .failed(failure), speaksNone: false, at: clock.now()))
         return nil
+    }
+
+    /// Carries out `actions` without waiting: where one of them waits for the server (a removal's `DELETE`), all of
+    /// them go in order on a task of the queue's, and the starts go on meanwhile.
+    func performNow(_ actions: [QueueSchedule.Action]) {
+        guard !actions.contains(where: { if case .forget = $0 { true } else { false } }) else {
+            Task { await self.perform(actions) }
+            return
+        }
+        for action in actions { perform(action) }
+        report()
     }
 
     /// An upload found what `origin`'s server speaks: the next uploads to it go without asking.

@@ -51,15 +51,7 @@ extension MultipartUploadQueue {
                 $0.state.outcome = nil
             }
         }
-        if changed {
-            progress.totalUnitCount += Int64(clamping: length) - Int64(clamping: record.contentLength)
-            let sent = min(upload.sent, length.subtractingSaturated(1))
-            inFlightBytes -= min(inFlightBytes, upload.sent - sent)
-            schedule.update(id) { ($0.sent, $0.contentLength) = (sent, length) }
-        }
-        schedule.retry(id)
-        eventSink.yield(.retried(id))
-        wake()
+        performNow(schedule.retried(id, contentLength: length))
     }
 
     /// Removes an upload from the queue and its record from disk, and says whether the server has its form. One that
@@ -74,20 +66,20 @@ extension MultipartUploadQueue {
     @discardableResult
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async -> Removal {
         guard let upload = schedule.uploads[id] else { return .notInQueue }
-        if schedule.stop(id, for: .remove) {
-            cancels[id]?.cancel()
-            // Its send's end removes it, and says how (``finish(_:session:headers:)``).
+        if let stopping = schedule.removeAsked(id) {
+            performNow(stopping)
+            // Its send's end removes it, and says how (``QueueSchedule/finished(_:_:speaksNone:at:)``).
             return await withCheckedContinuation { removers[id, default: []].append($0) }
         }
         // This process's run, or none: the lock keeps another from starting while this one removes.
         let lock = isRunning ? nil : try? store.lock()
         if isRunning || lock != nil {
-            let removal = await removing(upload, session: session, headers: headers)
+            let removal = await removeNow(upload, on: (session, headers))
             lock?.release()
             return removal
         }
         // Another process runs the queue: it may be sending this upload, with its saved state.
-        if (try? change(upload, { $0.removing = true })) != nil {
+        if (try? writeMove(.removalAsked, of: upload)) != nil {
             let deadline = clock.now().addingTimeInterval(Self.removalWait)
             // The clock's sleep returns at once when cancelled, and would spin here until the deadline: a cancel ends
             // the wait.
@@ -96,7 +88,8 @@ extension MultipartUploadQueue {
             }
             guard store.listing(of: id.rawValue) == nil else { return .asked }
         }
-        if let upload = schedule.remove(id) { ended(upload) }
+        // Removed there, or gone: what the server held of it went with it.
+        performNow(schedule.removeNow(id, recordGone: true))
         switch store.removal(of: id.rawValue) {
         case .completed(let answer)?:
             return .completed(answer.map(Answer.init) ?? Answer(statusCode: nil, headers: [:], body: Data()))
@@ -105,13 +98,12 @@ extension MultipartUploadQueue {
         }
     }
 
-    /// Removes `upload`, not in flight, as ``remove(_:on:headers:)`` says.
-    func removing(
-        _ upload: QueueSchedule.Upload, session: URLSession, headers: MultipartHeaders?
-    ) async -> Removal {
+    /// Removes `upload`, not in flight, as ``remove(_:on:headers:)`` says, what the server holds of a form it never
+    /// completed deleted through `session`.
+    func removeNow(_ upload: QueueSchedule.Upload, on session: (URLSession, MultipartHeaders?)) async -> Removal {
         let answer =
             upload.state == .completed ? store.listing(of: upload.id.rawValue)?.answer.map(Answer.init) : nil
-        await forget(upload, session: session, headers: headers, givingUp: upload.state != .completed)
+        await perform(schedule.removeNow(upload.id), on: session)
         return answer.map(Removal.completed) ?? .removed
     }
 
@@ -127,32 +119,14 @@ extension MultipartUploadQueue {
     /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written: then nothing
     ///   changed.
     public func pause(_ id: ID) throws {
-        // One being removed stays so: its record goes, and its remover waits for the send's end.
-        guard let upload = schedule.uploads[id], upload.stopping != .remove else { return }
-        switch upload.state {
-        case .completed, .failed, .paused: return
-        case .pending, .waiting, .running: break
-        }
-        try change(upload) { $0.paused = true }
-        if schedule.pause(id) { cancels[id]?.cancel() }
-        eventSink.yield(.paused(id))
+        try move(.pause, id)
     }
 
-    /// Changes the state of `upload`'s record as it stands on disk.
-    func change(_ upload: QueueSchedule.Upload, _ change: (inout QueueRecord.State) -> Void) throws {
-        try changeRecord(of: upload) { () throws(MultipartError) in try store.update(upload.id.rawValue, change) }
-    }
-
-    /// Writes `upload`'s record with `write`, which gives `nil` where the record is gone: an error then.
-    func changeRecord<Written>(
-        of upload: QueueSchedule.Upload, _ write: () throws(MultipartError) -> Written?
-    ) throws {
-        let unwritable = MultipartError.Reason.stateUnwritable(
-            store.url.appendingPathComponent(QueueStore.databaseName), errno: EINVAL)
-        guard upload.sequence != nil else { throw MultipartError(unwritable) }
-        guard try write() != nil else {
-            throw MultipartError(unwritable, underlying: QueueRecord.Damage(reason: "it is gone", gone: true))
-        }
+    /// Writes the caller's `move` of `id` to its record, then carries it out as the schedule says.
+    private func move(_ move: QueueSchedule.Move, _ id: ID) throws {
+        guard let upload = schedule.uploads[id], let change = schedule.change(for: move, of: id) else { return }
+        try writeMove(change, of: upload)
+        performNow(schedule.take(move, id))
     }
 
     /// Resumes a paused upload: it goes again in its place in the queue, from where the server stands, at once if
@@ -161,10 +135,7 @@ extension MultipartUploadQueue {
     /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func resume(_ id: ID) throws {
         // A pause that has not yet stopped the upload is taken back too, on disk as here.
-        guard let upload = schedule.uploads[id], schedule.isPaused(id) else { return }
-        try change(upload) { $0.paused = nil }
-        if schedule.resume(id) { wake() }
-        eventSink.yield(.resumed(id))
+        try move(.resume, id)
     }
 
     /// Moves an upload to the front of the queue, in this process and the next: it is the next to start (an upload
@@ -172,23 +143,13 @@ extension MultipartUploadQueue {
     ///
     /// - Throws: ``MultipartStream/MultipartError/Reason/stateUnwritable(_:errno:)`` when the record cannot be written.
     public func prioritize(_ id: ID) throws {
-        guard let upload = schedule.uploads[id], upload.sequence != nil else { return }
-        let priority = schedule.frontPriority
-        try change(upload) { $0.priority = priority }
-        schedule.prioritize(id)
-        eventSink.yield(.prioritized(id))
-        wake()
+        try move(.prioritize, id)
     }
 
     /// Removes every completed upload from the queue, its record and saved state: what a backup that went through
     /// leaves behind. Uploads in any other state stay.
     public func removeCompleted() async {
         // One pass for all of them: a hundred thousand go at once.
-        let removed = schedule.removeCompleted()
-        store.removeRecords(removed.map(\.id.rawValue))
-        for upload in removed {
-            store.removeState(of: upload.id.rawValue)
-            eventSink.yield(.removed(upload.id))
-        }
+        performNow(schedule.clearCompleted())
     }
 }

@@ -79,7 +79,7 @@ public actor MultipartUploadQueue {
     var removers: [ID: [CheckedContinuation<Removal, Never>]] = [:]
 
     /// The uploads that completed since the last write, with their answers: the next start writes them.
-    var completing: [(upload: QueueSchedule.Upload, answer: Answer)] = []
+    var completing: [(id: ID, answer: Answer)] = []
 
     /// Where the uploads to each server wait out an outage together: their own retries, as the queue's probes.
     var gates: [Origin: OutageGate] = [:]
@@ -91,18 +91,10 @@ public actor MultipartUploadQueue {
     /// upload to a server asks it (`OPTIONS` in each version down to the one it speaks).
     var knownServers: [String: ResumableUpload.KnownServer]
 
-    /// The bytes handed out by uploads that have not completed.
-    var inFlightBytes: UInt64 = 0
-
-    var nextSequence = 0
-
     var isRunning: Bool { running != nil }
 
     /// The session and headers of the run under way.
     var running: (URLSession, MultipartHeaders?)?
-
-    /// The bytes of uploads that completed or were removed, which progress never takes back.
-    var endedBytes: UInt64 = 0
 
     /// The run's sleep, which ends early when its alarm rings (a server is back, the caller moved an upload, an upload
     /// waits), and until when it sleeps.
@@ -155,45 +147,30 @@ public actor MultipartUploadQueue {
         var schedule = QueueSchedule(
             limit: maximumConcurrentUploads, probeInterval: max(1, resumption.wait(.infinity)))
         var origins: [String: Origin?] = [:]
-        var nextSequence = 0
-        var (total, ended): (UInt64, UInt64) = (0, 0)
         store.forEachRecord { listed in
             let upload: QueueSchedule.Upload
             switch listed {
             case .record(let summary):
                 upload =
                     schedule.uploads[ID(rawValue: summary.id)] == nil
-                    ? Self.upload(summary, origin: Self.origin(of: summary.url, in: &origins))
+                    ? QueueSchedule.Upload(summary, origin: Self.origin(of: summary.url, in: &origins))
                     : Self.damaged(summary.id, reason: "another record has its ID")
-                nextSequence = max(nextSequence, summary.sequence + 1)
             case .damaged(let id, let reason):
                 upload = Self.damaged(id, reason: reason)
             }
             // A damaged record's name may be another's ID: the first keeps it.
             guard schedule.uploads[upload.id] == nil else { return }
             schedule.add(upload)
-            total += upload.contentLength
-            if upload.state == .completed { ended += upload.contentLength }
         }
         self.schedule = schedule
-        self.nextSequence = nextSequence
         knownServers = store.knownServers()
-        endedBytes = ended
-        progress = Progress(totalUnitCount: Int64(clamping: total))
-        progress.completedUnitCount = Int64(clamping: ended)
+        progress = Progress(totalUnitCount: Int64(clamping: schedule.counts.total))
+        progress.completedUnitCount = Int64(clamping: schedule.counts.completed)
     }
 
     deinit {
         // Readers' loops end with the queue.
         eventSink.finish()
-    }
-
-    /// The upload a record's summary says.
-    static func upload(_ summary: QueueRecord.Summary, origin: Origin?) -> QueueSchedule.Upload {
-        return QueueSchedule.Upload(
-            id: ID(rawValue: summary.id), sequence: summary.sequence, key: summary.key,
-            priority: summary.priority ?? 0, origin: origin, state: summary.standing.scheduled,
-            contentLength: summary.contentLength)
     }
 
     /// The origin of the upload URL `url`, parsed once a URL (`found` keeps them): most queues send to one URL or a

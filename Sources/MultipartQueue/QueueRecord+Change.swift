@@ -1,10 +1,18 @@
 import Foundation
 
 extension QueueRecord {
-    /// What a run writes of an upload's record, for one of its decisions or a fact its send reports, and the fields
-    /// each writes: the one place they are said. The caller's own moves (a pause, a resume, a move) write the one
-    /// field each is about.
+    /// What a write changes of an upload's state, for one of the run's decisions, a fact its send reports, or a
+    /// caller's move in any process, and the fields each writes: the one place they are said. Every write of a state
+    /// is one of these (``QueueStore/update(_:syncing:)``).
     enum Change: Equatable {
+        /// The caller paused it: it stays as it is, in every process, until resumed. A run sending it stops it.
+        case pauseAsked
+        /// The caller resumed it, or took back a pause that had not yet stopped it.
+        case resumeAsked
+        /// The caller moved it to `priority`, before every upload of a lower one.
+        case moved(priority: Int)
+        /// The caller asked for its removal where another process runs the queue: that run removes it.
+        case removalAsked
         /// Its send starts, in this process, at `at`; `whole`, as one whole request: to a server that speaks no draft,
         /// or a form small enough to go in one (``MultipartResumption/singleRequestLimit``).
         case started(whole: Bool, at: Date)
@@ -55,15 +63,19 @@ extension QueueRecord {
             case .sending(let again, let whole):
                 if again { state.sentAgain += 1 }
                 if let whole { state.sentWhole = whole }
+            case .pauseAsked: state.paused = true
+            case .resumeAsked: state.paused = nil
+            case .moved(let priority): state.priority = priority
+            case .removalAsked: state.removing = true
             }
         }
 
-        /// Whether the change is synced before it is taken as made. An upload's end for good, and a pause, are the
-        /// caller's to rely on; a start and a completion outlive a kill, and a power cut that loses one sends the
-        /// form again, under the same key, and counts it.
+        /// Whether the change is synced before it is taken as made. An upload's end for good, a pause and the
+        /// caller's moves are the caller's to rely on; a start and a completion outlive a kill, and a power cut that
+        /// loses one sends the form again, under the same key, and counts it.
         var isSynced: Bool {
             switch self {
-            case .failed, .paused: true
+            case .failed, .paused, .pauseAsked, .resumeAsked, .moved, .removalAsked: true
             case .started, .completed, .stopped, .sending: false
             }
         }

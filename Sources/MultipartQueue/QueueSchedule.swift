@@ -28,90 +28,14 @@ struct QueueSchedule {
     private(set) var inFlight: Set<ID> = []
     /// The highest place the caller moved an upload to: the next move goes before it.
     private(set) var topPriority = 0
+    /// The queue's progress in bytes, kept on the transitions that change it.
+    private(set) var counts = Counts()
+    /// The place in the order added of the next upload added: after every one the schedule took.
+    private(set) var nextSequence = 0
 
     init(limit: Int, probeInterval: TimeInterval) {
         self.limit = max(1, limit)
         self.probeInterval = max(1, probeInterval)
-    }
-
-    /// An upload's place in the order: the caller's latest move first, then the order added.
-    struct Rank: Comparable {
-        var priority: Int
-        var order: Int
-        var id: String
-
-        static func < (one: Rank, other: Rank) -> Bool {
-            if one.priority != other.priority { return one.priority > other.priority }
-            if one.order != other.order { return one.order < other.order }
-            return one.id < other.id
-        }
-    }
-
-    /// The uploads, by ID: in one array, a hundred thousand of them in as little memory as they take, with the place
-    /// of each in a dictionary (a dictionary of the uploads themselves would keep twice the room for them).
-    struct Table {
-        private(set) var values: [Upload] = []
-        private var slots: [ID: Int] = [:]
-
-        var isEmpty: Bool { values.isEmpty }
-
-        subscript(id: ID) -> Upload? {
-            get { slots[id].map { values[$0] } }
-            set {
-                guard let slot = slots[id] else {
-                    if let newValue {
-                        slots[id] = values.count
-                        values.append(newValue)
-                    }
-                    return
-                }
-                if let newValue {
-                    values[slot] = newValue
-                    return
-                }
-                // The last takes the place of the one removed.
-                slots[id] = nil
-                let last = values.removeLast()
-                guard slot < values.count else { return }
-                values[slot] = last
-                slots[last.id] = slot
-            }
-        }
-    }
-
-    /// What the schedule knows of one upload, with the few facts of it the queue keeps beside.
-    struct Upload {
-        /// Its ID, which its rank holds: one string, not two.
-        var id: ID { ID(rawValue: rank.id) }
-        /// Its place in the order added; `nil` for a file that is no record.
-        var sequence: Int?
-        var key: String?
-        var rank: Rank
-        var origin: Origin?
-        var state: State
-        /// Whether a send of it is under way (`running`, or `waiting` between its own tries).
-        var isInFlight = false
-        /// What the caller asked of it while it ran, which its end carries out.
-        var stopping: Stop?
-        /// The last of its send's reports of a wait between its own tries that was applied.
-        var waitReports = 0
-        /// The form's length.
-        var contentLength: UInt64
-        /// The most bytes of the form it handed out, in the queue's progress.
-        var sent: UInt64 = 0
-
-        init(
-            id: ID, sequence: Int?, key: String?, priority: Int = 0, origin: Origin?, state: State,
-            contentLength: UInt64
-        ) {
-            self.sequence = sequence
-            self.key = key
-            self.origin = origin
-            self.state = state
-            self.contentLength = contentLength
-            let order = sequence ?? Int(id.rawValue.prefix(12)) ?? .max
-            rank = Rank(priority: priority, order: order, id: id.rawValue)
-        }
     }
 
     /// Where an upload stands: ``MultipartUploadQueue/State`` without a completed upload's answer, which stays in
@@ -169,6 +93,9 @@ struct QueueSchedule {
         uploads[upload.id] = upload
         if let key = upload.key, keys[key] == nil { keys[key] = upload.id }
         topPriority = max(topPriority, upload.rank.priority)
+        if let sequence = upload.sequence { nextSequence = max(nextSequence, sequence + 1) }
+        counts.total &+= upload.contentLength
+        if upload.state == .completed { counts.ended &+= upload.contentLength }
         if upload.state == .pending { makeReady(upload.id) }
     }
 
@@ -179,6 +106,8 @@ struct QueueSchedule {
         uploads[id] = nil
         if let key = upload.key, keys[key] == id { keys[key] = nil }
         if let origin = upload.origin { servers[origin]?.waiting.remove(id) }
+        // Given up, it counts as done; a completed upload counted as it completed.
+        if upload.state != .completed { counts.end(upload) }
         return upload
     }
 
@@ -192,20 +121,24 @@ struct QueueSchedule {
     /// Every upload, in the queue's order.
     var ordered: [Upload] { uploads.values.sorted { $0.rank < $1.rank } }
 
-    /// Changes the facts of an upload that the schedule keeps for the queue (its length, what it sent).
-    mutating func update(_ id: ID, _ change: (inout Upload) -> Void) {
-        guard var upload = uploads[id] else { return }
-        let (rank, state) = (upload.rank, upload.state)
-        change(&upload)
-        // The schedule's own fields change through its events only.
-        (upload.rank, upload.state) = (rank, state)
-        uploads[id] = upload
+    /// The upload `id` in flight handed out `bytes` of its form: its length, or `nil` for one not in flight. Its last
+    /// byte counts when the server's answer says it has the form: a form handed out whole and refused keeps the queue
+    /// short of done.
+    mutating func handedOut(_ bytes: UInt64, by id: ID) -> UInt64? {
+        guard var upload = uploads[id], upload.isInFlight else { return nil }
+        let counted = min(bytes, upload.contentLength.subtractingSaturated(1))
+        if counted > upload.sent {
+            counts.inFlight &+= counted - upload.sent
+            upload.sent = counted
+            uploads[id] = upload
+        }
+        return upload.contentLength
     }
 
     // MARK: The caller's moves
 
     /// Pauses an upload that has not ended: `true` when it is in flight, and its send must be stopped (it is paused
-    /// when it ends, ``finished(_:_:speaksNone:at:)``). One whose removal is under way stays to be removed: its remover
+    /// when it ends, ``end(_:_:speaksNone:at:)``). One whose removal is under way stays to be removed: its remover
     /// waits for that.
     mutating func pause(_ id: ID) -> Bool {
         guard var upload = uploads[id], upload.stopping != .remove else { return false }
@@ -256,9 +189,16 @@ struct QueueSchedule {
         if upload.state == .pending { makeReady(id) }
     }
 
-    /// A failed upload goes again, in its place.
-    mutating func retry(_ id: ID) {
+    /// A failed upload goes again, in its place, its form now `contentLength` long (a file changed since it was
+    /// added): what it handed out counts up to its new length's last byte.
+    mutating func retry(_ id: ID, contentLength: UInt64? = nil) {
         guard var upload = uploads[id], case .failed = upload.state else { return }
+        if let length = contentLength, length != upload.contentLength {
+            let sent = min(upload.sent, length.subtractingSaturated(1))
+            counts.inFlight -= min(counts.inFlight, upload.sent - sent)
+            counts.total = counts.total.subtractingSaturated(upload.contentLength) &+ length
+            (upload.sent, upload.contentLength) = (sent, length)
+        }
         upload.state = .pending
         uploads[id] = upload
         makeReady(id)
@@ -395,8 +335,8 @@ struct QueueSchedule {
     }
 
     /// The send of `id` ended with `outcome` at `now`; `speaksNone` when its server turned out to speak no draft.
-    /// `nil` for an upload that was not in flight.
-    mutating func finished(_ id: ID, _ outcome: Outcome, speaksNone: Bool, at now: Date) -> Ending? {
+    /// `nil` for an upload that was not in flight. ``finished(_:_:speaksNone:at:)`` says what the queue does of it.
+    mutating func end(_ id: ID, _ outcome: Outcome, speaksNone: Bool, at now: Date) -> Ending? {
         guard var upload = uploads[id], upload.isInFlight else { return nil }
         upload.isInFlight = false
         inFlight.remove(id)
@@ -422,6 +362,7 @@ struct QueueSchedule {
         switch outcome {
         case .completed:
             if let origin = upload.origin { servers[origin]?.probe = nil }
+            counts.end(upload)
             uploads[id]?.state = .completed
             return .completed
         case .failed(let reason):

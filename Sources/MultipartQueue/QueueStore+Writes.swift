@@ -10,6 +10,16 @@ import MultipartStream
 #endif
 
 extension QueueStore {
+    /// Writes `changes` of uploads' states, each one of ``QueueRecord/Change``, in one transaction, synced where one
+    /// of them is: the queue's one way to change a state, its run's and its sends' alike. A start is left undone
+    /// where the state declines it (``QueueRecord/Change/declines(_:)``). The state each wrote, or found and left, in
+    /// order; `nil` for an upload gone.
+    func update(_ changes: [(id: String, change: QueueRecord.Change)]) throws(MultipartError) -> [QueueRecord.State?] {
+        try update(
+            changes.map { StateChange(id: $0.id, declines: $0.change.declines, change: $0.change.apply) },
+            syncing: changes.contains { $0.change.isSynced })
+    }
+
     /// Changes the state of the upload `id` as it stands on disk (``QueueRecord/State``), in one transaction that no
     /// other process's write can come between: each writer changes only the fields it owns (a send what it counted,
     /// another process a pause), and none writes a copy it read earlier over what changed since. Only the columns that

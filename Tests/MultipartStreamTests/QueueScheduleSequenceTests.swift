@@ -6,10 +6,11 @@ import Testing
 @testable import MultipartStream
 
 /// The queue's schedule under seeded random sequences of every event it takes (adds, the caller's moves, starts,
-/// ends of every kind, waits, outages and returns, time passing, a run's end), in virtual time, with what must hold
-/// after each event checked: the limit, the order, no start of an upload that is paused, removed, completed, failed
-/// or waiting out its time, no wait forgotten, and a start whenever one is due. A failure names its seed and step;
-/// `QUEUE_SCHEDULE_SEED=N` replays that seed alone.
+/// ends of every kind, progress, waits, outages and returns, time passing, a run's end), in virtual time, with what
+/// must hold after each event checked: the limit, the order, no start of an upload that is paused, removed,
+/// completed, failed or waiting out its time, no wait forgotten, a start whenever one is due, the actions each event
+/// returns (a cancel only of a send in flight, an upload forgotten or told removed only once it left), and the
+/// progress's counts. A failure names its seed and step; `QUEUE_SCHEDULE_SEED=N` replays that seed alone.
 @Suite struct QueueScheduleSequenceTests {
     typealias ID = MultipartUploadQueue.ID
 
@@ -43,6 +44,8 @@ import Testing
         /// The servers out now, as the queue's gates would say.
         var out: Set<Origin> = []
         var made = 0
+        /// Uploads the schedule took.
+        var added = 0
         /// Uploads removed from the schedule: none may come back.
         var removed: Set<ID> = []
         /// When each upload that waits in the queue may go again, unless its server came back first.
@@ -64,11 +67,14 @@ import Testing
             let origin = QueueScheduleSequenceTests.origins.randomElement(using: &generator)!
             let key = Bool.random(using: &generator) ? "k\(Int.random(in: 0..<4, using: &generator))" : nil
             if let key, schedule.id(forKey: key) != nil { return }
-            schedule.add(
-                QueueSchedule.Upload(
-                    id: ID(rawValue: String(format: "u%04d", made)), sequence: made, key: key, origin: origin,
-                    state: .pending, contentLength: 10))
+            check(
+                schedule.added([
+                    QueueSchedule.Upload(
+                        id: ID(rawValue: String(format: "u%04d", made)), sequence: made, key: key, origin: origin,
+                        state: .pending, contentLength: 10)
+                ]))
             made += 1
+            added += 1
         }
 
         mutating func step() {
@@ -87,39 +93,40 @@ import Testing
                 last = "pause \(id.rawValue)"
                 let wasInFlight = schedule.uploads[id]?.isInFlight == true
                 let removing = schedule.uploads[id]?.stopping == .remove
-                let stops = schedule.pause(id)
+                let pausing = schedule.uploads[id]?.stopping == .pause
+                let stops = check(schedule.take(.pause, id)).contains(.cancel(id))
                 if removing, schedule.uploads[id]?.stopping != .remove {
                     broken = "a pause took the place of a remove under way"
-                } else if stops != (wasInFlight && schedule.uploads[id]?.stopping == .pause) {
+                } else if stops != (wasInFlight && !pausing && schedule.uploads[id]?.stopping == .pause) {
                     broken = "pause said \(stops) of an upload in flight: \(wasInFlight)"
                 }
                 if !wasInFlight { waitsUntil[id] = nil }
             case 7:
                 guard let id = pick() else { return }
                 last = "resume \(id.rawValue)"
-                _ = schedule.resume(id)
+                check(schedule.take(.resume, id))
             case 8:
                 guard let id = pick() else { return }
                 last = "prioritize \(id.rawValue)"
-                schedule.prioritize(id)
+                check(schedule.take(.prioritize, id))
                 if schedule.uploads[id]?.rank.priority != schedule.topPriority { broken = "not moved to the front" }
             case 9:
                 guard let id = pick() else { return }
                 last = "retry \(id.rawValue)"
-                schedule.retry(id)
+                check(schedule.retried(id))
             case 10:
                 guard let id = pick() else { return }
                 last = "remove \(id.rawValue)"
                 if schedule.uploads[id]?.isInFlight == true {
-                    _ = schedule.stop(id, for: .remove)
-                } else if schedule.remove(id) != nil {
+                    if check(schedule.removeAsked(id) ?? []) != [.cancel(id)] { broken = "no cancel of a removal" }
+                } else if !check(schedule.removeNow(id)).isEmpty {
                     removed.insert(id)
                     waitsUntil[id] = nil
                 }
             case 11:
                 last = "time"
                 now = now.addingTimeInterval(Double.random(in: 0...20, using: &generator))
-                _ = schedule.due(at: now, out: out)
+                check(schedule.dueWaits(at: now, out: out))
                 checkNoWaitPastItsTime()
             case 12:
                 guard
@@ -128,7 +135,7 @@ import Testing
                 if out.contains(origin) {
                     last = "back \(origin.serialized)"
                     out.remove(origin)
-                    schedule.serverBack(origin)
+                    check(schedule.back(origin))
                     for upload in schedule.uploads.values where upload.origin == origin { waitsUntil[upload.id] = nil }
                 } else {
                     last = "out \(origin.serialized)"
@@ -138,8 +145,13 @@ import Testing
                 guard let id = schedule.inFlight.randomElement(using: &generator) else { return }
                 last = "in-flight wait \(id.rawValue)"
                 let turn = (schedule.uploads[id]?.waitReports ?? 0) + 1
+                if Bool.random(using: &generator) {
+                    last = "progress \(id.rawValue)"
+                    check(schedule.sent(UInt64.random(in: 0...12, using: &generator), by: id))
+                    break
+                }
                 let until = Bool.random(using: &generator) ? now.addingTimeInterval(5) : nil
-                _ = schedule.inFlight(id, waitsUntil: until, turn: turn)
+                check(schedule.waits(id, until: until, turn: turn))
             default:
                 if Int.random(in: 0..<4, using: &generator) == 0 {
                     last = "run ended"
@@ -149,9 +161,10 @@ import Testing
                     for id in pausing where schedule.uploads[id]?.state != .paused { broken = "a pause lost: \(id)" }
                 } else {
                     last = "remove completed"
-                    for upload in schedule.removeCompleted() {
-                        removed.insert(upload.id)
-                        if upload.state != .completed { broken = "removed \(upload.id) as completed: \(upload.state)" }
+                    let completed = schedule.uploads.values.filter { $0.state == .completed }.map(\.id)
+                    for case .clear(let cleared) in check(schedule.clearCompleted()) {
+                        removed.formUnion(cleared)
+                        if Set(cleared) != Set(completed) { broken = "cleared \(cleared), not \(completed)" }
                     }
                 }
             }
@@ -194,7 +207,7 @@ import Testing
             guard let id = schedule.inFlight.randomElement(using: &generator), let upload = schedule.uploads[id] else {
                 let someone = pick()
                 if let someone, schedule.uploads[someone]?.isInFlight == false,
-                    schedule.finished(someone, .completed, speaksNone: false, at: now) != nil
+                    schedule.end(someone, .completed, speaksNone: false, at: now) != nil
                 {
                     broken = "the end of \(someone), not in flight, was taken"
                 }
@@ -205,7 +218,7 @@ import Testing
             ]
             let outcome = outcomes.randomElement(using: &generator)!
             last = "end \(id.rawValue): \(outcome)"
-            let ending = schedule.finished(id, outcome, speaksNone: Bool.random(using: &generator), at: now)
+            let ending = schedule.end(id, outcome, speaksNone: Bool.random(using: &generator), at: now)
             let after = schedule.uploads[id]
             switch upload.stopping {
             case .remove:
@@ -245,8 +258,42 @@ import Testing
             }
         }
 
+        /// Checks the actions an event returned against the schedule after it: a cancel only of a send in flight, an
+        /// upload forgotten, cleared or told removed only once it left.
+        @discardableResult
+        private mutating func check(_ actions: [QueueSchedule.Action]) -> [QueueSchedule.Action] {
+            for action in actions {
+                switch action {
+                case .cancel(let id) where schedule.uploads[id]?.isInFlight != true:
+                    broken = "a cancel of \(id), not in flight"
+                case .forget(let upload, _) where schedule.uploads[upload.id] != nil:
+                    broken = "\(upload.id) forgotten, yet in the schedule"
+                case .emit(.removed(let id)) where schedule.uploads[id] != nil:
+                    broken = "\(id) told removed, yet in the schedule"
+                default: break
+                }
+                if case .clear(let ids) = action, ids.contains(where: { schedule.uploads[$0] != nil }) {
+                    broken = "cleared \(ids), yet in the schedule"
+                }
+            }
+            return actions
+        }
+
         /// What holds after every event.
         private mutating func checkAlways() {
+            // The progress: every upload's length in the total; those that completed or left as done; what the
+            // others handed out, short of its last byte.
+            let counts = schedule.counts
+            let completed = schedule.uploads.values.filter { $0.state == .completed }.count
+            let handedOut = schedule.uploads.values.filter { $0.state != .completed }.reduce(UInt64(0)) { $0 + $1.sent }
+            if counts.total != UInt64(added) * 10 { broken = "a total of \(counts.total) for \(added) uploads" }
+            if counts.ended != UInt64(removed.count + completed) * 10 {
+                broken = "\(counts.ended) ended for \(removed.count) removed and \(completed) completed"
+            }
+            if counts.inFlight != handedOut { broken = "\(counts.inFlight) handed out, not \(handedOut)" }
+            if schedule.uploads.values.contains(where: { $0.sent >= $0.contentLength }) {
+                broken = "a last byte counted"
+            }
             let flying = Set(schedule.uploads.values.filter(\.isInFlight).map(\.id))
             if flying != schedule.inFlight { broken = "in flight: \(flying) against \(schedule.inFlight)" }
             if schedule.inFlight.count > schedule.limit { broken = "past the limit" }

@@ -41,15 +41,15 @@ import Testing
         var schedule = schedule(limit: 2, 4)
         #expect(starts(&schedule, at: at(0)) == [id(0), id(1)])
         #expect(schedule.uploads[id(0)]?.state == .running && schedule.inFlight == [id(0), id(1)])
-        let result1 = schedule.finished(id(1), .completed, speaksNone: false, at: at(1))
+        let result1 = schedule.end(id(1), .completed, speaksNone: false, at: at(1))
         #expect(result1 == .completed)
         #expect(starts(&schedule, at: at(1)) == [id(2)])
-        let result2 = schedule.finished(id(0), .failed(reason: "no"), speaksNone: false, at: at(2))
+        let result2 = schedule.end(id(0), .failed(reason: "no"), speaksNone: false, at: at(2))
         #expect(result2 == .failed(reason: "no"))
         #expect(starts(&schedule, at: at(2)) == [id(3)])
-        let result3 = schedule.finished(id(3), .completed, speaksNone: false, at: at(3))
+        let result3 = schedule.end(id(3), .completed, speaksNone: false, at: at(3))
         #expect(result3 == .completed)
-        let result4 = schedule.finished(id(3), .completed, speaksNone: false, at: at(3))
+        let result4 = schedule.end(id(3), .completed, speaksNone: false, at: at(3))
         #expect(result4 == nil, "an upload not in flight")
         #expect(schedule.ordered.map(\.state) == [.failed(reason: "no"), .completed, .running, .completed])
     }
@@ -60,9 +60,9 @@ import Testing
         schedule.prioritize(id(3))
         #expect(schedule.ordered.map(\.id) == [id(3), id(2), id(0), id(1)])
         #expect(starts(&schedule, at: at(0)) == [id(3)])
-        _ = schedule.finished(id(3), .completed, speaksNone: false, at: at(1))
+        _ = schedule.end(id(3), .completed, speaksNone: false, at: at(1))
         #expect(starts(&schedule, at: at(1)) == [id(2)])
-        _ = schedule.finished(id(2), .completed, speaksNone: false, at: at(2))
+        _ = schedule.end(id(2), .completed, speaksNone: false, at: at(2))
         #expect(starts(&schedule, at: at(2)) == [id(0)])
         #expect(schedule.frontPriority == 3)
     }
@@ -75,17 +75,17 @@ import Testing
         #expect(starts(&schedule, at: at(0)) == [id(1)])
         let result6 = schedule.resume(id(0))
         #expect(result6)
-        _ = schedule.finished(id(1), .completed, speaksNone: false, at: at(1))
+        _ = schedule.end(id(1), .completed, speaksNone: false, at: at(1))
         #expect(starts(&schedule, at: at(1)) == [id(0)], "back in its place, before u2")
         // Paused while it runs: its send stops, and it is paused when it ends, unless it ended otherwise.
         let result7 = schedule.pause(id(0))
         #expect(result7)
-        let result8 = schedule.finished(id(0), .stopped, speaksNone: false, at: at(2))
+        let result8 = schedule.end(id(0), .stopped, speaksNone: false, at: at(2))
         #expect(result8 == .paused)
         #expect(starts(&schedule, at: at(2)) == [id(2)])
         let result9 = schedule.pause(id(2))
         #expect(result9)
-        let result10 = schedule.finished(id(2), .completed, speaksNone: false, at: at(3))
+        let result10 = schedule.end(id(2), .completed, speaksNone: false, at: at(3))
         #expect(result10 == .completed, "it ended first")
         // A pause taken back before the send stopped leaves it running.
         let result11 = schedule.resume(id(0))
@@ -94,7 +94,7 @@ import Testing
         let result12 = schedule.pause(id(0))
         let result13 = schedule.resume(id(0))
         #expect(result12 && !result13)
-        let result14 = schedule.finished(id(0), .stopped, speaksNone: false, at: at(4))
+        let result14 = schedule.end(id(0), .stopped, speaksNone: false, at: at(4))
         #expect(result14 == .pending)
         let result15 = schedule.pause(id(2))
         #expect(!result15, "a completed upload has nothing to pause")
@@ -110,10 +110,10 @@ import Testing
         #expect(result16 == nil, "one in flight is stopped first")
         let result17 = schedule.stop(id(0), for: .remove)
         #expect(result17)
-        let result18 = schedule.finished(id(0), .completed, speaksNone: false, at: at(1))
+        let result18 = schedule.end(id(0), .completed, speaksNone: false, at: at(1))
         #expect(result18 == .forget)
         #expect(schedule.uploads[id(0)] == nil && schedule.id(forKey: "a") == nil)
-        _ = schedule.finished(id(1), .completed, speaksNone: false, at: at(1))
+        _ = schedule.end(id(1), .completed, speaksNone: false, at: at(1))
         schedule.add(upload(2, to: server, state: .completed))
         let result19 = schedule.removeCompleted()
         #expect(Set(result19.map(\.id)) == [id(1), id(2)] && schedule.uploads.isEmpty)
@@ -122,7 +122,7 @@ import Testing
     @Test func aRetriedUploadGoesAgainAndAStoppedRunLeavesItsUploadsPending() {
         var schedule = schedule(limit: 2, 3)
         _ = starts(&schedule, at: at(0))
-        _ = schedule.finished(id(0), .failed(reason: "gone"), speaksNone: false, at: at(1))
+        _ = schedule.end(id(0), .failed(reason: "gone"), speaksNone: false, at: at(1))
         let result20 = schedule.pause(id(1))
         #expect(result20)
         schedule.retry(id(0))
@@ -136,9 +136,9 @@ import Testing
         var schedule = schedule(limit: 1, 2)
         _ = starts(&schedule, at: at(0))
         #expect(
-            schedule.finished(id(0), .waiting(outage: false), speaksNone: false, at: at(0)) == .waiting(until: at(15)))
+            schedule.end(id(0), .waiting(outage: false), speaksNone: false, at: at(0)) == .waiting(until: at(15)))
         #expect(starts(&schedule, at: at(1)) == [id(1)], "the server is not out: the next goes")
-        _ = schedule.finished(id(1), .completed, speaksNone: false, at: at(2))
+        _ = schedule.end(id(1), .completed, speaksNone: false, at: at(2))
         #expect(starts(&schedule, at: at(2)).isEmpty)
         let result21 = schedule.nextWake(after: at(2))
         #expect(result21 == at(15))
@@ -174,15 +174,15 @@ import Testing
         let result28 = schedule.inFlight(id(0), waitsUntil: nil, turn: 2)
         #expect(result28 == .running)
         #expect(
-            schedule.finished(id(0), .waiting(outage: true), speaksNone: false, at: at(5)) == .waiting(until: at(20)))
+            schedule.end(id(0), .waiting(outage: true), speaksNone: false, at: at(5)) == .waiting(until: at(20)))
         // The others, still parked past the prober's time, say a probe's wait from now.
         let parked = schedule.due(at: at(5), out: out)
         #expect(
             parked.map(\.0).sorted { $0.rawValue < $1.rawValue } == [id(1), id(2)] && parked.allSatisfy { $0.1 > at(5) }
         )
         #expect(starts(&schedule, at: at(5), out: out).isEmpty, "in flight: one at the limit, and the server is out")
-        _ = schedule.finished(id(1), .waiting(outage: true), speaksNone: false, at: at(6))
-        _ = schedule.finished(id(2), .waiting(outage: true), speaksNone: false, at: at(7))
+        _ = schedule.end(id(1), .waiting(outage: true), speaksNone: false, at: at(6))
+        _ = schedule.end(id(2), .waiting(outage: true), speaksNone: false, at: at(7))
         #expect(starts(&schedule, at: at(8), out: out).isEmpty, "nothing probes before the probe's time")
         let result29 = schedule.nextWake(after: at(8))
         #expect(result29 == at(20))
@@ -204,7 +204,7 @@ import Testing
         #expect(schedule.uploads[id(3)]?.state == .pending, "never tried: pending")
         // The probe is answered: the server is back, and every upload goes.
         schedule.serverBack(server)
-        let result34 = schedule.finished(id(0), .completed, speaksNone: false, at: at(23))
+        let result34 = schedule.end(id(0), .completed, speaksNone: false, at: at(23))
         #expect(result34 == .completed)
         #expect(starts(&schedule, at: at(23)) == [id(1), id(2), id(3)])
     }
@@ -216,7 +216,7 @@ import Testing
         schedule.add(upload(1, to: server))
         schedule.add(upload(2, to: other))
         #expect(starts(&schedule, at: at(0)) == [id(0), id(1)])
-        _ = schedule.finished(id(0), .waiting(outage: true), speaksNone: false, at: at(1))
+        _ = schedule.end(id(0), .waiting(outage: true), speaksNone: false, at: at(1))
         #expect(starts(&schedule, at: at(1), out: [server]) == [id(2)])
     }
 
@@ -247,7 +247,7 @@ import Testing
                     let outcomes: [QueueSchedule.Outcome] = [
                         .completed, .failed(reason: "x"), .waiting(outage: true), .waiting(outage: false), .stopped,
                     ]
-                    _ = schedule.finished(
+                    _ = schedule.end(
                         target, outcomes.randomElement(using: &generator)!, speaksNone: false, at: now)
                 }
                 let before = schedule.inFlight

@@ -27,7 +27,7 @@ import Testing
     func aCodeMeansTheSameToTheProtocolAndTheQueue(code: URLError.Code, transient: Bool) {
         #expect(Transience.isTransient(URLError(code)) == transient)
         #expect(FailureMeaning.of(URLError(code)) == (transient ? .noAnswer : .final))
-        switch MultipartUploadQueue.Job.outcome(of: URLError(code)) {
+        switch MultipartUploadQueue.Job.verdict(of: URLError(code)) {
         case .waiting(outage: true): #expect(transient, "the queue waits out \(code.rawValue)")
         case .failed: #expect(!transient, "the queue fails \(code.rawValue)")
         case let other: Issue.record("\(code.rawValue): \(other)")
@@ -105,7 +105,7 @@ import Testing
     @Test func everyFailureMeansOneThingAndTheQueueDoesWhatItMeans() {
         for (what, error, meaning) in Self.table {
             #expect(FailureMeaning.of(error) == meaning, "\(what)")
-            let outcome = MultipartUploadQueue.Job.outcome(of: error)
+            let outcome = MultipartUploadQueue.Job.verdict(of: error)
             switch (meaning, outcome) {
             case (.noAnswer, .waiting(outage: true)), (.busy, .waiting(outage: false)),
                 (.resendRefused, .waiting(outage: false)), (.answerLost, .completed), (.local, .failed),

@@ -1,0 +1,104 @@
+import Foundation
+import MultipartStream
+
+/// What the schedule holds of its uploads: each upload, its rank in the order, the table of them all, and the
+/// progress's counts.
+extension QueueSchedule {
+    /// An upload's place in the order: the caller's latest move first, then the order added.
+    struct Rank: Comparable {
+        var priority: Int
+        var order: Int
+        var id: String
+
+        static func < (one: Rank, other: Rank) -> Bool {
+            if one.priority != other.priority { return one.priority > other.priority }
+            if one.order != other.order { return one.order < other.order }
+            return one.id < other.id
+        }
+    }
+
+    /// The uploads, by ID: in one array, a hundred thousand of them in as little memory as they take, with the place
+    /// of each in a dictionary (a dictionary of the uploads themselves would keep twice the room for them).
+    struct Table {
+        private(set) var values: [Upload] = []
+        private var slots: [ID: Int] = [:]
+
+        var isEmpty: Bool { values.isEmpty }
+
+        subscript(id: ID) -> Upload? {
+            get { slots[id].map { values[$0] } }
+            set {
+                guard let slot = slots[id] else {
+                    if let newValue {
+                        slots[id] = values.count
+                        values.append(newValue)
+                    }
+                    return
+                }
+                if let newValue {
+                    values[slot] = newValue
+                    return
+                }
+                // The last takes the place of the one removed.
+                slots[id] = nil
+                let last = values.removeLast()
+                guard slot < values.count else { return }
+                values[slot] = last
+                slots[last.id] = slot
+            }
+        }
+    }
+
+    /// What the schedule knows of one upload, with the few facts of it the queue keeps beside.
+    struct Upload: Equatable {
+        /// Its ID, which its rank holds: one string, not two.
+        var id: ID { ID(rawValue: rank.id) }
+        /// Its place in the order added; `nil` for a file that is no record.
+        var sequence: Int?
+        var key: String?
+        var rank: Rank
+        var origin: Origin?
+        var state: State
+        /// Whether a send of it is under way (`running`, or `waiting` between its own tries).
+        var isInFlight = false
+        /// What the caller asked of it while it ran, which its end carries out.
+        var stopping: Stop?
+        /// The last of its send's reports of a wait between its own tries that was applied.
+        var waitReports = 0
+        /// The form's length.
+        var contentLength: UInt64
+        /// The most bytes of the form it handed out, in the queue's progress.
+        var sent: UInt64 = 0
+
+        init(
+            id: ID, sequence: Int?, key: String?, priority: Int = 0, origin: Origin?, state: State,
+            contentLength: UInt64
+        ) {
+            self.sequence = sequence
+            self.key = key
+            self.origin = origin
+            self.state = state
+            self.contentLength = contentLength
+            let order = sequence ?? Int(id.rawValue.prefix(12)) ?? .max
+            rank = Rank(priority: priority, order: order, id: id.rawValue)
+        }
+    }
+
+    /// The queue's progress in bytes (``MultipartUploadQueue/progress``): never taken back.
+    struct Counts: Equatable {
+        /// Every upload's length.
+        var total: UInt64 = 0
+        /// The lengths of those that completed or left the queue.
+        var ended: UInt64 = 0
+        /// The bytes the others handed out, each short of its last.
+        var inFlight: UInt64 = 0
+
+        var completed: UInt64 { ended &+ inFlight }
+
+        /// `upload` ended, completed or given up: its bytes count whole, and no longer as handed out.
+        mutating func end(_ upload: Upload) {
+            inFlight -= min(inFlight, upload.sent)
+            ended &+= upload.contentLength
+        }
+    }
+}
