@@ -146,6 +146,7 @@ public actor MultipartUploadQueue {
         seenVersion = store.version
         var schedule = QueueSchedule(
             limit: maximumConcurrentUploads, probeInterval: max(1, resumption.wait(.infinity)))
+        schedule.reserve(store.count)
         var origins: [String: Origin?] = [:]
         store.forEachRecord { listed in
             let upload: QueueSchedule.Upload

@@ -24,6 +24,8 @@ struct QueueSchedule {
     /// The uploads that wait in the queue, by when they look again.
     private var timers = Heap<Timer>()
     private var servers: [Origin: Server] = [:]
+    /// Each server's origin, held once for all its uploads.
+    private var origins: [Origin: SharedOrigin] = [:]
     /// The uploads whose send is under way.
     private(set) var inFlight: Set<ID> = []
     /// The highest place the caller moved an upload to: the next move goes before it.
@@ -84,12 +86,21 @@ struct QueueSchedule {
 
     // MARK: Uploads come and go
 
+    /// Makes room for `count` uploads, which a queue opened is about to add.
+    mutating func reserve(_ count: Int) {
+        uploads.reserve(count)
+    }
+
     /// The upload of `key`, if one has it.
     func id(forKey key: String) -> ID? { keys[key] }
 
     /// Takes `upload` in, as its record says it stands. Two of one key (two processes that added it at once) stay
     /// two uploads; the first answers for the key.
     mutating func add(_ upload: Upload) {
+        var upload = upload
+        if let origin = upload.origin {
+            if let shared = origins[origin] { upload.server = shared } else { origins[origin] = upload.server }
+        }
         uploads[upload.id] = upload
         if let key = upload.key, keys[key] == nil { keys[key] = upload.id }
         topPriority = max(topPriority, upload.rank.priority)

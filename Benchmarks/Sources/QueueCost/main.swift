@@ -14,9 +14,11 @@ import MultipartStreamTestSupport
 // added to one queue a thousand a call (add(contentsOf:)), the queue opened anew on its directory (a relaunch),
 // listed, and run (unless --no-run): each step's time, and the resident memory it added, per upload; fails past
 // --max-kb per upload, where adding took more than --max-add-seconds, or where opening took more than
-// --max-open-seconds or, at its height, --max-open-mib.
+// --max-open-seconds or, at its height, --max-open-mib, or where the listing (every upload, held) took more than
+// --max-list-seconds or, at its height, --max-list-mib.
 // Usage: queue-cost [--uploads N] [--rounds R] [--queued N] [--no-run] [--max-ratio X] [--max-kb KB]
-//                   [--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M]
+//                   [--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M] [--max-list-seconds S]
+//                   [--max-list-mib M]
 
 var uploadsPerRound = 1_000
 var rounds = 5
@@ -27,6 +29,7 @@ var maxAddSeconds: Double?
 var maxOpenSeconds: Double?
 var maxOpenMiB: Double?
 var maxListSeconds: Double?
+var maxListMiB: Double?
 // The `multipart` command whose `--queue DIR --list` of the many is timed, with its bounds.
 var listCommand: String?
 var maxCommandSeconds: Double?
@@ -48,6 +51,7 @@ while let option = arguments.popFirst() {
     case ("--max-open-seconds", let value?) where Double(value) != nil: maxOpenSeconds = Double(value)
     case ("--max-open-mib", let value?) where Double(value) != nil: maxOpenMiB = Double(value)
     case ("--max-list-seconds", let value?) where Double(value) != nil: maxListSeconds = Double(value)
+    case ("--max-list-mib", let value?) where Double(value) != nil: maxListMiB = Double(value)
     case ("--list-command", let value?): listCommand = value
     case ("--max-command-seconds", let value?) where Double(value) != nil: maxCommandSeconds = Double(value)
     case ("--max-command-mib", let value?) where Double(value) != nil: maxCommandMiB = Double(value)
@@ -55,7 +59,7 @@ while let option = arguments.popFirst() {
         FileHandle.standardError.write(
             Data(
                 ("usage: queue-cost [--uploads N] [--rounds R] [--queued N] [--no-run] [--max-ratio X] [--max-kb KB] "
-                    + "[--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M] [--max-list-seconds S] "
+                    + "[--max-add-seconds S] [--max-open-seconds S] [--max-open-mib M] [--max-list-seconds S] [--max-list-mib M] "
                     + "[--list-command MULTIPART [--max-command-seconds S] [--max-command-mib M]]\n").utf8))
         exit(2)
     }
@@ -184,9 +188,15 @@ let loaded = ProcessDescriptors.residentBytes() - memory
 // What opening took at its height, above what the process held before: the names and summaries read at once.
 let openPeak = ProcessDescriptors.peakResidentBytes() - memory
 // Listing reads every upload's row: what a view of every upload costs, apart from opening.
+// What a view holding every upload holds: the listing's resident memory while it is held.
+memory = ProcessDescriptors.residentBytes()
+ProcessDescriptors.resetPeakResident()
 let listStart = DispatchTime.now().uptimeNanoseconds
-let listed = await reopened.uploads.count
+let every = await reopened.uploads
 let listSeconds = Double(DispatchTime.now().uptimeNanoseconds - listStart) / 1e9
+let listMiB = Double(ProcessDescriptors.residentBytes() - memory) / 1_048_576
+let listPeakMiB = Double(ProcessDescriptors.peakResidentBytes() - memory) / 1_048_576
+let listed = withExtendedLifetime(every) { every.count }
 // The command's `--list` of the same queue, in a process of its own: its time and its peak resident memory. GNU
 // time forks the command and reports its peak: this process's own child would not do, as posix_spawn shares this
 // process's memory until the exec, and Linux counts that memory's peak as the child's (`exec_mmap` keeps it in the
@@ -230,6 +240,12 @@ if let command {
     print(String(format: "the command's --list of %d: %.2f s, %.0f MiB resident", queued, command.seconds, command.mib))
 }
 var failed = false
+print(
+    String(format: "the listing of %d held: +%.1f MiB resident, %.1f MiB at its height", listed, listMiB, listPeakMiB))
+if let maxListMiB, listPeakMiB > maxListMiB {
+    print(String(format: "FAIL: the listing took %.1f MiB at its height, more than %.1f", listPeakMiB, maxListMiB))
+    failed = true
+}
 if let maxListSeconds, listSeconds > maxListSeconds {
     print(String(format: "FAIL: listing took %.2f s, more than %.2f", listSeconds, maxListSeconds))
     failed = true
