@@ -46,14 +46,6 @@ extension QueueSchedule {
         /// Cancelled: the upload is kept, for the next run.
         case stopped
 
-        var outcome: Outcome {
-            switch self {
-            case .completed: .completed
-            case .failed(let failure): .failed(reason: failure.reason)
-            case .waiting(let outage): .waiting(outage: outage)
-            case .stopped: .stopped
-            }
-        }
     }
 
     // MARK: Uploads come and go
@@ -208,7 +200,7 @@ extension QueueSchedule {
         guard let upload = uploads[id] else { return [] }
         // A server that went whole speaks no draft now, whatever an earlier upload found.
         var actions: [Action] = speaksNone ? upload.origin.map { [.speaksNone($0)] } ?? [] : []
-        guard let ending = end(id, verdict.outcome, speaksNone: speaksNone, at: now) else { return actions }
+        guard let ending = end(id, verdict, speaksNone: speaksNone, at: now) else { return actions }
         switch (ending, verdict) {
         case (.forget, _):
             // A send that completed as the remove came leaves the form to the server, and the remove says so.

@@ -321,16 +321,6 @@ struct QueueSchedule {
         return upload.state
     }
 
-    /// How one send ended, as the queue's job says.
-    enum Outcome: Equatable {
-        case completed
-        case failed(reason: String)
-        /// The network (`outage`: no answer) or a busy server failed it for now.
-        case waiting(outage: Bool)
-        /// Cancelled.
-        case stopped
-    }
-
     /// What the queue does once a send ended.
     enum Ending: Equatable {
         /// The caller removed it while it ran: its record and state go.
@@ -345,9 +335,9 @@ struct QueueSchedule {
         case pending
     }
 
-    /// The send of `id` ended with `outcome` at `now`; `speaksNone` when its server turned out to speak no draft.
+    /// The send of `id` ended as `verdict` says at `now`; `speaksNone` when its server turned out to speak no draft.
     /// `nil` for an upload that was not in flight. ``finished(_:_:speaksNone:at:)`` says what the queue does of it.
-    mutating func end(_ id: ID, _ outcome: Outcome, speaksNone: Bool, at now: Date) -> Ending? {
+    mutating func end(_ id: ID, _ verdict: Verdict, speaksNone: Bool, at now: Date) -> Ending? {
         guard var upload = uploads[id], upload.isInFlight else { return nil }
         upload.isInFlight = false
         inFlight.remove(id)
@@ -363,22 +353,21 @@ struct QueueSchedule {
             return .forget
         }
         if stopping == .pause,
-            outcome == .stopped || outcome == .waiting(outage: true)
-                || outcome == .waiting(outage: false)
+            verdict == .stopped || verdict == .waiting(outage: true) || verdict == .waiting(outage: false)
         {
             // Paused where it stood: the server's word, and its own, come at the resume.
             uploads[id]?.state = .paused
             return .paused
         }
-        switch outcome {
+        switch verdict {
         case .completed:
             if let origin = upload.origin { servers[origin]?.probe = nil }
             counts.end(upload)
             uploads[id]?.state = .completed
             return .completed
-        case .failed(let reason):
-            uploads[id]?.state = .failed(reason: reason)
-            return .failed(reason: reason)
+        case .failed(let failure):
+            uploads[id]?.state = .failed(reason: failure.reason)
+            return .failed(reason: failure.reason)
         case .waiting(let outage):
             // The queue's probe of the server: one upload every probe's wait, so that they go again that soon after
             // the network's return. A server that answered (busy) is no outage: this upload waits alone.

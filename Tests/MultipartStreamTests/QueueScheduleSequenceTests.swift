@@ -13,6 +13,7 @@ import Testing
 /// progress's counts. A failure names its seed and step; `QUEUE_SCHEDULE_SEED=N` replays that seed alone.
 @Suite struct QueueScheduleSequenceTests {
     typealias ID = MultipartUploadQueue.ID
+    static let answer = MultipartUploadQueue.Answer(statusCode: 201)
 
     static let origins: [Origin?] = [
         Origin(URL(string: "https://one.example/")!), Origin(URL(string: "https://two.example/")!), nil,
@@ -207,14 +208,16 @@ import Testing
             guard let id = schedule.inFlight.randomElement(using: &generator), let upload = schedule.uploads[id] else {
                 let someone = pick()
                 if let someone, schedule.uploads[someone]?.isInFlight == false,
-                    schedule.end(someone, .completed, speaksNone: false, at: now) != nil
+                    schedule.end(someone, .completed(QueueScheduleSequenceTests.answer), speaksNone: false, at: now)
+                        != nil
                 {
                     broken = "the end of \(someone), not in flight, was taken"
                 }
                 return
             }
-            let outcomes: [QueueSchedule.Outcome] = [
-                .completed, .failed(reason: "no"), .waiting(outage: true), .waiting(outage: false), .stopped,
+            let outcomes: [QueueSchedule.Verdict] = [
+                .completed(QueueScheduleSequenceTests.answer), .failed(.init(reason: "no")), .waiting(outage: true),
+                .waiting(outage: false), .stopped,
             ]
             let outcome = outcomes.randomElement(using: &generator)!
             last = "end \(id.rawValue): \(outcome)"
@@ -227,7 +230,8 @@ import Testing
                 }
                 removed.insert(id)
                 return
-            case .pause where outcome != .completed && outcome != .failed(reason: "no"):
+            case .pause
+            where outcome != .completed(QueueScheduleSequenceTests.answer) && outcome != .failed(.init(reason: "no")):
                 if ending != .paused || after?.state != .paused {
                     broken = "a pause while in flight ended \(String(describing: ending))"
                 }

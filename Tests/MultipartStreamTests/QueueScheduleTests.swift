@@ -11,6 +11,7 @@ import Testing
     let start = Date(timeIntervalSince1970: 1_000_000)
     let server = Origin(URL(string: "https://upload.example/")!)!
     let other = Origin(URL(string: "https://other.example/")!)!
+    static let answer = MultipartUploadQueue.Answer(statusCode: 201)
 
     /// At `seconds` past the start.
     private func at(_ seconds: Double) -> Date { start.addingTimeInterval(seconds) }
@@ -41,15 +42,15 @@ import Testing
         var schedule = schedule(limit: 2, 4)
         #expect(starts(&schedule, at: at(0)) == [id(0), id(1)])
         #expect(schedule.uploads[id(0)]?.state == .running && schedule.inFlight == [id(0), id(1)])
-        let result1 = schedule.end(id(1), .completed, speaksNone: false, at: at(1))
+        let result1 = schedule.end(id(1), .completed(Self.answer), speaksNone: false, at: at(1))
         #expect(result1 == .completed)
         #expect(starts(&schedule, at: at(1)) == [id(2)])
-        let result2 = schedule.end(id(0), .failed(reason: "no"), speaksNone: false, at: at(2))
+        let result2 = schedule.end(id(0), .failed(.init(reason: "no")), speaksNone: false, at: at(2))
         #expect(result2 == .failed(reason: "no"))
         #expect(starts(&schedule, at: at(2)) == [id(3)])
-        let result3 = schedule.end(id(3), .completed, speaksNone: false, at: at(3))
+        let result3 = schedule.end(id(3), .completed(Self.answer), speaksNone: false, at: at(3))
         #expect(result3 == .completed)
-        let result4 = schedule.end(id(3), .completed, speaksNone: false, at: at(3))
+        let result4 = schedule.end(id(3), .completed(Self.answer), speaksNone: false, at: at(3))
         #expect(result4 == nil, "an upload not in flight")
         #expect(schedule.ordered.map(\.state) == [.failed(reason: "no"), .completed, .running, .completed])
     }
@@ -60,9 +61,9 @@ import Testing
         schedule.prioritize(id(3))
         #expect(schedule.ordered.map(\.id) == [id(3), id(2), id(0), id(1)])
         #expect(starts(&schedule, at: at(0)) == [id(3)])
-        _ = schedule.end(id(3), .completed, speaksNone: false, at: at(1))
+        _ = schedule.end(id(3), .completed(Self.answer), speaksNone: false, at: at(1))
         #expect(starts(&schedule, at: at(1)) == [id(2)])
-        _ = schedule.end(id(2), .completed, speaksNone: false, at: at(2))
+        _ = schedule.end(id(2), .completed(Self.answer), speaksNone: false, at: at(2))
         #expect(starts(&schedule, at: at(2)) == [id(0)])
         #expect(schedule.frontPriority == 3)
     }
@@ -75,7 +76,7 @@ import Testing
         #expect(starts(&schedule, at: at(0)) == [id(1)])
         let result6 = schedule.resume(id(0))
         #expect(result6)
-        _ = schedule.end(id(1), .completed, speaksNone: false, at: at(1))
+        _ = schedule.end(id(1), .completed(Self.answer), speaksNone: false, at: at(1))
         #expect(starts(&schedule, at: at(1)) == [id(0)], "back in its place, before u2")
         // Paused while it runs: its send stops, and it is paused when it ends, unless it ended otherwise.
         let result7 = schedule.pause(id(0))
@@ -85,7 +86,7 @@ import Testing
         #expect(starts(&schedule, at: at(2)) == [id(2)])
         let result9 = schedule.pause(id(2))
         #expect(result9)
-        let result10 = schedule.end(id(2), .completed, speaksNone: false, at: at(3))
+        let result10 = schedule.end(id(2), .completed(Self.answer), speaksNone: false, at: at(3))
         #expect(result10 == .completed, "it ended first")
         // A pause taken back before the send stopped leaves it running.
         let result11 = schedule.resume(id(0))
@@ -110,10 +111,10 @@ import Testing
         #expect(result16 == nil, "one in flight is stopped first")
         let result17 = schedule.stop(id(0), for: .remove)
         #expect(result17)
-        let result18 = schedule.end(id(0), .completed, speaksNone: false, at: at(1))
+        let result18 = schedule.end(id(0), .completed(Self.answer), speaksNone: false, at: at(1))
         #expect(result18 == .forget)
         #expect(schedule.uploads[id(0)] == nil && schedule.id(forKey: "a") == nil)
-        _ = schedule.end(id(1), .completed, speaksNone: false, at: at(1))
+        _ = schedule.end(id(1), .completed(Self.answer), speaksNone: false, at: at(1))
         schedule.add(upload(2, to: server, state: .completed))
         let result19 = schedule.removeCompleted()
         #expect(Set(result19.map(\.id)) == [id(1), id(2)] && schedule.uploads.isEmpty)
@@ -122,7 +123,7 @@ import Testing
     @Test func aRetriedUploadGoesAgainAndAStoppedRunLeavesItsUploadsPending() {
         var schedule = schedule(limit: 2, 3)
         _ = starts(&schedule, at: at(0))
-        _ = schedule.end(id(0), .failed(reason: "gone"), speaksNone: false, at: at(1))
+        _ = schedule.end(id(0), .failed(.init(reason: "gone")), speaksNone: false, at: at(1))
         let result20 = schedule.pause(id(1))
         #expect(result20)
         schedule.retry(id(0))
@@ -138,7 +139,7 @@ import Testing
         #expect(
             schedule.end(id(0), .waiting(outage: false), speaksNone: false, at: at(0)) == .waiting(until: at(15)))
         #expect(starts(&schedule, at: at(1)) == [id(1)], "the server is not out: the next goes")
-        _ = schedule.end(id(1), .completed, speaksNone: false, at: at(2))
+        _ = schedule.end(id(1), .completed(Self.answer), speaksNone: false, at: at(2))
         #expect(starts(&schedule, at: at(2)).isEmpty)
         let result21 = schedule.nextWake(after: at(2))
         #expect(result21 == at(15))
@@ -204,7 +205,7 @@ import Testing
         #expect(schedule.uploads[id(3)]?.state == .pending, "never tried: pending")
         // The probe is answered: the server is back, and every upload goes.
         schedule.serverBack(server)
-        let result34 = schedule.end(id(0), .completed, speaksNone: false, at: at(23))
+        let result34 = schedule.end(id(0), .completed(Self.answer), speaksNone: false, at: at(23))
         #expect(result34 == .completed)
         #expect(starts(&schedule, at: at(23)) == [id(1), id(2), id(3)])
     }
@@ -244,8 +245,9 @@ import Testing
                     let until = now.addingTimeInterval(Double.random(in: 0...10, using: &generator))
                     _ = schedule.inFlight(target, waitsUntil: until, turn: Int.random(in: 1...9, using: &generator))
                 default:
-                    let outcomes: [QueueSchedule.Outcome] = [
-                        .completed, .failed(reason: "x"), .waiting(outage: true), .waiting(outage: false), .stopped,
+                    let outcomes: [QueueSchedule.Verdict] = [
+                        .completed(Self.answer), .failed(.init(reason: "x")), .waiting(outage: true),
+                        .waiting(outage: false), .stopped,
                     ]
                     _ = schedule.end(
                         target, outcomes.randomElement(using: &generator)!, speaksNone: false, at: now)
