@@ -5,7 +5,8 @@ import MultipartStream
     import FoundationNetworking
 #endif
 
-// The one place the queue carries out what its schedule decided, and writes to its store.
+// The one place the queue carries out what its schedule decided, and the one place it writes to its store (a send's
+// notes write their facts through the same `QueueStore.update`).
 extension MultipartUploadQueue {
     /// Carries out `actions`, in order, as the schedule returned them for an event. `known` is the record a send
     /// ended with, which forgetting its upload uses where another process's remove took the one on disk; the server's
@@ -26,7 +27,7 @@ extension MultipartUploadQueue {
         report()
     }
 
-    /// Carries out `action`, which needs no wait: all but ``QueueSchedule/Action/forget(_:givingUp:)``.
+    /// Carries out `action` without waiting.
     func perform(_ action: QueueSchedule.Action) {
         switch action {
         case .write(let id, let change):
@@ -39,9 +40,10 @@ extension MultipartUploadQueue {
             // After the progress, which a reader of the event finds up to date.
             report()
             eventSink.yield(event)
-        case .forget(let upload, let givingUp):
-            // Only an async perform can wait for the server; none is asked of this one (see `perform(_:known:on:)`).
-            assertionFailure("forget \(upload.id), givingUp \(givingUp), without waiting")
+        case .forget:
+            // A removal waits for the server's `DELETE`: on a task of the queue's (`perform(_:known:on:)` and
+            // `performNow(_:)` wait for it where its order counts).
+            Task { await self.perform([action]) }
         case .clear(let ids):
             store.removeRecords(ids.map(\.rawValue))
             for id in ids { store.removeState(of: id.rawValue) }
@@ -77,6 +79,41 @@ extension MultipartUploadQueue {
         try changeRecord(of: upload) { () throws(MultipartError) in
             try store.update([(upload.id.rawValue, change)])[0]
         }
+    }
+
+    /// Writes new uploads' records, in one transaction. Committed to the write-ahead log, not synced: a commit there
+    /// outlives a kill of the process (SQLite's WAL with `synchronous = NORMAL`, what Android gives apps and
+    /// WorkManager's enqueue relies on); a sync would cost each add as long as a small upload, and only a power cut can
+    /// lose it, which adding again by key restores.
+    func writeAdded(_ records: [QueueRecord]) throws {
+        try store.write(records, syncing: false)
+    }
+
+    /// Writes the retry of the failed `upload`: its outcome gone, and where a file changed, its form's `parts` as they
+    /// are now, `contentLength` long, under a key of its own (another form for the server). The saved state stays: it
+    /// is of the old file, and the next run, finding the form changed, deletes the server's upload of it and starts
+    /// over.
+    func writeRetry(of upload: QueueSchedule.Upload, parts: [QueueRecord.Form.Part]?, contentLength: UInt64) throws {
+        try changeRecord(of: upload) { () throws(MultipartError) in
+            try store.rewrite(upload.id.rawValue) {
+                if let parts {
+                    $0.form.parts = parts
+                    $0.contentLength = contentLength
+                    $0.state.generation = ($0.state.generation ?? 0) + 1
+                }
+                $0.state.outcome = nil
+            }
+        }
+    }
+
+    /// Keeps what `origin`'s server was found to speak, for every later run.
+    func writeKnown(_ server: ResumableUpload.KnownServer, for origin: Origin) {
+        store.keep(server, for: origin.serialized)
+    }
+
+    /// Removes the saved state of a completed upload, once its completion is written.
+    func removeState(of id: ID) {
+        store.removeState(of: id.rawValue)
     }
 
     /// Writes `upload`'s record with `write`, which gives `nil` where the record is gone: an error then.

@@ -43,11 +43,7 @@ extension MultipartUploadQueue {
             return existing
         }
         let record = try newRecord(NewUpload(form: form, request: request, key: key))
-        // Committed to the write-ahead log, not synced: a commit there outlives a kill of the process (SQLite's WAL
-        // with `synchronous = NORMAL`, what Android gives apps and WorkManager's enqueue relies on); a sync would cost
-        // each add as long as a small upload, and only a power cut can lose it, which adding again by key restores.
-        try store.write(record, syncing: false)
-        enter([record])
+        try enter([record])
         return ID(rawValue: record.id)
     }
 
@@ -85,9 +81,8 @@ extension MultipartUploadQueue {
         let made = try inParallel(new) { new throws(MultipartError) in
             try Self.newRecord(new.upload, id: new.id, sequence: new.sequence, at: now)
         }
-        // One transaction: none of the call stays where a write failed. Not synced, as `add(_:with:key:again:)` says.
-        try store.write(made, syncing: false)
-        enter(made)
+        // One transaction: none of the call stays where a write failed.
+        try enter(made)
         return ids
     }
 
@@ -167,9 +162,10 @@ extension MultipartUploadQueue {
     /// This process's last ID.
     static let lastID = LockedValue(IDClock())
 
-    /// Puts `records`, on disk already, at the queue's end in their order: each URL's origin found once, and the
-    /// progress, which tells its observers each time it changes, changed once.
-    func enter(_ records: [QueueRecord]) {
+    /// Writes `records` in one transaction, then puts them at the queue's end in their order: each URL's origin found
+    /// once, and the progress, which tells its observers each time it changes, changed once.
+    func enter(_ records: [QueueRecord]) throws {
+        try writeAdded(records)
         var origins: [String: Origin?] = [:]
         let uploads = records.map { record in
             let summary = record.summary

@@ -54,7 +54,7 @@ extension MultipartUploadQueue {
             if !starts.isEmpty { written = (try? write(changes)) ?? [] }
         }
         for (index, (id, answer)) in ended.enumerated() {
-            if index < written.count, written[index] != nil { store.removeState(of: id.rawValue) }
+            if index < written.count, written[index] != nil { removeState(of: id) }
             perform(.emit(.completed(id, answer)))
         }
         if let failure, !starts.isEmpty { throw failure }

@@ -134,7 +134,7 @@ extension MultipartUploadQueue {
     func learned(_ server: ResumableUpload.KnownServer, for origin: Origin) {
         guard knownServers[origin.serialized] != server else { return }
         knownServers[origin.serialized] = server
-        store.keep(server, for: origin.serialized)
+        writeKnown(server, for: origin)
     }
 
     /// The gate of `origin`'s uploads, made at its first upload.

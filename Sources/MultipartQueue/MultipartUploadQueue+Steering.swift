@@ -38,19 +38,7 @@ extension MultipartUploadQueue {
             }
             length = rebuilt
         }
-        // The saved state stays: it is of the old file, and the next run, finding the form changed, deletes the
-        // server's upload of it and starts over.
-        try changeRecord(of: upload) { () throws(MultipartError) in
-            try store.rewrite(id.rawValue) {
-                if changed {
-                    $0.form.parts = record.form.parts
-                    $0.contentLength = length
-                    // Another form for the server: a key of its own.
-                    $0.state.generation = ($0.state.generation ?? 0) + 1
-                }
-                $0.state.outcome = nil
-            }
-        }
+        try writeRetry(of: upload, parts: changed ? record.form.parts : nil, contentLength: length)
         performNow(schedule.retried(id, contentLength: length))
     }
 
