@@ -45,7 +45,6 @@ extension QueueSchedule {
         case waiting(outage: Bool)
         /// Cancelled: the upload is kept, for the next run.
         case stopped
-
     }
 
     // MARK: Uploads come and go
