@@ -65,17 +65,20 @@ extension MultipartUploadQueue {
                 record: record, store: store, startedBefore: startedBefore, goesWhole: goesWhole,
                 now: clock.now)
             var policy = resumption
-            // A server that speaks no draft gets the whole form, and has nothing to resume.
-            policy.stateDirectory = speaksNone ? nil : stateDirectory
-            // The caller's own listener hears every event too.
-            let (heard, waits, turns, now) = (resumption.events, waits, LockedValue(0), clock.now)
+            // A server that speaks no draft gets the whole form, and has nothing to resume; nor has a form that goes
+            // whole in one request, which goes again whole after a drop, unless a run before left a state to go on from
+            // (a creation without the form, under a smaller threshold).
+            let nothingToResume = goesWhole && !FileManager.default.fileExists(atPath: stateDirectory.path)
+            policy.stateDirectory = speaksNone || nothingToResume ? nil : stateDirectory
+            // The reports so far, and whether the last said a wait: a request sent after none says nothing new.
+            let (waits, reports, now) = (waits, LockedValue((turn: 0, waits: false)), clock.now)
             let report = { @Sendable (until: Date?) in
-                waits(
-                    until,
-                    turns.withLock {
-                        $0 += 1
-                        return $0
-                    })
+                let turn = reports.withLock { reports -> Int? in
+                    guard until != nil || reports.waits else { return nil }
+                    reports = (reports.turn + 1, until != nil)
+                    return reports.turn
+                }
+                if let turn { waits(until, turn) }
             }
             policy.events = { event in
                 notes.record(event)
@@ -84,7 +87,8 @@ extension MultipartUploadQueue {
                 case .requestSent: report(nil)
                 default: break
                 }
-                if let heard { MultipartUploadQueue.$uploadHeard.withValue(id) { heard(event) } }
+                // The caller's own listener hears every event too.
+                if let heard = resumption.events { MultipartUploadQueue.$uploadHeard.withValue(id) { heard(event) } }
             }
             // The record, not the answer, says when the state may go.
             let membership = ResumableUpload.Membership(

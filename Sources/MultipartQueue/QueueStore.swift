@@ -167,7 +167,10 @@ struct QueueStore: Sendable {
 
     /// Removes an upload's saved state.
     func removeState(of id: String) {
-        try? FileManager.default.removeItem(at: stateDirectory(of: id))
+        let directory = stateDirectory(of: id)
+        // Most uploads make none (a form sent whole in one request), and a missing one is an error built for nothing.
+        guard FileManager.default.fileExists(atPath: directory.path) else { return }
+        try? FileManager.default.removeItem(at: directory)
     }
 
     /// The queue's lock, which one process at a time holds while it runs the queue.

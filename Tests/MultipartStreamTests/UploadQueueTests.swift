@@ -514,6 +514,32 @@ extension URLSessionSuites {
             #expect(Set(try server.forms().map(\.sha256)) == Set(try forms.map { try expected($0).sha256 }))
         }
 
+        /// A form sent whole in one request has nothing to resume from (a drop sends it whole again), and its send
+        /// makes no saved state: none is there as its request goes. A form created first saves its state before its
+        /// creation goes, for a later run to resume from.
+        @Test(arguments: [true, false]) func onlyAFormCreatedFirstSavesItsState(whole: Bool) async throws {
+            let server = try await DraftServer()
+            let states = queueDirectory.appendingPathComponent("state")
+            let seen = LockedValue<[Int]>([])
+            var resumption = whole ? MultipartResumption() : createdFirst
+            resumption.events = { event in
+                guard case .requestSent = event else { return }
+                let made = (try? FileManager.default.contentsOfDirectory(atPath: states.path).count) ?? 0
+                seen.withLock { $0.append(made) }
+            }
+            let queue = try MultipartUploadQueue(directory: queueDirectory, resumption: resumption)
+            let form = try form(1)
+            _ = try await queue.add(form, with: URLRequest(url: server.url()))
+            try await within(seconds: 60, "the run") { try await queue.run() }
+            #expect(try server.forms() == [try expected(form)])
+            let methods = try server.log().map(\.method)
+            #expect(methods == (whole ? ["POST"] : ["OPTIONS", "POST", "PATCH"]), "\(methods)")
+            // Each request that carries the form, and the creation before its append.
+            let requests = seen.withLock { $0 }.suffix(whole ? 1 : 2)
+            #expect(requests == (whole ? [0] : [1, 1]), "saved states as each request went: \(seen.withLock { $0 })")
+            #expect(((try? FileManager.default.contentsOfDirectory(atPath: states.path)) ?? []).isEmpty)
+        }
+
         /// A form under the server's `min-size` goes whole, and the server still speaks the draft: the next form, over
         /// it, is an upload resource created at once (its `POST` and `PATCH`), in this run and the next. A queue that
         /// took the whole form for a server without the draft sent every later form whole, never to resume.
