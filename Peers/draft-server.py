@@ -5,7 +5,8 @@ editor's example middleware does; 10 when none is given), each answer in the ver
 request in any other version as an ordinary server would: OPTIONS without the draft's fields, a POST as the whole
 form, the upload resources not found; a server that speaks 10 answers such a request 400 without the draft's fields
 instead, as that middleware does. In its versions it answers as the draft allows but as SwiftNIO's NIOResumableUpload
-never does, one scenario at a time: the scenario is the last path segment of the URL a client starts from
+never does (with `--name-on-refusal` after the versions, a request in another version is refused 400 naming the
+newest of them, as NIOResumableUpload refuses a newer client), one scenario at a time: the scenario is the last path segment of the URL a client starts from
 (`/s/NAME`), and every upload it creates behaves that way. It listens on two ports: the first line of stdout is `PORT ALT`; an upload
 resource is at `http://127.0.0.1:PORT/u/ID`, or on ALT (another origin) in the `other-origin` scenario. It exits when
 stdin closes.
@@ -195,6 +196,9 @@ complete_dropped = set()
 # The answers given to each Idempotency-Key, by the kind of request ("creation" or "plain"): status, headers, body.
 idempotency = {"honoured": True, "creation": {}, "plain": {}}
 versions = {int(v) for v in sys.argv[1].split(",")} if len(sys.argv) > 1 else {10}
+# `--name-on-refusal`: a request in another version is refused 400 naming the newest of the server's, as SwiftNIO's
+# NIOResumableUpload answers a client newer than itself.
+names_on_refusal = "--name-on-refusal" in sys.argv[2:]
 
 
 def form_answer(upload):
@@ -409,12 +413,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not super().parse_request():
             return False
         named = self.headers.get("Upload-Draft-Interop-Version")
-        if 10 in versions and named is not None and not self.speaks_draft() and self.command != "GET":
-            # A version it does not speak: 400 without the draft's fields, as the editor's middleware answers.
-            data, _ = self.read()
-            self.entry(len(data))
-            self.answer(400)
-            return False
+        if named is not None and not self.speaks_draft() and self.command != "GET":
+            if names_on_refusal:
+                data, _ = self.read()
+                self.entry(len(data))
+                self.answer(400, {"Upload-Draft-Interop-Version": str(max(versions))})
+                return False
+            if 10 in versions:
+                # A version it does not speak: 400 without the draft's fields, as the editor's middleware answers.
+                data, _ = self.read()
+                self.entry(len(data))
+                self.answer(400)
+                return False
         upload = uploads.get(self.path.split("/")[-1]) if self.path.startswith("/u/") else None
         scenario = upload["scenario"] if upload else self.path.split("/")[-1]
         if scenario == "proxy-407" and upload and self.headers.get("Proxy-Authorization") != "Basic dTpw":

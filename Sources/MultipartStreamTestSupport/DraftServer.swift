@@ -65,11 +65,14 @@ public final class DraftServer: @unchecked Sendable {
     }
 
     /// Starts the server, speaking each of the draft's interop `versions` (`[6, 10]`, as the draft's editor's example
-    /// middleware does; the newest the client speaks when empty), and waits until it listens.
-    public init(versions: [Int]) async throws {
+    /// middleware does; the newest the client speaks when empty), and waits until it listens. `namingOnRefusal`
+    /// refuses a request in any other version with a 400 that names the newest of them, as SwiftNIO's
+    /// `NIOResumableUpload` refuses a client newer than itself.
+    public init(versions: [Int], namingOnRefusal: Bool = false) async throws {
         let script = peerScript("draft-server.py").path
-        let named = versions.isEmpty ? [] : [versions.map(String.init).joined(separator: ",")]
-        peer = try await PeerProcess(["python3", script] + named, name: "draft")
+        let named = versions.isEmpty ? ["10"] : [versions.map(String.init).joined(separator: ",")]
+        let refusal = namingOnRefusal ? ["--name-on-refusal"] : []
+        peer = try await PeerProcess(["python3", script] + named + refusal, name: "draft")
         let ports = peer.firstLine.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         guard ports.count == 2 else { throw Peer.Failure(description: "the draft server printed no ports") }
         (port, alternatePort) = (ports[0], ports[1])

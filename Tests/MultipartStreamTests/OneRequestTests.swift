@@ -97,6 +97,40 @@ extension URLSessionSuites {
             #expect(sent == [UInt64(expected.bytes), UInt64(expected.bytes)], "\(events)")
         }
 
+        /// A server that speaks an older version refuses the first one request, made in the newest, with a 400 naming
+        /// its own (as `NIOResumableUpload` does), and the form goes again in that one. What one upload found, the others of its process go on with,
+        /// a queue's and plain ones alike: each of them in one request. A new queue that guessed again paid the
+        /// refusal, the form sent for nothing and a new connection for each of its first uploads.
+        @Test(arguments: [true, false])
+        func aQueueAndItsProcessShareWhatTheServerSpeaks(queueFirst: Bool) async throws {
+            let server = try await DraftServer(versions: [6], namingOnRefusal: true)
+            func throughQueue() async throws {
+                let queue = try MultipartUploadQueue(directory: directory.path("queue"))
+                _ = try await queue.add(form, with: URLRequest(url: server.url()))
+                try await within(seconds: 60, "the queue's run") { try await queue.run() }
+                guard case .completed(let answer) = await queue.uploads.first?.state else {
+                    Issue.record("\(await queue.uploads.map(\.state))")
+                    return
+                }
+                #expect(try JSONDecoder().decode(DraftServer.Form.self, from: answer.body) == expected)
+            }
+            func alone() async throws {
+                let (answer, status, _) = try await upload(to: server.url())
+                #expect(status == 200)
+                #expect(try JSONDecoder().decode(DraftServer.Form.self, from: answer) == expected)
+            }
+            if queueFirst { try await throughQueue() } else { try await alone() }
+            let first = try server.log()
+            #expect(first.map(\.version) == ["10", "6"], "\(first)")
+            #expect(first.map(\.status) == [400, 200], "\(first)")
+            if queueFirst { try await alone() } else { try await throughQueue() }
+            let second = try server.log().dropFirst(first.count)
+            #expect(second.map(\.method) == ["POST"], "\(second)")
+            #expect(second.map(\.version) == ["6"], "\(second)")
+            #expect(second.first?.bytes == expected.bytes && second.first?.complete == "?1")
+            #expect(try server.forms() == [expected, expected], "each processed once")
+        }
+
         /// A queue sends it in one request too, and counts the send after the drop in `sentAgain`.
         @Test func aQueueCountsTheFormSentAgain() async throws {
             let server = try await DraftServer()

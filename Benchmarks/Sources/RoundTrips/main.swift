@@ -21,13 +21,15 @@ import MultipartStreamTestSupport
 // checked: the server recorded the form byte for byte. Prints each way's median seconds, requests (as the server saw
 // them on the wire) and new connections per upload; then the ratios, failing past --max-queue-ratio (the queue over
 // upload, small forms), --max-resumable-ratio (resumable over plain, 64 KiB) or --max-large-extra-ms (resumable's
-// time over plain's, 8 MiB), each when given.
+// time over plain's, 8 MiB), each when given; with --one-request-each, where a small form, queued or `.resumable`, took
+// more than one request or any new connection (medians of the counted rounds: the process's first upload to the server
+// pays its refusal of a newer version once, in the warm-up).
 // With --sizes, it measures instead what a form costs to send again, the trade of MultipartResumption's
 // singleRequestLimit: a plain upload of each size from 64 KiB to 16 MiB, alternated, and each one's time over the
 // 64 KiB form's, beside a round trip. A form whose extra time is under a round trip costs less to send again after a
 // drop than creating the upload first costs every time.
 // Usage: round-trips [--delay-ms MS] [--rounds R] [--max-queue-ratio X] [--max-resumable-ratio X]
-//                    [--max-large-extra-ms MS] [--sizes]
+//                    [--max-large-extra-ms MS] [--one-request-each] [--sizes]
 
 var delayMs = 20
 var rounds = 5
@@ -35,10 +37,13 @@ var maxQueueRatio: Double?
 var maxResumableRatio: Double?
 var maxLargeExtraMs: Double?
 var sizesOnly = false
+var oneRequestEach = false
 var arguments = CommandLine.arguments.dropFirst()
 while let option = arguments.popFirst() {
-    if option == "--sizes" {
-        sizesOnly = true
+    if option == "--sizes" || option == "--one-request-each" {
+        (sizesOnly, oneRequestEach) = (
+            sizesOnly || option == "--sizes", oneRequestEach || option == "--one-request-each"
+        )
         continue
     }
     switch (option, arguments.popFirst()) {
@@ -51,7 +56,7 @@ while let option = arguments.popFirst() {
         FileHandle.standardError.write(
             Data(
                 ("usage: round-trips [--delay-ms MS] [--rounds R] [--max-queue-ratio X] [--max-resumable-ratio X] "
-                    + "[--max-large-extra-ms MS] [--sizes]\n").utf8))
+                    + "[--max-large-extra-ms MS] [--one-request-each] [--sizes]\n").utf8))
         exit(2)
     }
 }
@@ -271,6 +276,16 @@ for (value, limit, what) in [
 ] {
     if let limit, value > limit {
         print(String(format: "FAIL: %@ %.2f is over %.2f", what, value, limit))
+        failed = true
+    }
+}
+for way in [Way.smallQueue, .oneResumable] where oneRequestEach {
+    let (requests, connections) = (medians[way]!.requests, medians[way]!.connections)
+    if requests > 1 || connections > 0 {
+        print(
+            String(
+                format: "FAIL: %@: %.2f requests and %.2f new connections an upload", way.rawValue, requests,
+                connections))
         failed = true
     }
 }

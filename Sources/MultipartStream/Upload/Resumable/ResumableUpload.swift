@@ -60,10 +60,14 @@ package struct ResumableUpload {
         // asks nothing.
         var (known, knownNone) = (membership.knownServer, membership.speaksNone)
         // An upload no queue gathers goes on with what its process found of the server.
-        let gate = membership.discovery ?? DiscoveryGate.forProcess(of: request.url)
+        let processGate = DiscoveryGate.forProcess(of: request.url)
+        let gate = membership.discovery ?? processGate
         let oneRequest = policy.goesInOneRequest(form.contentLength)
-        // The one request asks nothing and waits for nobody: it goes in the version found, if any.
-        if oneRequest, known == nil, case .speaks(let server)? = gate?.known { known = server }
+        // The one request asks nothing and waits for nobody: it goes in the version found, if any, by its queue or
+        // else by its process (a guess that misses costs the server's refusal and the form again).
+        for finding in [gate?.known, processGate?.known] where oneRequest && known == nil {
+            if case .speaks(let server)? = finding { known = server }
+        }
         let discovery = record == nil && known == nil && !knownNone && !oneRequest ? gate : nil
         let turn = discovery?.turn()
         defer { if let turn { discovery?.leave(turn) } }
@@ -146,6 +150,8 @@ package struct ResumableUpload {
                         told = true
                         membership.learned?(found)
                         gate?.found(.speaks(found))
+                        // What a queue's upload found holds for its process's other uploads too.
+                        if gate !== processGate { processGate?.found(.speaks(found)) }
                     }
                 case (.failure, _) where Task.isCancelled:
                     reason = "cancelled"
