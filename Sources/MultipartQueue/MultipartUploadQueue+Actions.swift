@@ -69,16 +69,14 @@ extension MultipartUploadQueue {
     /// Writes `changes` of uploads' states in one transaction, synced where one of them is: the queue's one way to
     /// change a state, which a send's own notes share (``QueueStore/update(_:syncing:)``). The state each wrote, or
     /// found and left, in order; `nil` for an upload gone.
-    func write(_ changes: [(id: ID, change: QueueRecord.Change)]) throws -> [QueueRecord.State?] {
+    func write(_ changes: [(id: ID, change: QueueRecord.Change)]) throws(MultipartError) -> [QueueRecord.State?] {
         try store.update(changes.map { ($0.id.rawValue, $0.change) })
     }
 
     /// Writes a caller's `change` of `upload`'s state before the schedule takes the move: an error, and nothing
     /// changed, where it cannot be written or the record is gone.
     func writeMove(_ change: QueueRecord.Change, of upload: QueueSchedule.Upload) throws {
-        try changeRecord(of: upload) { () throws(MultipartError) in
-            try store.update([(upload.id.rawValue, change)])[0]
-        }
+        try changeRecord(of: upload) { () throws(MultipartError) in try write([(upload.id, change)])[0] }
     }
 
     /// Writes new uploads' records, in one transaction. Committed to the write-ahead log, not synced: a commit there

@@ -166,10 +166,10 @@ extension MultipartUploadQueue {
     /// once, and the progress, which tells its observers each time it changes, changed once.
     func enter(_ records: [QueueRecord]) throws {
         try writeAdded(records)
-        var origins: [String: Origin?] = [:]
+        var origin = ParsedOnce.origins
         let uploads = records.map { record in
             let summary = record.summary
-            return QueueSchedule.Upload(summary, origin: Self.origin(of: summary.url, in: &origins))
+            return QueueSchedule.Upload(summary, origin: origin(summary.url))
         }
         performNow(schedule.added(uploads))
     }

@@ -14,9 +14,9 @@ extension MultipartUploadQueue {
     func applyChanges() async {
         guard let (version, written, removed) = store.changes(since: seenVersion) else { return }
         seenVersion = version
-        var origins: [String: Origin?] = [:]
+        var origin = ParsedOnce.origins
         for case .record(let summary) in written {
-            await perform(schedule.seen(summary, origin: Self.origin(of: summary.url, in: &origins)))
+            await perform(schedule.seen(summary, origin: origin(summary.url)))
         }
         for id in removed.map(ID.init(rawValue:)) { await perform(schedule.seenRemoved(id)) }
     }

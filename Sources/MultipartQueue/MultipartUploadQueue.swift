@@ -147,14 +147,14 @@ public actor MultipartUploadQueue {
         var schedule = QueueSchedule(
             limit: maximumConcurrentUploads, probeInterval: max(1, resumption.wait(.infinity)))
         schedule.reserve(store.count)
-        var origins: [String: Origin?] = [:]
+        var origin = ParsedOnce.origins
         store.forEachRecord { listed in
             let upload: QueueSchedule.Upload
             switch listed {
             case .record(let summary):
                 upload =
                     schedule.uploads[ID(rawValue: summary.id)] == nil
-                    ? QueueSchedule.Upload(summary, origin: Self.origin(of: summary.url, in: &origins))
+                    ? QueueSchedule.Upload(summary, origin: origin(summary.url))
                     : Self.damaged(summary.id, reason: "another record has its ID")
             case .damaged(let id, let reason):
                 upload = Self.damaged(id, reason: reason)
@@ -172,15 +172,6 @@ public actor MultipartUploadQueue {
     deinit {
         // Readers' loops end with the queue.
         eventSink.finish()
-    }
-
-    /// The origin of the upload URL `url`, parsed once a URL (`found` keeps them): most queues send to one URL or a
-    /// few.
-    static func origin(of url: String, in found: inout [String: Origin?]) -> Origin? {
-        if let origin = found[url] { return origin }
-        let origin = Origin(URL(string: url))
-        found[url] = .some(origin)
-        return origin
     }
 
     /// The row `id` that is no record, listed as failed.

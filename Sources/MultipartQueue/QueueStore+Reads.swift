@@ -59,12 +59,11 @@ extension QueueStore {
 
     /// Calls `each` with every upload's summary and listing in the queue's order, in one pass of its index.
     func forEachListing(_ each: (Listed, Listing) -> Void) {
-        // Most queues send to one URL or a few: each is parsed once, and every listing of it holds the one value.
-        var urls: [String: URL?] = [:]
+        var url = ParsedOnce.urls
         try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
             try connection.run("SELECT \(Self.listings.sql) FROM uploads \(Self.order)") { row in
                 let row = Self.listings(row)
-                each(Self.listed(row), Self.listing(row, urls: &urls))
+                each(Self.listed(row), Self.listing(row, url: &url))
             }
         }
     }
@@ -74,8 +73,8 @@ extension QueueStore {
         try? database.withConnection { connection throws(SQLiteDatabase.Failure) in
             var found: Listing?
             try connection.run("SELECT \(Self.listings.sql) FROM uploads WHERE id = ?", [.text(id)]) { row in
-                var urls: [String: URL?] = [:]
-                found = Self.listing(Self.listings(row), urls: &urls)
+                var url = ParsedOnce.urls
+                found = Self.listing(Self.listings(row), url: &url)
             }
             return found
         }
@@ -231,13 +230,10 @@ extension QueueStore {
                 contentLength: UInt64(length), url: url, standing: standing))
     }
 
-    /// The listing in `row`, its URL parsed once a text (`urls` keeps them).
-    private static func listing(_ row: Selection.Row, urls: inout [String: URL?]) -> Listing {
-        let text = row.text(.url) ?? ""
-        let url = urls[text] ?? URL(string: text)
-        if urls[text] == nil { urls[text] = .some(url) }
-        return Listing(
-            url: url, added: Date(timeIntervalSince1970: row.real(.added) ?? 0),
+    /// The listing in `row`, its URL parsed by `url`.
+    private static func listing(_ row: Selection.Row, url: inout ParsedOnce<URL?>) -> Listing {
+        Listing(
+            url: url(row.text(.url) ?? ""), added: Date(timeIntervalSince1970: row.real(.added) ?? 0),
             sentAgain: Int(row.integer(.sentAgain) ?? 0), files: Listing.split(row.blob(.files) ?? Data()),
             answer: answer(row), runner: row.integer(.runner).flatMap { Int32(exactly: $0) },
             category: row.text(.category).flatMap(category(named:)))

@@ -20,23 +20,6 @@ extension QueueStore {
             syncing: changes.contains { $0.change.isSynced })
     }
 
-    /// Changes the state of the upload `id` as it stands on disk (``QueueRecord/State``), in one transaction that no
-    /// other process's write can come between: each writer changes only the fields it owns (a send what it counted,
-    /// another process a pause), and none writes a copy it read earlier over what changed since. Only the columns that
-    /// changed are written; the form is neither read nor written. The state as written, or as it stands where
-    /// `declines` says to leave it; `nil` for an upload that is gone, where nothing is written.
-    @discardableResult
-    func update(
-        _ id: String, syncing: Bool = true, unless declines: (QueueRecord.State) -> Bool = { _ in false },
-        _ change: (inout QueueRecord.State) -> Void
-    ) throws(MultipartError) -> QueueRecord.State? {
-        try withoutActuallyEscaping(declines) { declines throws(MultipartError) in
-            try withoutActuallyEscaping(change) { change throws(MultipartError) in
-                try update([StateChange(id: id, declines: declines, change: change)], syncing: syncing)[0]
-            }
-        }
-    }
-
     /// One change of an upload's state, among others written together.
     struct StateChange {
         var id: String
@@ -45,9 +28,13 @@ extension QueueStore {
         var change: (inout QueueRecord.State) -> Void
     }
 
-    /// Makes `changes` in one transaction, in order, each as ``update(_:syncing:unless:_:)`` makes one: the end of
-    /// one send and the start of the next are one commit. Each state as written, in order; where one cannot be
-    /// written, none of them is.
+    /// Makes `changes` in one transaction, in order: the end of one send and the start of the next are one commit.
+    /// Each changes the state of its upload as it stands on disk (``QueueRecord/State``), in a transaction that no
+    /// other process's write can come between: each writer changes only the fields it owns (a send what it counted,
+    /// another process a pause), and none writes a copy it read earlier over what changed since. Only the columns
+    /// that changed are written; the form is neither read nor written. Each state as written, or as it stands where
+    /// its `declines` says to leave it, in order; `nil` for an upload that is gone, where nothing is written. Where
+    /// one cannot be written, none of them is.
     func update(_ changes: [StateChange], syncing: Bool = true) throws(MultipartError) -> [QueueRecord.State?] {
         var written: [QueueRecord.State?] = []
         do throws(SQLiteDatabase.Failure) {
@@ -79,7 +66,7 @@ extension QueueStore {
     }
 
     /// Changes the record of the upload `id` whole as it stands on disk, its form too (a retry with a file as it is
-    /// now), in one transaction, as ``update(_:syncing:unless:_:)`` changes its state. The record as written; `nil`
+    /// now), in one transaction, as ``update(_:syncing:)`` changes its state. The record as written; `nil`
     /// for one that is gone, where nothing is written.
     @discardableResult
     func rewrite(_ id: String, _ change: (inout QueueRecord) -> Void) throws(MultipartError) -> QueueRecord? {
@@ -113,12 +100,6 @@ extension QueueStore {
         }
         if let failure { throw failure }
         return written
-    }
-
-    /// Writes `record` whole over its last version, in one transaction, `syncing` it to disk before it returns (else
-    /// it outlives a kill of the process, not of the system).
-    func write(_ record: QueueRecord, syncing: Bool = true) throws(MultipartError) {
-        try write([record], syncing: syncing)
     }
 
     /// Writes every record in one transaction, synced once: where it cannot be written, none of them is. The

@@ -288,3 +288,20 @@ extension QueueStore {
         }
     }
 }
+
+// The trials' shorthands: one record, and one upload's state changed by a closure, as the queue's typed writes make
+// them.
+extension QueueStore {
+    fileprivate func write(_ record: QueueRecord, syncing: Bool = true) throws(MultipartError) {
+        try write([record], syncing: syncing)
+    }
+
+    @discardableResult
+    fileprivate func update(
+        _ id: String, syncing: Bool = true, _ change: (inout QueueRecord.State) -> Void
+    ) throws(MultipartError) -> QueueRecord.State? {
+        try withoutActuallyEscaping(change) { change throws(MultipartError) in
+            try update([StateChange(id: id, change: change)], syncing: syncing)[0]
+        }
+    }
+}
