@@ -496,9 +496,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status = int(scenario.split("-")[-1])
             return self.answer(status, {"Content-Type": "application/json"}, json.dumps({"refused": status}).encode())
         if plain:
-            # A plain request: the whole form, the application's.
-            data, _ = self.read()
+            # A plain request: the whole form, the application's. A body cut short (the connection ended before its
+            # Content-Length, a client killed mid-send) is no request: no application gets it, and no answer is kept
+            # for its key, which a later request with the whole form would be answered from.
+            data, declared = self.read()
             self.entry(len(data))
+            if len(data) < declared:
+                return self.drop()
             with lock:
                 body = form_answer({"data": data})
                 self.remember("plain", 200, {"Content-Type": "application/json"}, body)

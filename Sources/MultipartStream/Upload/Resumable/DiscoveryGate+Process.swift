@@ -3,6 +3,8 @@ import Foundation
 extension DiscoveryGate {
     /// The gate of `url`'s origin for the uploads of this process that no queue gathers: what one of them found a
     /// server to speak (a version, limits, none), the next asks nothing of, and those that start together ask once.
+    /// A queue's upload tells it what it found too, and a queue's form that goes in one request, where its queue knows
+    /// nothing of the server, goes in the version found here.
     /// A server found to speak none is asked again after a day, as `-C -` does with what it keeps; one that refuses a
     /// creation made on what was found is asked again at once. `nil` for a URL without an origin.
     static func forProcess(of url: URL?) -> DiscoveryGate? {

@@ -5,7 +5,9 @@ import Foundation
 /// meanwhile wait for what it finds rather than each asking the same questions. An asker that ends without finding
 /// out (a failure, a cancel) lets every upload that waits ask on its own, as it would have: a server out of reach is
 /// then probed by one of them at a time through their ``OutageGate``, and none waits out another's retries before its
-/// own. A queue keeps one for each origin; the uploads no queue gathers share their process's (``forProcess(of:)``).
+/// own. A queue keeps one for each origin; the uploads no queue gathers share their process's (``forProcess(of:)``),
+/// which a queue's uploads tell what they find too, and read where a form goes in one request and the queue knows
+/// nothing.
 package final class DiscoveryGate: Sendable {
     /// What an upload goes on with.
     package enum Finding: Equatable, Sendable {
@@ -104,9 +106,10 @@ package final class DiscoveryGate: Sendable {
         }
     }
 
-    /// What an upload found the server to speak, said by whoever finds out (the asker, or an upload that asked again
-    /// after the server refused a creation made on an earlier finding): every upload that waits goes on with it, and
-    /// every later one.
+    /// What an upload found the server to speak, said by whoever finds out (the asker, an upload that asked again
+    /// after the server refused a creation made on an earlier finding, or to the process's gate a queue's upload, which
+    /// holds no turn there): every upload that waits goes on with it, and every later one. An asker whose question was
+    /// answered so meanwhile leaves without releasing anyone (``leave(_:)``), and what it finds replaces this.
     func found(_ finding: Finding) {
         guard finding != .ask else { return }
         let waiting = state.withLock { state -> [CheckedContinuation<Finding, Never>] in
