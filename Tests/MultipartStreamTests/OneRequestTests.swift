@@ -131,6 +131,25 @@ extension URLSessionSuites {
             #expect(try server.forms() == [expected, expected], "each processed once")
         }
 
+        /// Without a key of the caller's, the upload has one of its own: the form sent again after the drop goes under
+        /// the same key, which the server answers as it did, so the application has it once. Each upload's key is its
+        /// own, and no request but the creation carries it.
+        @Test func withoutACallersKeyTheUploadHasOneOfItsOwn() async throws {
+            let server = try await DraftServer()
+            let (answer, status, _) = try await upload(to: server.url(scenario: "complete-dropped"), key: nil)
+            #expect(status == 200)
+            #expect(try JSONDecoder().decode(DraftServer.Form.self, from: answer) == expected)
+            #expect(try server.forms() == [expected], "processed once")
+            let log = try server.log()
+            #expect(log.map(\.method) == ["POST", "POST"] && log.map(\.status) == [0, 200], "\(log)")
+            let key = try #require(log.first?.idempotency)
+            #expect(log.allSatisfy { $0.idempotency == key }, "\(log)")
+            _ = try await upload(to: server.url(), key: nil)
+            let next = try server.log().dropFirst(log.count)
+            #expect(next.count == 1 && next.first?.idempotency != nil && next.first?.idempotency != key, "\(next)")
+            #expect(try server.forms() == [expected, expected])
+        }
+
         /// A queue sends it in one request too, and counts the send after the drop in `sentAgain`.
         @Test func aQueueCountsTheFormSentAgain() async throws {
             let server = try await DraftServer()

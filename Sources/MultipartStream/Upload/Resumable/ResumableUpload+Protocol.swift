@@ -192,15 +192,20 @@ extension ResumableUpload {
         /// Where this step's request goes and what the draft has it carry, as ``RequestMaker`` makes it from the
         /// caller's request (its URL, headers and method where they apply): no body of the caller's, the step's URL
         /// and method, then the draft's fields in `version` after the hook's and the origin rule, so that nothing
-        /// else changes them. An append's body and length are the upload's to add.
+        /// else changes them. An append's body and length are the upload's to add. `key` is the upload's own
+        /// `Idempotency-Key`, where the caller's request has none.
         func aim(
             location: URL?, version: InteropVersion, contentLength: UInt64?, contentType: String,
-            timeout: TimeInterval? = nil
+            timeout: TimeInterval? = nil, key: String? = nil
         ) -> RequestMaker.Aim {
             var aim = RequestMaker.Aim(timeout: timeout, withoutBody: self != .createComplete)
-            // Only the request that creates the upload carries the caller's key.
-            if self != .create, self != .createComplete { aim.removing = [Header.idempotencyKey] }
             aim.fields = [(Header.interopVersion, String(version.rawValue))]
+            // Only the request that creates the upload carries a key: the caller's, or else the upload's own.
+            if self != .create, self != .createComplete {
+                aim.removing = [Header.idempotencyKey]
+            } else if let key {
+                aim.fields.append((Header.idempotencyKey, StructuredField.string(key)))
+            }
             switch self {
             case .detect:
                 aim.method = .named("OPTIONS")

@@ -26,6 +26,8 @@ package struct ResumableUpload {
     let progress: ProgressCoalescer?
     /// What the upload's queue tells it, if it is a queue's.
     var membership = Membership.alone
+    /// The creation's `Idempotency-Key` where the caller's request has none: the upload's own, one a creation.
+    private(set) var ownKey: String?
 
     func run() async throws -> Reply {
         guard let directory = policy.stateDirectory else { return try await run(saving: nil) }
@@ -54,6 +56,13 @@ package struct ResumableUpload {
     private func run(
         saving state: SavedState?, resuming record: SavedUpload? = nil, startingOver fresh: ResumableUpload? = nil
     ) async throws -> Reply {
+        // A key of the upload's own where the caller gave none: a creation sent again after a drop or a stall (the
+        // whole form in one request too) is answered once by a server that honours it, as a queue's uploads are.
+        if ownKey == nil, request.value(forHTTPHeaderField: Header.idempotencyKey) == nil {
+            var keyed = self
+            keyed.ownKey = UUID().uuidString.lowercased()
+            return try await keyed.run(saving: state, resuming: record, startingOver: fresh)
+        }
         // No progress comes after the upload returns or throws.
         defer { progress?.finish() }
         // A new upload to a server the queue knows nothing of waits for the one that asks what it speaks, unless it
@@ -203,7 +212,10 @@ package struct ResumableUpload {
                 policy.events?(.startedOver(reason))
                 await delete(location, version: resumption.version)
                 state?.remove()
-                return try await (fresh ?? self).run(saving: state)
+                // Another creation, under another key of its own: the old one names the resource that is gone.
+                var again = fresh ?? self
+                again.ownKey = nil
+                return try await again.run(saving: state)
             case .sendWhole(let minSize):
                 // A server under whose min-size the form goes whole still speaks the draft, for the next upload.
                 policy.events?(minSize.map(MultipartResumption.Event.underMinimumSize) ?? .notResumable)
@@ -399,7 +411,7 @@ package struct ResumableUpload {
     ) async throws -> URLRequest {
         let aim = step.aim(
             location: location, version: version, contentLength: contentLength, contentType: form.contentType,
-            timeout: timeout)
+            timeout: timeout, key: ownKey)
         return try await requests.make(request, aim, for: .resumable(step.reason))
     }
 
