@@ -22,6 +22,7 @@ extension MultipartUploadQueue {
     public func run(
         on session: URLSession = .shared, headers: MultipartHeaders? = nil, pacing: MultipartPacing? = nil
     ) async throws {
+        await removeLetsGo()
         guard !isRunning else { throw MultipartError(.queueInUse(directory)) }
         if let pacing { self.pacing = pacing }
         let lock = try store.lock()

@@ -53,6 +53,7 @@ extension MultipartUploadQueue {
     /// that waits is cancelled: the removal stays asked, and that run carries it out).
     @discardableResult
     public func remove(_ id: ID, on session: URLSession = .shared, headers: MultipartHeaders? = nil) async -> Removal {
+        await removeLetsGo()
         guard let upload = schedule.uploads[id] else { return .notInQueue }
         if let stopping = schedule.removeAsked(id) {
             performNow(stopping)
@@ -62,8 +63,14 @@ extension MultipartUploadQueue {
         // This process's run, or none: the lock keeps another from starting while this one removes.
         let lock = isRunning ? nil : try? store.lock()
         if isRunning || lock != nil {
+            if lock != nil { removeHolds.held = true }
             let removal = await removeNow(upload, on: (session, headers))
-            lock?.release()
+            if let lock {
+                lock.release()
+                let waiting = removeHolds.waiting
+                removeHolds = (false, [])
+                for waiter in waiting { waiter.resume() }
+            }
             return removal
         }
         // Another process runs the queue: it may be sending this upload, with its saved state.
@@ -83,6 +90,14 @@ extension MultipartUploadQueue {
             return .completed(answer.map(Answer.init) ?? Answer(statusCode: nil, headers: [:], body: Data()))
         case .removed?, nil:
             return .removed
+        }
+    }
+
+    /// Returns once no remove of this process holds the queue's lock: it holds it across the server's `DELETE`, and
+    /// a run or a remove that came meanwhile is this process's, not another's.
+    func removeLetsGo() async {
+        while removeHolds.held {
+            await withCheckedContinuation { removeHolds.waiting.append($0) }
         }
     }
 

@@ -96,6 +96,10 @@ public actor MultipartUploadQueue {
     /// The session and headers of the run under way.
     var running: (URLSession, MultipartHeaders?)?
 
+    /// Whether a remove of this process holds the queue's lock, while no run does, and who waits for it: a run or
+    /// another remove that starts meanwhile waits, rather than take the held lock for another process's run.
+    var removeHolds: (held: Bool, waiting: [CheckedContinuation<Void, Never>]) = (false, [])
+
     /// The run's sleep, which ends early when its alarm rings (a server is back, the caller moved an upload, an upload
     /// waits), and until when it sleeps.
     var sleep: (alarm: Alarm, until: Date)?

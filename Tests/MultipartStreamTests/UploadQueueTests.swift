@@ -540,6 +540,34 @@ extension URLSessionSuites {
             #expect(((try? FileManager.default.contentsOfDirectory(atPath: states.path)) ?? []).isEmpty)
         }
 
+        /// A remove while no run goes holds the queue's lock across its work, so that no other process starts the
+        /// upload meanwhile; a run this process starts then waits for it, where it took the held lock for another
+        /// process's run and threw ``MultipartError/Reason/queueInUse(_:)``. Twenty rounds of a run and a remove that
+        /// start together, in either order: the run returns, the one removed is gone, the other completed.
+        @Test func aRunAndARemoveThatStartTogetherBothGo() async throws {
+            let server = try await DraftServer()
+            for round in 0..<20 {
+                let queue = try MultipartUploadQueue(directory: directory.path("queue-\(round)"))
+                let gone = try await queue.add(
+                    try form(2 * round, fileBytes: 1_000), with: URLRequest(url: server.url()))
+                let kept = try await queue.add(
+                    try form(2 * round + 1, fileBytes: 1_000), with: URLRequest(url: server.url()))
+                let run = Task { try await queue.run() }
+                let removal = await queue.remove(gone)
+                try await within(seconds: 60, "round \(round)'s run") { try await run.value }
+                guard case .removed = removal else {
+                    Issue.record("round \(round): \(removal)")
+                    continue
+                }
+                #expect(await queue.upload(gone) == nil, "round \(round)")
+                let state = await queue.upload(kept)?.state
+                guard case .completed = state else {
+                    Issue.record("round \(round): \(String(describing: state))")
+                    continue
+                }
+            }
+        }
+
         /// A form under the server's `min-size` goes whole, and the server still speaks the draft: the next form, over
         /// it, is an upload resource created at once (its `POST` and `PATCH`), in this run and the next. A queue that
         /// took the whole form for a server without the draft sent every later form whole, never to resume.
