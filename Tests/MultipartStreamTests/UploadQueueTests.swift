@@ -543,7 +543,8 @@ extension URLSessionSuites {
         /// A remove while no run goes holds the queue's lock across its work, so that no other process starts the
         /// upload meanwhile; a run this process starts then waits for it, where it took the held lock for another
         /// process's run and threw ``MultipartError/Reason/queueInUse(_:)``. Twenty rounds of a run and a remove that
-        /// start together, in either order: the run returns, the one removed is gone, the other completed.
+        /// start together, in either order: the run returns, the one removed is gone (removed, or completed where the
+        /// run sent it first), the other completed.
         @Test func aRunAndARemoveThatStartTogetherBothGo() async throws {
             let server = try await DraftServer()
             for round in 0..<20 {
@@ -555,9 +556,11 @@ extension URLSessionSuites {
                 let run = Task { try await queue.run() }
                 let removal = await queue.remove(gone)
                 try await within(seconds: 60, "round \(round)'s run") { try await run.value }
-                guard case .removed = removal else {
-                    Issue.record("round \(round): \(removal)")
-                    continue
+                // Removed before it went, or completed where the run sent it first (the server has it then).
+                switch removal {
+                case .removed: break
+                case .completed(let answer): #expect(answer.statusCode == 200, "round \(round)")
+                default: Issue.record("round \(round): \(removal)")
                 }
                 #expect(await queue.upload(gone) == nil, "round \(round)")
                 let state = await queue.upload(kept)?.state
